@@ -1,0 +1,26 @@
+"""py_core's kernel interface and its backends (see `backend.py` for the contract)."""
+from .backend import Backend, Buffer, GPUError, Kernel, LimitError, Plan, shader_source
+from .layout import Struct
+
+BACKENDS = ("reference", "native", "webgpu", "cuda")
+
+
+def get_backend(name: str = "reference", **options) -> Backend:
+    """A backend by name. `webgpu` needs the JS runtime (`runtime=`), given only in the browser."""
+    if name == "reference":
+        from .reference import ReferenceBackend
+        return ReferenceBackend()
+    if name == "native":
+        from .native import NativeBackend
+        return NativeBackend(**options)
+    if name == "webgpu":
+        from .webgpu import WebGPUBackend
+        return WebGPUBackend(**options)
+    if name == "cuda":
+        from .cuda import CudaBackend  # server-side only: needs PyTorch
+        return CudaBackend(**options)
+    raise ValueError(f"unknown backend {name!r}: choose one of {', '.join(BACKENDS)}")
+
+
+__all__ = ["Backend", "Buffer", "GPUError", "Kernel", "LimitError", "Plan", "Struct",
+           "get_backend", "shader_source", "BACKENDS"]

@@ -1,0 +1,223 @@
+"""The kernel interface: one algorithm, several backends.
+
+An algorithm is written once as async Python over this interface:
+
+    k = await backend.kernel("matmul", "matmul")             # shaders/matmul.wgsl, entry point
+    a = backend.buffer("f32", data=array("f", ...))          # device buffers, typed
+    p = backend.buffer("u32", data=PARAMS.pack(...), uniform=True)
+    plan = backend.plan()                                    # recorded once ...
+    plan.dispatch(k, [p, a, b, c], grid=(gx, gy, 1))         # grid counts workgroups
+    await backend.run(plan)                                  # ... run many times: O(1) calls
+    out = await backend.read(c)                              # -> array.array
+
+Binding convention for every kernel: `@group(0) @binding(i)` is the i-th buffer of the dispatch;
+binding 0 is the kernel's uniform parameters when it has any. Buffers are f32, u32 or i32.
+
+Backends: `reference` (plain Python, the executable specification), `native` (wgpu-py on
+wgpu-native), `webgpu` (the browser, through Pyodide's JS FFI) and, server-side, `cuda`.
+"""
+from __future__ import annotations
+
+import abc
+import itertools
+from array import array
+from dataclasses import dataclass, field
+from pathlib import Path
+
+TYPECODES = {"f32": "f", "u32": "I", "i32": "i"}
+
+# The limits a plan's sizes are checked against; the defaults are WebGPU's guaranteed minimums.
+DEFAULT_LIMITS = {
+    "maxStorageBufferBindingSize": 134217728,
+    "maxBufferSize": 268435456,
+    "maxComputeWorkgroupStorageSize": 16384,
+    "maxComputeInvocationsPerWorkgroup": 256,
+    "maxComputeWorkgroupSizeX": 256,
+    "maxComputeWorkgroupsPerDimension": 65535,
+    "maxStorageBuffersPerShaderStage": 8,
+}
+
+
+class GPUError(RuntimeError):
+    """A GPU-side failure, with a message that says what failed and what to do."""
+
+
+class LimitError(GPUError):
+    """A buffer or dispatch larger than the adapter allows."""
+
+
+@dataclass(eq=False)
+class Buffer:
+    backend: "Backend"
+    id: int
+    dtype: str
+    length: int  # elements
+    uniform: bool = False
+    handle: object = None  # the backend's own object
+
+    @property
+    def nbytes(self) -> int:
+        return 4 * self.length
+
+
+@dataclass(eq=False)
+class Kernel:
+    family: str
+    entry: str
+    constants: dict
+    handle: object = None
+
+    @property
+    def name(self) -> str:
+        return f"{self.family}.{self.entry}"
+
+
+@dataclass(eq=False)
+class Plan:
+    """A recorded list of operations; backends turn it into their own form once."""
+
+    ops: list = field(default_factory=list)
+    compiled: object = None  # the backend's cached form
+
+    def dispatch(self, kernel: Kernel, buffers: list[Buffer], grid) -> "Plan":
+        grid = tuple(grid) + (1,) * (3 - len(grid))
+        self.ops.append(("dispatch", kernel, list(buffers), grid))
+        self.compiled = None
+        return self
+
+    def clear(self, buf: Buffer) -> "Plan":
+        """Fill `buf` with zero bits."""
+        self.ops.append(("clear", buf))
+        self.compiled = None
+        return self
+
+    def copy(self, src: Buffer, dst: Buffer, n: int | None = None, src_offset=0, dst_offset=0) -> "Plan":
+        """Copy `n` elements (default all of `src`)."""
+        n = src.length - src_offset if n is None else n
+        self.ops.append(("copy", src, src_offset, dst, dst_offset, n))
+        self.compiled = None
+        return self
+
+
+def shader_source(family: str) -> str:
+    """WGSL text of `shaders/<family>.wgsl`: inside the wheel, or the repository's folder."""
+    here = Path(__file__).resolve().parent.parent
+    for folder in (here / "shaders", here.parent / "shaders"):
+        path = folder / f"{family}.wgsl"
+        if path.is_file():
+            return path.read_text(encoding="utf-8")
+    raise FileNotFoundError(f"no shader family {family!r} (looked for {family}.wgsl beside py_core)")
+
+
+class Backend(abc.ABC):
+    """What every backend provides. Algorithms use only this."""
+
+    name = "abstract"
+
+    def __init__(self):
+        self._ids = itertools.count(1)
+        self._kernels: dict = {}
+        self.limits = dict(DEFAULT_LIMITS)
+        self.adapter: dict = {}
+        self.features: list[str] = []
+
+    # -- description -------------------------------------------------------------------------
+    @property
+    def is_gpu(self) -> bool:
+        return self.name in ("webgpu", "native", "cuda")
+
+    def describe(self) -> dict:
+        return {"backend": self.name, "adapter": self.adapter, "limits": self.limits,
+                "features": self.features}
+
+    def check_size(self, nbytes: int, what: str = "buffer"):
+        cap = min(self.limits["maxStorageBufferBindingSize"], self.limits["maxBufferSize"])
+        if nbytes > cap:
+            raise LimitError(
+                f"{what} needs {nbytes / 2**20:.1f} MiB but this adapter binds at most "
+                f"{cap / 2**20:.0f} MiB per buffer: use fewer rows, trees or a smaller model")
+
+    # -- buffers -----------------------------------------------------------------------------
+    def buffer(self, dtype: str, n: int | None = None, data=None, uniform: bool = False) -> Buffer:
+        if dtype not in TYPECODES:
+            raise ValueError(f"dtype {dtype!r} is not one of {sorted(TYPECODES)}")
+        if data is not None:
+            data = _as_array(data, dtype)
+            n = len(data) if n is None else n
+            if len(data) != n:
+                raise ValueError(f"data has {len(data)} elements, buffer {n}")
+        if n is None or n < 0:
+            raise ValueError("a buffer needs a length or data")
+        self.check_size(4 * n)
+        buf = Buffer(self, next(self._ids), dtype, n, uniform)
+        buf.handle = self._create(buf)
+        if data is not None and n:
+            self.write(buf, data)
+        return buf
+
+    def write(self, buf: Buffer, data, offset: int = 0) -> None:
+        data = _as_array(data, buf.dtype)
+        if offset + len(data) > buf.length:
+            raise ValueError(f"write of {len(data)} at {offset} overruns a buffer of {buf.length}")
+        self._write(buf, data, offset)
+
+    async def read(self, buf: Buffer, n: int | None = None) -> array:
+        """The first `n` elements (default all), as an array of the buffer's type."""
+        n = buf.length if n is None else n
+        return await self._read(buf, n)
+
+    def plan(self) -> Plan:
+        return Plan()
+
+    async def kernel(self, family: str, entry: str, constants: dict | None = None) -> Kernel:
+        key = (family, entry, tuple(sorted((constants or {}).items())))
+        if key not in self._kernels:
+            k = Kernel(family, entry, dict(constants or {}))
+            k.handle = await self._compile(k)
+            self._kernels[key] = k
+        return self._kernels[key]
+
+    async def run(self, plan: Plan, repeat: int = 1) -> None:
+        """Run the plan's operations in order, `repeat` times; returns once they are submitted."""
+        for op in plan.ops:
+            if op[0] == "dispatch":
+                self._check_grid(op[1], op[3])
+        await self._run(plan, repeat)
+
+    def _check_grid(self, kernel: Kernel, grid):
+        cap = self.limits["maxComputeWorkgroupsPerDimension"]
+        if any(g > cap for g in grid):
+            raise LimitError(f"{kernel.name}: grid {grid} exceeds {cap} workgroups per dimension")
+
+    async def finish(self) -> None:
+        """Wait until all submitted work is done (before reading a clock)."""
+
+    def free(self, buf: Buffer) -> None:
+        buf.handle = None
+
+    # -- what each backend implements -------------------------------------------------------------
+    @abc.abstractmethod
+    def _create(self, buf: Buffer): ...
+
+    @abc.abstractmethod
+    def _write(self, buf: Buffer, data: array, offset: int) -> None: ...
+
+    @abc.abstractmethod
+    async def _read(self, buf: Buffer, n: int) -> array: ...
+
+    @abc.abstractmethod
+    async def _compile(self, kernel: Kernel): ...
+
+    @abc.abstractmethod
+    async def _run(self, plan: Plan, repeat: int) -> None: ...
+
+
+def _as_array(data, dtype: str) -> array:
+    code = TYPECODES[dtype]
+    if isinstance(data, array) and data.typecode == code:
+        return data
+    if isinstance(data, array) and data.itemsize != 4:
+        return array(code, data.tolist())
+    if isinstance(data, (bytes, bytearray, memoryview)):
+        return array(code, bytes(data))
+    return array(code, data)

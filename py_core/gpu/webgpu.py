@@ -1,0 +1,84 @@
+"""The webgpu backend: the browser's WebGPU, reached from Pyodide through the JS FFI.
+
+A Python-to-JS call costs microseconds, so Python never encodes a dispatch itself: it hands the
+JS runtime (`web/gpu.js`) a plan once, as JSON, and afterwards asks it to run the plan by id. A
+training step or a tree level is then O(1) calls however many dispatches it holds.
+"""
+from __future__ import annotations
+
+import json
+from array import array
+
+from .backend import TYPECODES, Backend, Buffer, GPUError, Kernel, Plan, shader_source
+
+
+class WebGPUBackend(Backend):
+    name = "webgpu"
+
+    def __init__(self, runtime):
+        """`runtime` is the JS `GPURuntime` object of `web/gpu.js` (a JsProxy)."""
+        super().__init__()
+        self.rt = runtime
+        info = json.loads(runtime.describeJSON())
+        self.adapter = info["adapter"]
+        self.limits.update(info["limits"])
+        self.features = info["features"]
+
+    def _call(self, what: str, fn, *args):
+        try:
+            return fn(*args)
+        except Exception as exc:  # a JsException: name the operation
+            raise GPUError(f"WebGPU {what} failed: {exc}") from exc
+
+    def _create(self, buf: Buffer):
+        return self._call("buffer creation", self.rt.createBuffer, buf.nbytes, buf.uniform)
+
+    def _write(self, buf: Buffer, data: array, offset: int) -> None:
+        # The array crosses as a PyProxy; JS takes a view of its memory, no element-wise copy.
+        self._call("buffer write", self.rt.writeBuffer, buf.handle, 4 * offset, data)
+
+    async def _read(self, buf: Buffer, n: int) -> array:
+        out = array(TYPECODES[buf.dtype], bytes(4 * n))
+        if n:
+            try:
+                js_bytes = await self.rt.readBuffer(buf.handle, 4 * n)
+            except Exception as exc:
+                raise GPUError(f"WebGPU readback failed: {exc}") from exc
+            js_bytes.assign_to(out)
+        return out
+
+    async def _compile(self, kernel: Kernel):
+        try:
+            return await self.rt.createKernel(kernel.family, shader_source(kernel.family),
+                                              kernel.entry, json.dumps(kernel.constants))
+        except Exception as exc:
+            raise GPUError(f"kernel {kernel.name} failed to compile: {exc}") from exc
+
+    def _compile_plan(self, plan: Plan) -> int:
+        ops = []
+        for op in plan.ops:
+            if op[0] == "dispatch":
+                _, kernel, bufs, grid = op
+                ops.append(["d", kernel.handle, [b.handle for b in bufs], *grid, kernel.name])
+            elif op[0] == "clear":
+                ops.append(["c", op[1].handle])
+            else:
+                _, src, so, dst, do, n = op
+                ops.append(["cp", src.handle, 4 * so, dst.handle, 4 * do, 4 * n])
+        return self._call("plan recording", self.rt.createPlan, json.dumps(ops))
+
+    async def _run(self, plan: Plan, repeat: int) -> None:
+        if plan.compiled is None:
+            plan.compiled = self._compile_plan(plan)
+        self._call("submit", self.rt.runPlan, plan.compiled, repeat)
+
+    async def finish(self) -> None:
+        try:
+            await self.rt.finish()
+        except Exception as exc:
+            raise GPUError(str(exc)) from exc
+
+    def free(self, buf: Buffer) -> None:
+        if buf.handle is not None:
+            self.rt.destroyBuffer(buf.handle)
+        buf.handle = None

@@ -1,0 +1,32 @@
+"""Plain-Python references of the WGSL kernels, one module a kernel family.
+
+`py_core/kernels/<family>.py` mirrors `shaders/<family>.wgsl`: for each entry point it registers
+a function `fn(buffers, grid, constants)` that does what the whole dispatch does, over
+`array.array` buffers in binding order. These functions are the kernels' executable
+specification: the reference backend runs them, and tests hold the GPU backends to them.
+"""
+from __future__ import annotations
+
+import importlib
+
+_REGISTRY: dict[tuple[str, str], object] = {}
+
+
+def reference(family: str, entry: str):
+    """Register `fn` as the reference of `shaders/<family>.wgsl`'s entry point `entry`."""
+    def register(fn):
+        _REGISTRY[(family, entry)] = fn
+        return fn
+    return register
+
+
+def lookup(family: str, entry: str):
+    if (family, entry) not in _REGISTRY:
+        try:
+            importlib.import_module(f"{__name__}.{family}")
+        except ModuleNotFoundError as exc:
+            raise KeyError(f"no reference module for kernel family {family!r}") from exc
+    try:
+        return _REGISTRY[(family, entry)]
+    except KeyError:
+        raise KeyError(f"kernel family {family!r} has no reference for entry {entry!r}") from None
