@@ -1,0 +1,58 @@
+"""Errors as JSON: `{"error": {"message": ..., "field": ...}}`.
+
+Anything a client can send ends in a 4xx naming what was wrong; a 500 means a bug in the server.
+Feature modules raise `ClientError(400, "must be a string", field="kind")`.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+
+from server.store import StoreUnavailable
+
+log = logging.getLogger(__name__)
+
+
+class ClientError(Exception):
+    """A request the server refuses; `field` is a dotted path into the body ("config.n_bins")."""
+
+    def __init__(self, status: int, message: str, field: str | None = None):
+        super().__init__(message)
+        self.status, self.message, self.field = status, message, field
+
+
+def error_response(status: int, message: str, field: str | None = None, headers=None) -> JSONResponse:
+    return JSONResponse({"error": {"message": message, "field": field}}, status, headers=headers)
+
+
+async def client_error(request: Request, exc: ClientError) -> JSONResponse:
+    return error_response(exc.status, exc.message, exc.field)
+
+
+async def http_error(request: Request, exc: HTTPException) -> JSONResponse:
+    # Routing's 404/405 and Starlette's own HTTPExceptions, in the same shape as ours.
+    return error_response(exc.status_code, exc.detail, headers=exc.headers)
+
+
+async def store_unavailable(request: Request, exc: StoreUnavailable) -> JSONResponse:
+    log.error("store unavailable: %s", exc)
+    # Retry-After: a full disk or a read-only mount needs a person, but a busy lock clears soon.
+    return error_response(503, f"The server cannot store data right now: {exc}",
+                          headers={"Retry-After": "30"})
+
+
+async def server_bug(request: Request, exc: Exception) -> JSONResponse:
+    # Starlette's ServerErrorMiddleware calls this, then re-raises so uvicorn logs the traceback.
+    return error_response(500, "Internal server error (a bug in the server; see its log).")
+
+
+EXCEPTION_HANDLERS = {
+    ClientError: client_error,
+    HTTPException: http_error,
+    StoreUnavailable: store_unavailable,
+    Exception: server_bug,
+}

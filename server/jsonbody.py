@@ -1,0 +1,129 @@
+"""Read a JSON request body strictly, within a size cap.
+
+`await read_json(request, max_bytes)` returns the parsed value or raises ClientError:
+415 not JSON, 413 over the cap (counted while reading, so a missing or lying Content-Length does not
+help), 400 for anything that is not plain, portable JSON: bad UTF-8, syntax errors, NaN/Infinity
+(and numbers that overflow to infinity), duplicate keys, lone surrogates, NUL in keys, nesting
+deeper than MAX_DEPTH, arrays longer than MAX_ITEMS. What passes can be stored as JSON text and
+read back by any JSON parser, a browser's included.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+from starlette.requests import Request
+
+from server.errors import ClientError
+
+MAX_DEPTH = 64  # a run is a few levels deep; 64 is far beyond any real one, far below recursion limits
+MAX_ITEMS = 100_000  # one array: a long loss curve fits; a million-element array is not a run
+
+
+class _DuplicateKey(ValueError):
+    def __init__(self, key: str):
+        super().__init__(key)
+        self.key = key
+
+
+def _reject_constant(name: str):
+    raise ClientError(400, f"{name} is not valid JSON; send finite numbers or null")
+
+
+def _pairs(pairs: list) -> dict:
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        seen = set()
+        for k, _ in pairs:
+            if k in seen:
+                raise _DuplicateKey(k)
+            seen.add(k)
+    return obj
+
+
+def parse_strict(data: bytes):
+    """Parse bytes as strict JSON, then check the tree (see module docstring)."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ClientError(400, f"body is not valid UTF-8 (byte {exc.start})") from None
+    try:
+        value = json.loads(text, parse_constant=_reject_constant, object_pairs_hook=_pairs)
+    except _DuplicateKey as exc:
+        raise ClientError(400, "duplicate key in an object", field=exc.key) from None
+    except json.JSONDecodeError as exc:
+        raise ClientError(400, f"malformed JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
+    except RecursionError:
+        raise ClientError(400, f"JSON nested deeper than {MAX_DEPTH} levels") from None
+    except ValueError as exc:  # e.g. an integer with more digits than int() accepts
+        raise ClientError(400, f"invalid JSON value: {exc}") from None
+    check_tree(value)
+    return value
+
+
+def _path(parts: tuple) -> str | None:
+    out = ""
+    for p in parts:
+        out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else p)
+    return out or None
+
+
+def _check_str(s: str, parts: tuple, what: str) -> None:
+    try:
+        s.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ClientError(400, f"{what} holds a lone UTF-16 surrogate", field=_path(parts)) from None
+
+
+def check_tree(value) -> None:
+    """Depth, array length, finite numbers, encodable strings, keys without NUL; iteratively."""
+    if isinstance(value, str):
+        _check_str(value, (), "string")
+    stack = [(value, ())]  # (node, path to it); scalars among children are checked inline
+    while stack:
+        node, parts = stack.pop()
+        if len(parts) >= MAX_DEPTH:
+            raise ClientError(400, f"JSON nested deeper than {MAX_DEPTH} levels", field=_path(parts))
+        if isinstance(node, dict):
+            items = node.items()
+            for k, _ in items:
+                if "\x00" in k:
+                    raise ClientError(400, "object key contains a NUL character", field=_path(parts + (k,)))
+                _check_str(k, parts + (k,), "object key")
+        elif isinstance(node, list):
+            if len(node) > MAX_ITEMS:
+                raise ClientError(400, f"array longer than {MAX_ITEMS} items", field=_path(parts))
+            items = enumerate(node)
+        else:
+            continue
+        for k, v in items:
+            if isinstance(v, (dict, list)):
+                stack.append((v, parts + (k,)))
+            elif isinstance(v, float) and not math.isfinite(v):
+                raise ClientError(400, "number too large (it overflows to infinity)", field=_path(parts + (k,)))
+            elif isinstance(v, str):
+                _check_str(v, parts + (k,), "string")
+
+
+async def read_body(request: Request, max_bytes: int) -> bytes:
+    """The raw body, refused with 413 as soon as it passes max_bytes."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > max_bytes:
+        raise ClientError(413, f"body larger than {max_bytes // 1024} KB")
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > max_bytes:
+            raise ClientError(413, f"body larger than {max_bytes // 1024} KB")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+async def read_json(request: Request, max_bytes: int):
+    ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    # Requiring application/json also stops cross-site HTML forms from posting (they cannot set it
+    # without a CORS preflight, which this server never grants).
+    if ctype != "application/json" and not ctype.endswith("+json"):
+        raise ClientError(415, "send the body as application/json")
+    return parse_strict(await read_body(request, max_bytes))

@@ -1,0 +1,128 @@
+"""Server settings: one dataclass, filled from the command line and the environment.
+
+Every field can be given as `--flag` or as the environment variable `PLAYGROUND_<FIELD>`
+(`PLAYGROUND_PORT=9000`); the flag wins. Tests build `Settings(...)` directly with tmp folders.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+# The project root is the parent of server/; static folders and the default data dir live under it.
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+
+DEVICES = ("auto", "cuda", "cpu")
+LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
+
+
+@dataclass
+class Settings:
+    host: str = "127.0.0.1"  # loopback: no token needed, nothing else on the network can reach it
+    port: int = 8000
+    data_dir: Path = PROJECT_ROOT / "data"  # holds playground.sqlite3 and uploads/
+    max_upload_mb: int = 200  # a CSV or text file; larger belongs on disk, not in a browser tab
+    max_json_kb: int = 1024  # a run (config, metrics, loss curve) is a few KB; 1 MB leaves room
+    device: str = "auto"  # auto: CUDA when PyTorch sees a GPU, else the CPU
+    token: str | None = None  # required (and generated when missing) off loopback, as Jupyter does
+    # Static roots, configurable so tests can serve a tmp tree.
+    web_dir: Path = PROJECT_ROOT / "web"  # index.html, ES modules, CSS
+    pyodide_dir: Path = PROJECT_ROOT / "web" / "node_modules" / "pyodide"  # npm package `pyodide`
+    wheels_dir: Path = PROJECT_ROOT / "web" / "build"  # the py_core wheel the page loads
+    shaders_dir: Path = PROJECT_ROOT / "shaders"  # WGSL, the single source of every kernel
+    # Host names accepted without a token: blocks DNS rebinding of a loopback server by a web page.
+    loopback_hosts: tuple[str, ...] = field(default=LOOPBACK_NAMES)
+
+    def __post_init__(self) -> None:
+        self.data_dir = Path(self.data_dir)
+        if self.device not in DEVICES:
+            raise ValueError(f"device must be one of {DEVICES}, not {self.device!r}")
+        if not 0 <= self.port <= 65535:
+            raise ValueError(f"port must be in 0..65535, not {self.port}")
+        if self.token is not None and not re.fullmatch(r"[A-Za-z0-9._~-]+", self.token):
+            # It travels in a URL and a cookie: keep to characters neither needs to escape.
+            raise ValueError("token may hold only letters, digits and . _ ~ -")
+        if self.max_json_kb < 1 or self.max_upload_mb < 1:
+            raise ValueError("size limits must be at least 1")
+
+    @property
+    def db_path(self) -> Path:
+        return self.data_dir / "playground.sqlite3"
+
+    @property
+    def uploads_dir(self) -> Path:
+        return self.data_dir / "uploads"
+
+    @property
+    def max_json_bytes(self) -> int:
+        return self.max_json_kb * 1024
+
+    @property
+    def max_upload_bytes(self) -> int:
+        return self.max_upload_mb * 1024 * 1024
+
+    @property
+    def is_loopback(self) -> bool:
+        return is_loopback_host(self.host)
+
+    @property
+    def requires_token(self) -> bool:
+        # Off loopback anyone on the network could post runs or read them: require the token.
+        # On loopback a token given explicitly is still enforced (the user asked for it).
+        return bool(self.token) or not self.is_loopback
+
+
+def is_loopback_host(host: str) -> bool:
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _env(name: str, default):
+    return os.environ.get(f"PLAYGROUND_{name.upper()}", default)
+
+
+def parse_args(argv: list[str] | None = None) -> Settings:
+    """Settings from flags, falling back to PLAYGROUND_* environment variables, then defaults."""
+    d = Settings()
+    p = argparse.ArgumentParser(prog="playground", description="Serve the WebGPU ML playground.")
+    p.add_argument("--host", default=_env("host", d.host), help="address to bind (default %(default)s)")
+    p.add_argument("--port", type=int, default=int(_env("port", d.port)), help="(default %(default)s)")
+    p.add_argument("--data-dir", type=Path, default=Path(_env("data_dir", d.data_dir)),
+                   help="SQLite database and uploads (default %(default)s)")
+    p.add_argument("--max-upload-mb", type=int, default=int(_env("max_upload_mb", d.max_upload_mb)))
+    p.add_argument("--max-json-kb", type=int, default=int(_env("max_json_kb", d.max_json_kb)))
+    p.add_argument("--device", choices=DEVICES, default=_env("device", d.device),
+                   help="where server-side comparison jobs run (default %(default)s)")
+    p.add_argument("--token", default=_env("token", None),
+                   help="access token; generated when binding off loopback without one")
+    a = p.parse_args(argv)
+    try:
+        return Settings(host=a.host, port=a.port, data_dir=a.data_dir, max_upload_mb=a.max_upload_mb,
+                        max_json_kb=a.max_json_kb, device=a.device, token=a.token or None)
+    except ValueError as exc:
+        p.error(str(exc))
+
+
+def resolve_device(choice: str) -> str:
+    """'auto' becomes 'cuda' when PyTorch is installed and sees a GPU, else 'cpu'.
+
+    'cuda' without a usable GPU fails loudly at start-up rather than failing every job later.
+    """
+    if choice == "cpu":
+        return "cpu"
+    try:
+        import torch  # optional: only the cuda runners need it; slow to import, hence lazily
+        has_cuda = torch.cuda.is_available()
+    except ImportError:
+        has_cuda = False
+    if choice == "cuda" and not has_cuda:
+        raise RuntimeError("--device cuda was asked for, but PyTorch sees no CUDA GPU")
+    return "cuda" if has_cuda else "cpu"

@@ -1,0 +1,33 @@
+"""Shared fixtures: server settings on a tmp data dir, and a TestClient on the real app."""
+
+import warnings
+
+import pytest
+from starlette.exceptions import StarletteDeprecationWarning
+
+# Starlette 1.10 warns that its TestClient prefers the `httpx2` package to `httpx`; the test extra
+# installs httpx, and warnings are errors here. Importing it once here, quietly, serves every test.
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore", StarletteDeprecationWarning)
+    from starlette.testclient import TestClient
+
+from server.app import create_app
+from server.settings import Settings
+
+
+@pytest.fixture
+def settings(tmp_path) -> Settings:
+    """Settings for a test server: tmp data dir, CPU device, empty tmp static folders."""
+    roots = {name: tmp_path / name for name in ("web", "pyodide", "wheels", "shaders")}
+    for path in roots.values():
+        path.mkdir()
+    return Settings(data_dir=tmp_path / "data", device="cpu", web_dir=roots["web"],
+                    pyodide_dir=roots["pyodide"], wheels_dir=roots["wheels"],
+                    shaders_dir=roots["shaders"])
+
+
+@pytest.fixture
+def client(settings):
+    """The real app with its lifespan run; base_url on loopback, as the Host check expects."""
+    with TestClient(create_app(settings), base_url="http://127.0.0.1") as client:
+        yield client
