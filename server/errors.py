@@ -6,6 +6,7 @@ Feature modules raise `ClientError(400, "must be a string", field="kind")`.
 
 from __future__ import annotations
 
+import json
 import logging
 
 from starlette.exceptions import HTTPException
@@ -25,8 +26,15 @@ class ClientError(Exception):
         self.status, self.message, self.field = status, message, field
 
 
+class _ErrorJSON(JSONResponse):
+    def render(self, content) -> bytes:
+        # ASCII with escapes: a field name echoed from the body may hold a lone surrogate, which
+        # UTF-8 cannot encode but a JSON \u escape can.
+        return json.dumps(content, ensure_ascii=True, separators=(",", ":")).encode("ascii")
+
+
 def error_response(status: int, message: str, field: str | None = None, headers=None) -> JSONResponse:
-    return JSONResponse({"error": {"message": message, "field": field}}, status, headers=headers)
+    return _ErrorJSON({"error": {"message": message, "field": field}}, status, headers=headers)
 
 
 async def client_error(request: Request, exc: ClientError) -> JSONResponse:

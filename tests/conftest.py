@@ -31,3 +31,24 @@ def client(settings):
     """The real app with its lifespan run; base_url on loopback, as the Host check expects."""
     with TestClient(create_app(settings), base_url="http://127.0.0.1") as client:
         yield client
+
+
+@pytest.fixture
+def live_server(settings):
+    """The app on a real uvicorn in a thread, on a free loopback port; yields its base URL."""
+    import threading
+
+    import uvicorn
+
+    server = uvicorn.Server(uvicorn.Config(create_app(settings), host="127.0.0.1", port=0,
+                                           log_level="warning", lifespan="on"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    while not server.started:
+        if not thread.is_alive():
+            raise RuntimeError("uvicorn did not start")
+        thread.join(0.01)
+    port = server.servers[0].sockets[0].getsockname()[1]
+    yield f"http://127.0.0.1:{port}"
+    server.should_exit = True
+    thread.join(15)

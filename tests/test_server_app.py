@@ -33,3 +33,92 @@ def test_unknown_route_and_method_are_json_errors(client):
     assert r.status_code == 404 and r.json()["error"]["message"]
     r = client.delete("/api/health")
     assert r.status_code == 405 and "error" in r.json()
+
+
+@pytest.mark.parametrize("header, name", [
+    ("127.0.0.1:8000", "127.0.0.1"), ("LOCALHOST", "localhost"), ("[::1]:8000", "::1"),
+    ("[::1", ""), ("evil.example:80", "evil.example"),
+])
+def test_host_name(header, name):
+    assert host_name(header) == name
+
+
+def test_loopback_refuses_foreign_host_header(client):
+    # DNS rebinding: a page on evil.example resolving to 127.0.0.1 sends Host: evil.example.
+    assert client.get("/api/health", headers={"host": "evil.example:8000"}).status_code == 403
+    assert client.get("/api/health", headers={"host": "localhost:8000"}).status_code == 200
+
+
+@pytest.fixture
+def token_client(settings):
+    settings.host, settings.token = "0.0.0.0", "s3cret-token"
+    with TestClient(create_app(settings), base_url="http://192.0.2.7:8000") as client:
+        yield client
+
+
+def test_off_loopback_requires_token(token_client):
+    r = token_client.get("/api/health")
+    assert r.status_code == 401 and "token" in r.json()["error"]["message"]
+    assert r.headers["content-security-policy"]  # refusals carry the headers too
+    assert token_client.get("/api/health?token=wrong").status_code == 401
+    assert token_client.get("/api/health", headers={"authorization": "Bearer wrong"}).status_code == 401
+
+
+def test_bearer_token(token_client):
+    r = token_client.get("/api/health", headers={"authorization": "Bearer s3cret-token"})
+    assert r.status_code == 200 and "set-cookie" not in r.headers
+
+
+def test_query_token_sets_cookie_for_later_requests(token_client):
+    r = token_client.get("/api/health?token=s3cret-token")
+    assert r.status_code == 200
+    cookie = r.headers["set-cookie"]
+    assert "HttpOnly" in cookie and "SameSite=Strict" in cookie
+    assert token_client.get("/api/health").status_code == 200  # the client sends the cookie back
+    token_client.cookies.clear()
+    assert token_client.get("/api/health").status_code == 401
+
+
+def test_malformed_cookie_header_is_a_401_not_a_500(token_client):
+    r = token_client.get("/api/health", headers={"cookie": 'playground_token="\\'})
+    assert r.status_code == 401
+
+
+def _boom(request):
+    raise RuntimeError("a bug")
+
+
+def test_server_bug_is_a_json_500(settings):
+    feature = type("Feature", (), {"routes": [Route("/api/boom", _boom)]})
+    app = create_app(settings, features=[runs, feature])
+    with TestClient(app, base_url="http://127.0.0.1", raise_server_exceptions=False) as client:
+        r = client.get("/api/boom")
+    assert r.status_code == 500
+    assert r.json()["error"]["message"].startswith("Internal server error")
+
+
+def test_feature_schema_and_lifespan(settings):
+    events = []
+
+    class Feature:
+        SCHEMA = "CREATE TABLE IF NOT EXISTS notes (id INTEGER PRIMARY KEY, text TEXT NOT NULL)"
+        routes = []
+
+        @staticmethod
+        def lifespan(app):
+            from contextlib import asynccontextmanager
+
+            @asynccontextmanager
+            async def cm():
+                await app.state.store.write(lambda c: c.execute("INSERT INTO notes (text) VALUES ('up')"))
+                events.append("start")
+                yield
+                events.append("stop")
+
+            return cm()
+
+    with TestClient(create_app(settings, features=[runs, Feature]), base_url="http://127.0.0.1") as client:
+        assert client.get("/api/health").status_code == 200
+        count = client.app.state.store.read_sync(lambda c: c.execute("SELECT count(*) FROM notes").fetchone()[0])
+        assert count == 1
+    assert events == ["start", "stop"]
