@@ -10,7 +10,7 @@ import json
 import logging
 
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse
 
 from server.store import StoreUnavailable
@@ -46,6 +46,11 @@ async def http_error(request: Request, exc: HTTPException) -> JSONResponse:
     return error_response(exc.status_code, exc.detail, headers=exc.headers)
 
 
+async def client_disconnected(request: Request, exc: ClientDisconnect) -> JSONResponse:
+    # The client left mid-body: nobody reads this answer, but it must not be logged as a bug.
+    return error_response(400, "client disconnected before sending the whole body")
+
+
 async def store_unavailable(request: Request, exc: StoreUnavailable) -> JSONResponse:
     log.error("store unavailable: %s", exc)
     # Retry-After: a full disk or a read-only mount needs a person, but a busy lock clears soon.
@@ -61,6 +66,7 @@ async def server_bug(request: Request, exc: Exception) -> JSONResponse:
 EXCEPTION_HANDLERS = {
     ClientError: client_error,
     HTTPException: http_error,
+    ClientDisconnect: client_disconnected,
     StoreUnavailable: store_unavailable,
     Exception: server_bug,
 }

@@ -13,11 +13,13 @@ from __future__ import annotations
 import json
 import math
 
+import anyio.to_thread
 from starlette.requests import Request
 
 from server.errors import ClientError
 
 MAX_DEPTH = 64  # a run is a few levels deep; 64 is far beyond any real one, far below recursion limits
+OFFLOAD_BYTES = 64 * 1024  # parsing and checking 1 MB takes tens of ms: do it off the event loop
 MAX_ITEMS = 100_000  # one array: a long loss curve fits; a million-element array is not a run
 
 
@@ -126,4 +128,7 @@ async def read_json(request: Request, max_bytes: int):
     # without a CORS preflight, which this server never grants).
     if ctype != "application/json" and not ctype.endswith("+json"):
         raise ClientError(415, "send the body as application/json")
-    return parse_strict(await read_body(request, max_bytes))
+    data = await read_body(request, max_bytes)
+    if len(data) <= OFFLOAD_BYTES:
+        return parse_strict(data)
+    return await anyio.to_thread.run_sync(parse_strict, data)  # keep the event loop responsive

@@ -1,6 +1,8 @@
 """Who may talk to the server, and what the page may load.
 
-AccessMiddleware: on loopback without a token, only requests whose Host is a loopback name pass
+AccessMiddleware: a request that changes something (not GET/HEAD/OPTIONS) and carries an Origin
+other than this server's is refused: another site's page must not post runs or upload files, even
+as a multipart form (which needs no CORS preflight). On loopback without a token, only requests whose Host is a loopback name pass
 (a web page elsewhere could otherwise reach 127.0.0.1 through DNS rebinding). With a token (always
 off loopback, as Jupyter does) a request must carry it: `?token=` (which then sets a cookie, so
 the page's own fetches need nothing more), `Authorization: Bearer`, or that cookie.
@@ -21,6 +23,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from server.settings import Settings
 
 COOKIE = "playground_token"
+SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
 
 CSP = "; ".join([
     "default-src 'self'",
@@ -68,6 +71,15 @@ def host_name(host_header: str) -> str:
     return host.rsplit(":", 1)[0] if ":" in host else host
 
 
+def same_origin(headers: Headers) -> bool:
+    """No Origin (curl, Python clients) or one naming the host the request was sent to."""
+    origin = headers.get("origin")
+    if origin is None:
+        return True
+    scheme, _, netloc = origin.partition("://")  # "null" (sandboxed frames, file://) never matches
+    return scheme in ("http", "https") and netloc.lower() == headers.get("host", "").strip().lower()
+
+
 def _same(given: str | None, token: str) -> bool:
     return given is not None and secrets.compare_digest(given.encode(errors="replace"), token.encode())
 
@@ -81,6 +93,8 @@ class AccessMiddleware:
         if scope["type"] not in ("http", "websocket"):
             return await self.app(scope, receive, send)
         headers = Headers(scope=scope)
+        if scope["type"] == "http" and scope["method"] not in SAFE_METHODS and not same_origin(headers):
+            return await self._deny(scope, receive, send, 403, "Cross-origin request refused.")
         if not self.settings.requires_token:
             if host_name(headers.get("host", "")) in self.settings.loopback_hosts:
                 return await self.app(scope, receive, send)

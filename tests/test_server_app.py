@@ -1,5 +1,7 @@
 """The app as a whole: health, error shape, security headers, access control, the 500 handler."""
 
+import uuid
+
 import pytest
 from starlette.routing import Route
 from starlette.testclient import TestClient
@@ -47,6 +49,18 @@ def test_loopback_refuses_foreign_host_header(client):
     # DNS rebinding: a page on evil.example resolving to 127.0.0.1 sends Host: evil.example.
     assert client.get("/api/health", headers={"host": "evil.example:8000"}).status_code == 403
     assert client.get("/api/health", headers={"host": "localhost:8000"}).status_code == 200
+
+
+@pytest.mark.parametrize("origin, status", [
+    (None, 201), ("http://127.0.0.1", 201), ("http://evil.example", 403), ("null", 403),
+    ("http://127.0.0.1:9999", 403),
+])
+def test_cross_origin_posts_are_refused(client, origin, status):
+    headers = {"origin": origin} if origin else {}
+    r = client.post("/api/runs", json={"id": str(uuid.uuid4()), "kind": "selftest"}, headers=headers)
+    assert r.status_code == status
+    # A cross-site GET is harmless (the browser keeps the answer from the other page): allowed.
+    assert client.get("/api/health", headers={"origin": "http://evil.example"}).status_code == 200
 
 
 @pytest.fixture

@@ -145,6 +145,7 @@ def _deep(n):
     # The run object, config and x's arrays: MAX_DEPTH + 1 levels, one too many.
     (('{"config": {"x": %s}}' % _deep(MAX_DEPTH - 1)).encode(), "config.x" + "[0]" * (MAX_DEPTH - 2)),
     (_deep(5000).encode(), None),
+    (_deep(50_000).encode(), None),  # over OFFLOAD_BYTES: parsed on a worker thread
     (('{"metrics": {"curve": [%s]}}' % ",".join(["0"] * (MAX_ITEMS + 1))).encode(), "metrics.curve"),
     (b'{"metrics": {"n": 1' + b"0" * 5000 + b"}}", None),
 ])
