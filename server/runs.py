@@ -56,6 +56,7 @@ FIELDS = {
     "metrics": (*_OBJECT, {}),
     "timings": (*_OBJECT, {}),
     "env": (*_OBJECT, OMIT),  # browser, GPU adapter limits, versions: optional
+    "extra": (*_OBJECT, OMIT),  # job-specific output (samples, curves): optional
 }
 
 

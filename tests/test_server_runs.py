@@ -36,7 +36,13 @@ def test_optional_fields_get_defaults(client):
     assert r.status_code == 201
     body = r.json()
     assert body["config"] == body["metrics"] == body["timings"] == {}
-    assert body["backend"] is None and body["adapter"] is None and "env" not in body
+    assert body["backend"] is None and body["adapter"] is None
+    assert "env" not in body and "extra" not in body
+
+
+def test_extra_is_kept(client):
+    run = make_run(extra={"sample": "To be, or not"})
+    assert client.post("/api/runs", json=run).json()["extra"] == run["extra"]
 
 
 def test_post_is_idempotent(client):
@@ -112,8 +118,8 @@ def test_get_unknown_run_is_404(client, run_id):
     ({"backend": 3}, "backend"), ({"adapter": "nvidia"}, "adapter"), ({"metrics": 1.5}, "metrics"),
     ({"timings": []}, "timings"), ({"timings": {"fit": "fast"}}, "timings.fit"),
     ({"timings": {"fit": -1}}, "timings.fit"), ({"timings": {"fit": True}}, "timings.fit"),
-    ({"timings": {"fit": None}}, "timings.fit"), ({"env": None}, "env"),
-    ({"extra": 1}, "extra"),
+    ({"timings": {"fit": None}}, "timings.fit"), ({"env": None}, "env"), ({"extra": []}, "extra"),
+    ({"other": 1}, "other"),
 ])
 def test_field_validation(client, change, field):
     r = client.post("/api/runs", json=make_run(**change))
@@ -206,7 +212,7 @@ json_values = st.recursive(
     max_leaves=20,
 )
 field_names = st.sampled_from(["id", "kind", "config", "backend", "adapter", "metrics", "timings",
-                               "env", "other"])
+                               "env", "extra", "other"])
 
 
 @hsettings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
