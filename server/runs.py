@@ -138,7 +138,7 @@ def _int_param(request: Request, name: str, default: int, lo: int, hi: int) -> i
 async def list_runs(request: Request) -> JSONResponse:
     limit = _int_param(request, "limit", 100, 1, 1000)
     offset = _int_param(request, "offset", 0, 0, 2**62)
-    kind = request.query_params.get("kind")
+    kind = request.query_params.get("kind") or None  # ?kind= (empty) means no filter
     if kind is not None and not NAME_RE.match(kind):
         raise ClientError(400, FIELDS["kind"][1], field="kind")
     where, args = ("WHERE kind = ?", [kind]) if kind else ("", [])

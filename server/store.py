@@ -67,6 +67,7 @@ class Store:
         self._all_readers: list[sqlite3.Connection] = []
         self._readers_lock = threading.Lock()
         self._closed = True
+        self._submit_lock = threading.Lock()  # no job may slip in behind close()'s stop marker
 
     # -- life cycle -----------------------------------------------------------------------------
 
@@ -98,10 +99,11 @@ class Store:
 
     def close(self) -> None:
         """Finish queued writes, then close every connection."""
-        if self._closed:
-            return
-        self._closed = True
-        self._jobs.put(None)
+        with self._submit_lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._jobs.put(None)
         assert self._writer is not None
         self._writer.join()
         with self._readers_lock:
@@ -132,10 +134,11 @@ class Store:
 
     def _submit(self, fn: Callable[[sqlite3.Connection], T]) -> Future:
         fut: Future = Future()
-        if self._closed:
-            fut.set_exception(StoreUnavailable("the store is closed"))
-        else:
-            self._jobs.put((fn, fut))
+        with self._submit_lock:
+            if self._closed:
+                fut.set_exception(StoreUnavailable("the store is closed"))
+            else:
+                self._jobs.put((fn, fut))
         return fut
 
     def _write_loop(self, conn: sqlite3.Connection) -> None:

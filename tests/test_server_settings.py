@@ -1,7 +1,5 @@
 """Settings from flags and PLAYGROUND_* environment variables."""
 
-from pathlib import Path
-
 import pytest
 
 from server.__main__ import url_for
