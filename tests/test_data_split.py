@@ -1,0 +1,118 @@
+"""py_core.data.split and .synthetic: seeded, deterministic, and what they claim to be."""
+
+import math
+from collections import Counter
+
+import pytest
+
+from py_core.data import (GENERATORS, generate, make_blobs, make_friedman1, make_moons,
+                          make_regression, make_spirals, train_test_split)
+
+
+# --- train_test_split ---
+
+def test_split_is_a_seeded_partition():
+    train, test = train_test_split(103, test_size=0.2, seed=5)
+    assert len(test) == 21 and len(train) == 82  # ceil(0.2 * 103), as scikit-learn
+    assert sorted([*train, *test]) == list(range(103))
+    assert list(train) == sorted(train) and list(test) == sorted(test)
+    assert train.typecode == test.typecode == "i"
+    assert train_test_split(103, test_size=0.2, seed=5) == (train, test)
+    assert train_test_split(103, test_size=0.2, seed=6)[1] != test
+    assert len(train_test_split(10, test_size=3)[1]) == 3
+
+
+def test_split_pinned():
+    # The browser (Pyodide) must give exactly these; a change in random.shuffle would show here.
+    assert list(train_test_split(10, test_size=0.3, seed=42)[1]) == [2, 3, 7]
+    assert list(train_test_split(12, seed=0, stratify=[0, 1, 2] * 4)[1]) == [1, 2, 6]
+
+
+@pytest.mark.parametrize("bad", [0.0, 1.0, 0, 10, -1])
+def test_split_refuses_empty_sides(bad):
+    with pytest.raises(ValueError):
+        train_test_split(10, test_size=bad)
+
+
+def test_stratified_split_keeps_class_proportions():
+    labels = [0] * 500 + [1] * 300 + [2] * 150 + [3] * 50
+    train, test = train_test_split(1000, test_size=0.25, seed=3, stratify=labels)
+    assert len(test) == 250 and sorted([*train, *test]) == list(range(1000))
+    for part in (train, test):
+        counts = Counter(labels[i] for i in part)
+        for c, n in Counter(labels).items():
+            assert counts[c] / len(part) == pytest.approx(n / 1000, abs=0.005)
+    plain = train_test_split(1000, test_size=0.25, seed=3)[1]
+    assert list(plain) != list(test)
+
+
+def test_stratified_split_leftovers_and_tiny_classes():
+    labels = [0] * 7 + [1] * 2 + [2]
+    train, test = train_test_split(10, test_size=0.3, seed=1, stratify=labels)
+    counts = Counter(labels[i] for i in test)
+    # floor quotas 2, 0, 0; the row left over goes to the largest remainder (class 1: 6/10),
+    # and class 2 keeps its only row for training.
+    assert len(test) == 3 and counts == {0: 2, 1: 1}
+    with pytest.raises(ValueError, match="labels"):
+        train_test_split(5, stratify=[0, 1])
+
+
+# --- generators ---
+
+@pytest.mark.parametrize("name", sorted(GENERATORS))
+def test_generators_are_deterministic_and_named(name):
+    a, b = generate(name, n_samples=57, seed=3), generate(name, n_samples=57, seed=3)
+    assert a.n_rows == 57 and a.names[-1] == "y"
+    assert a.names[:-1] == [f"x{j}" for j in range(len(a.names) - 1)]
+    assert all(c.kind == "numeric" for c in a.columns)
+    assert [c.values for c in a.columns] == [c.values for c in b.columns]
+    assert [c.values for c in generate(name, n_samples=57, seed=4).columns] != \
+        [c.values for c in a.columns]
+    assert a.column("y").task == GENERATORS[name].task
+
+
+def test_make_regression_recipe():
+    t = make_regression(n_samples=400, n_features=5, n_informative=2, noise=0.0, seed=1)
+    X = [list(c.values) for c in t.columns[:5]]
+    y = list(t.column("y").values)
+    # y is exactly linear in x0, x1 and independent of the rest: solve for w from two rows.
+    (a, b), (c, d) = (X[0][0], X[1][0]), (X[0][1], X[1][1])
+    det = a * d - b * c
+    w0, w1 = (y[0] * d - b * y[1]) / det, (a * y[1] - c * y[0]) / det
+    assert all(abs(w0 * p + w1 * q - v) < 1e-6 for p, q, v in zip(X[0], X[1], y))
+    assert 0 < w0 < 100 and 0 < w1 < 100
+    mean = sum(X[2]) / 400
+    assert abs(mean) < 0.2 and sum((v - mean) ** 2 for v in X[2]) / 399 == pytest.approx(1, abs=0.2)
+
+
+def test_make_friedman1_recipe():
+    t = make_friedman1(n_samples=50, n_features=6, seed=2)
+    cols = [list(c.values) for c in t.columns]
+    assert all(0 <= v < 1 for col in cols[:6] for v in col)
+    for x0, x1, x2, x3, x4, _, y in zip(*cols):
+        assert y == pytest.approx(10 * math.sin(math.pi * x0 * x1) + 20 * (x2 - 0.5) ** 2
+                                  + 10 * x3 + 5 * x4)
+    with pytest.raises(ValueError):
+        make_friedman1(n_features=4)
+
+
+def test_make_blobs_recipe():
+    t = make_blobs(n_samples=301, n_features=3, centers=3, cluster_std=0.5, seed=0)
+    y = list(t.column("y").values)
+    assert Counter(y) == {0.0: 101, 1.0: 100, 2.0: 100}
+    for k in range(3):  # each blob's spread is cluster_std around its own centre
+        xs = [v for v, c in zip(t.column("x0").values, y) if c == k]
+        m = sum(xs) / len(xs)
+        assert math.sqrt(sum((v - m) ** 2 for v in xs) / (len(xs) - 1)) == pytest.approx(0.5, rel=0.2)
+
+
+def test_make_moons_and_spirals_without_noise_lie_on_their_curves():
+    t = make_moons(n_samples=40, noise=0.0, seed=0)
+    for x0, x1, y in zip(*(c.values for c in t.columns)):
+        cx, cy = (0.0, 0.0) if y == 0 else (1.0, 0.5)
+        assert math.hypot(x0 - cx, x1 - cy) == pytest.approx(1.0)
+        assert (x1 >= -1e-12) if y == 0 else (x1 <= 0.5 + 1e-12)
+    t = make_spirals(n_samples=90, n_classes=3, noise=0.0, seed=0)
+    assert Counter(t.column("y").values) == {0.0: 30, 1.0: 30, 2.0: 30}
+    assert max(math.hypot(a, b) for a, b in zip(t.column("x0").values, t.column("x1").values)) \
+        == pytest.approx(1.0)

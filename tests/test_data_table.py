@@ -1,0 +1,174 @@
+"""py_core.data.table and .features: type inference, missing values, summaries, model inputs."""
+
+import json
+import math
+import random
+import time
+from array import array
+
+import pytest
+
+from py_core.data import (MISSING_CATEGORY, Column, DataError, MedianImputer, Table,
+                          parse_csv, prepare, take_rows)
+from py_core.data.reader import _CHUNK_CELLS
+
+
+def csv_of(columns: dict[str, list]) -> bytes:
+    names = list(columns)
+    rows = zip(*columns.values())
+    return ("\n".join([",".join(names)] + [",".join(map(str, r)) for r in rows]) + "\n").encode()
+
+
+# --- type inference ---
+
+def test_kinds_inferred():
+    n = 100
+    t = parse_csv(csv_of({
+        "num": [i * 0.5 for i in range(n)],
+        "ints": [i % 3 for i in range(n)],
+        "exp": ["1e3", " 2.5 ", "-.5", "+7"] * 25,
+        "cat": ["red", "green", "blue"] * 33 + ["red"],
+        "text": [f"id{i}" for i in range(n)],
+        "inf": ["1", "inf"] * 50,
+        "under": ["1_000", "2"] * 50,
+    }))
+    kinds = {c.name: c.kind for c in t.columns}
+    assert kinds == {"num": "numeric", "ints": "numeric", "exp": "numeric", "cat": "categorical",
+                     "text": "text", "inf": "categorical", "under": "categorical"}
+    assert list(t.column("exp").values[:4]) == [1000.0, 2.5, -0.5, 7.0]
+    assert t.column("cat").categories == ["blue", "green", "red"]
+    assert t.column("cat").codes()[:3] == array("d", [2.0, 1.0, 0.0])
+
+
+def test_categorical_threshold_is_max_of_20_and_5_percent():
+    def kind(n_rows, n_distinct):
+        return parse_csv(csv_of({"v": [f"k{i % n_distinct}" for i in range(n_rows)]})).columns[0].kind
+    assert kind(100, 20) == "categorical" and kind(100, 21) == "text"
+    assert kind(1000, 50) == "categorical" and kind(1000, 51) == "text"
+
+
+def test_tasks_inferred():
+    t = parse_csv(csv_of({
+        "label": ["a", "b"] * 30, "small_int": [i % 5 for i in range(60)],
+        "many_int": list(range(60)), "real": [i / 7 for i in range(60)],
+        "half": [0.5, 1.5] * 30,
+    }))
+    assert {c.name: c.task for c in t.columns} == {
+        "label": "classification", "small_int": "classification", "many_int": "regression",
+        "real": "regression", "half": "regression"}
+
+
+# --- missing values ---
+
+def test_missing_tokens():
+    tokens = ["", "NA", "N/A", "NaN", "nan", "null", "NULL", "None", " NA "]
+    t = parse_csv(csv_of({"x": tokens + ["1", "2"], "c": tokens + ["u", "v"]}))
+    x, c = t.columns
+    assert x.kind == "numeric" and x.n_missing == len(tokens)
+    assert all(math.isnan(v) for v in x.values[:len(tokens)]) and list(x.values[-2:]) == [1, 2]
+    assert c.kind == "categorical" and c.n_missing == len(tokens)
+    assert c.values[:len(tokens)] == [None] * len(tokens) and c.categories == ["u", "v"]
+
+
+def test_all_missing_column_is_text():
+    t = parse_csv(b"a,b\n1,\n2,NA\n")
+    assert t.column("b").kind == "text" and t.column("b").n_missing == 2
+
+
+def test_late_non_numeric_value_rereads_strings():
+    # A column numeric for more than a chunk, then '?': its strings come back exactly as written.
+    n = _CHUNK_CELLS // 2 + 10  # more rows than the first chunk holds (2 columns)
+    vals = ["007", "1.50", "2e1"] * (n // 3) + ["?"]
+    t = parse_csv(csv_of({"code": vals, "y": range(len(vals))}))
+    col = t.column("code")
+    assert col.kind == "categorical" and col.values == vals
+    assert col.categories == ["007", "1.50", "2e1", "?"]
+    assert t.column("y").kind == "numeric" and t.n_rows == len(vals)
+
+
+def test_missing_policy_in_model_inputs():
+    t = parse_csv(b"a,c,y\n1,x,1.5\nNA,,2.5\n3,y,NA\n5,x,4.0\n100,y,5\n")
+    X, y, info = t.features_and_target("y")
+    assert info["task"] == "regression" and info["n_dropped"] == 1 and list(y) == [1.5, 2.5, 4, 5]
+    assert info["categories"] == {"c": ["x", "y", MISSING_CATEGORY]}
+    rows = [list(X[i * 2:i * 2 + 2]) for i in range(4)]
+    assert rows[0] == [1, 0] and math.isnan(rows[1][0]) and rows[1][1] == 2  # missing code
+    # Medians come from the training rows only, and are applied to the test rows.
+    imputer = MedianImputer().fit(X, 2, rows=[0, 2, 3])
+    assert imputer.medians_ == [5.0, 0.0]
+    assert list(imputer.transform(take_rows(X, 2, [1]), 2)) == [5.0, 2.0]
+    assert MedianImputer().fit(X, 2, rows=[1]).medians_ == [0.0, 2.0]  # no value: 0.0
+
+
+# --- describe ---
+
+def test_describe_is_json_ready():
+    t = parse_csv(b"x,c,t\n1,a,q\n3,a,NA\nNA,b,s\n")
+    d = json.loads(json.dumps(t.describe(preview_rows=2), allow_nan=False))
+    assert d["name"] == "data.csv" and d["rows"] == 3
+    x, c, _ = d["columns"]
+    assert x == {"name": "x", "type": "numeric", "missing": 1, "task": "classification",
+                 "stats": {"min": 1, "max": 3, "mean": 2, "std": pytest.approx(math.sqrt(2))}}
+    assert c["stats"] == {"distinct": 2, "top": "a", "freq": 2} and c["type"] == "categorical"
+    assert d["preview"] == [[1, "a", "q"], [3, "a", None]]
+
+
+# --- features_and_target ---
+
+def test_classification_target_encoding():
+    t = parse_csv(b"f,species\n1,setosa\n2,virginica\n3,setosa\n4,NA\n5,versicolor\n")
+    X, y, info = t.features_and_target("species")
+    assert info["classes"] == ["setosa", "versicolor", "virginica"]
+    assert list(y) == [0, 2, 0, 1] and y.typecode == "i" and list(X) == [1, 2, 3, 5]
+    t = parse_csv(b"f,y\n1,3\n2,1\n3,3\n")
+    assert t.features_and_target("y")[2]["classes"] == [1, 3]
+    X, y, info = t.features_and_target("y", task="regression")
+    assert info["classes"] is None and y.typecode == "d"
+
+
+def test_features_and_target_refusals():
+    t = parse_csv(csv_of({"a": range(30), "txt": [f"w{i}" for i in range(30)],
+                          "lab": ["p", "q"] * 15}))
+    with pytest.raises(DataError, match="free text"):
+        t.features_and_target("a", features=["txt"])
+    with pytest.raises(DataError, match="regression needs a numeric target"):
+        t.features_and_target("lab", task="regression")
+    with pytest.raises(DataError, match="no column named 'nope'"):
+        t.features_and_target("nope")
+    with pytest.raises(DataError, match="cannot also be a feature"):
+        t.features_and_target("a", features=["a"])
+    with pytest.raises(DataError, match="at least two"):
+        parse_csv(b"x,y\n1,k\n2,k\n").features_and_target("y")
+    assert t.features_and_target("a")[2]["features"] == ["lab"]  # text left out by default
+
+
+def test_prepare_splits_and_imputes():
+    rng = random.Random(1)
+    rows = {"x": [rng.choice(["NA", str(rng.random())]) for _ in range(200)],
+            "y": [i % 3 for i in range(200)]}
+    p = prepare(parse_csv(csv_of(rows)), "y", seed=7)
+    assert len(p.y_train) + len(p.y_test) == 200 and len(p.y_test) == 40
+    assert not any(math.isnan(v) for v in p.X_train) and not any(math.isnan(v) for v in p.X_test)
+    assert sorted(p.y_test).count(0) in (13, 14)  # stratified
+    again = prepare(parse_csv(csv_of(rows)), "y", seed=7)
+    assert (again.X_train, again.test_idx) == (p.X_train, p.test_idx)
+
+
+def test_table_rejects_unequal_columns():
+    with pytest.raises(ValueError, match="differ in length"):
+        Table("t", [Column.numeric("a", [1.0]), Column.numeric("b", [1.0, 2.0])])
+
+
+# --- speed: the bulk path is what makes a 100 MB file take seconds, not minutes ---
+
+@pytest.mark.slow
+def test_numeric_parse_speed():
+    rng = random.Random(0)
+    line = lambda: ",".join(f"{rng.random() * 1000:.1f}" for _ in range(20))  # noqa: E731
+    data = ("\n".join([",".join(f"c{j}" for j in range(20))] + [line() for _ in range(100_000)])
+            + "\n").encode()  # about 12 MB
+    start = time.perf_counter()
+    t = parse_csv(data)
+    elapsed = time.perf_counter() - start
+    assert t.n_rows == 100_000 and all(c.kind == "numeric" for c in t.columns)
+    assert elapsed < 6.0, f"{len(data) / 1e6:.0f} MB took {elapsed:.1f} s"
