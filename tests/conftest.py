@@ -52,3 +52,37 @@ def live_server(settings):
     yield f"http://127.0.0.1:{port}"
     server.should_exit = True
     thread.join(15)
+
+
+@pytest.fixture(scope="session")
+def native_backend():
+    """py_core's native backend (wgpu-native; Mesa's lavapipe on CI), made once per session."""
+    from py_core.gpu import GPUError, get_backend
+    try:
+        return get_backend("native")
+    except GPUError as exc:
+        pytest.fail(f"{exc}. `make test` installs mesa-vulkan-drivers (lavapipe).")
+
+
+@pytest.fixture(scope="session")
+def reference_backend():
+    from py_core.gpu import get_backend
+    return get_backend("reference")
+
+
+@pytest.fixture
+def rng(request):
+    """A random.Random with a fresh seed each run, printed when the test fails."""
+    import os
+    import random
+    seed = int.from_bytes(os.urandom(4), "little")
+    yield random.Random(seed)
+    if getattr(request.node, "rep_call", None) is not None and request.node.rep_call.failed:
+        print(f"\n{request.node.nodeid}: random seed {seed}")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    rep = outcome.get_result()
+    setattr(item, f"rep_{rep.when}", rep)

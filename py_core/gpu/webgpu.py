@@ -38,14 +38,13 @@ class WebGPUBackend(Backend):
         self._call("buffer write", self.rt.writeBuffer, buf.handle, 4 * offset, data)
 
     async def _read(self, buf: Buffer, n: int) -> array:
-        out = array(TYPECODES[buf.dtype], bytes(4 * n))
-        if n:
-            try:
-                js_bytes = await self.rt.readBuffer(buf.handle, 4 * n)
-            except Exception as exc:
-                raise GPUError(f"WebGPU readback failed: {exc}") from exc
-            js_bytes.assign_to(out)
-        return out
+        if not n:
+            return array(TYPECODES[buf.dtype])
+        try:
+            js_bytes = await self.rt.readBuffer(buf.handle, 4 * n)
+        except Exception as exc:
+            raise GPUError(f"WebGPU readback failed: {exc}") from exc
+        return array(TYPECODES[buf.dtype], js_bytes.to_bytes())
 
     async def _compile(self, kernel: Kernel):
         try:

@@ -1,0 +1,62 @@
+"""The page as a person uses it: it becomes ready, runs the GPU self-test, and the run is stored."""
+from __future__ import annotations
+
+import httpx
+
+from conftest import wait_ready
+
+
+def test_page_ready_with_webgpu_adapter(page):
+    page.goto("/")
+    info = wait_ready(page)
+    assert info["backend"] == "webgpu", page.console_messages
+    assert info["adapter"]["vendor"]  # SwiftShader reports "google"
+    assert page.locator("#adapter-panel").inner_text().count("WebGPU") >= 1
+    assert page.locator("#gpu-problem").is_hidden()
+
+
+def test_selftest_runs_on_webgpu_and_is_stored(page, server):
+    page.goto("/")
+    wait_ready(page)
+    page.click("#check-gpu")
+    page.wait_for_selector("#selftest-table", timeout=120_000)
+    status = page.locator("#selftest-status").inner_text()
+    assert "agree with the reference" in status, status
+    runs = httpx.get(f"{server}/api/runs", params={"kind": "selftest"}).json()["runs"]
+    assert runs, "the self-test run was not posted"
+    run = runs[0]
+    assert run["backend"] == "webgpu"
+    assert run["metrics"]["all_ok"] is True
+    names = [k["name"] for k in run["metrics"]["kernels"]]
+    assert any(n.startswith("matmul") for n in names)
+    for k in run["metrics"]["kernels"]:
+        assert k["ok"] and k["time_s"] > 0 and k["max_abs_err"] < 1e-3
+
+
+def test_automation_api_returns_stored_run(page, server):
+    page.goto("/")
+    wait_ready(page)
+    run = page.evaluate("() => window.playground.run({kind: 'selftest'})")
+    for key in ("id", "kind", "config", "backend", "adapter", "metrics", "timings", "created_at"):
+        assert key in run, key
+    assert run["config"] == {"kind": "selftest"}
+    stored = httpx.get(f"{server}/api/runs/{run['id']}").json()
+    assert stored["metrics"] == run["metrics"]
+
+
+def test_without_webgpu_the_page_says_so_and_runs_on_cpu(browser, server):
+    context = browser.new_context(base_url=server)
+    # What a browser without WebGPU looks like to the page.
+    context.add_init_script("Object.defineProperty(Navigator.prototype, 'gpu', {get: () => undefined});"
+                            "delete Navigator.prototype.gpu;")
+    page = context.new_page()
+    page.goto("/")
+    info = wait_ready(page)
+    assert info["backend"] == "reference"
+    banner = page.locator("#gpu-problem")
+    assert banner.is_visible()
+    assert "navigator.gpu is missing" in banner.inner_text()
+    assert "CPU" in page.locator("#backend-chip").inner_text()
+    run = page.evaluate("() => window.playground.run({kind: 'selftest'})")
+    assert run["backend"] == "reference" and run["metrics"]["all_ok"]
+    context.close()

@@ -1,0 +1,91 @@
+"""Jobs: what the page (through `window.playground.run`) and the server's runners execute.
+
+A job is JSON, `{"kind": ..., ...}`. `run_job` picks the runner for the kind and returns the
+result the page posts to the server: `{"metrics": {...}, "timings": {...}, ...}`, with timings in
+seconds. The runner gets a context that hides where it runs (browser worker or server):
+
+- `await ctx.load_dataset(id) -> bytes`: a data set's CSV bytes;
+- `await ctx.load_text(id) -> str`: a text for the transformer;
+- `ctx.progress(dict)`: `{"stage": str, "fraction": 0..1, ...}` for the page's progress bar;
+- `ctx.should_stop() -> bool`: the person pressed Stop; the runner raises `Stopped`.
+"""
+from __future__ import annotations
+
+import time
+
+
+class Stopped(Exception):
+    """The job was stopped on request; nothing is posted as a finished run."""
+
+
+class JobError(ValueError):
+    """A job that cannot run as given (unknown kind, bad parameter): the message says which."""
+
+
+class Context:
+    """Defaults for running outside a page: no progress, never stopped, data from callables."""
+
+    def __init__(self, load_dataset=None, load_text=None, progress=None, should_stop=None):
+        self._load_dataset, self._load_text = load_dataset, load_text
+        self._progress, self._should_stop = progress, should_stop
+
+    async def load_dataset(self, dataset_id: str) -> bytes:
+        if self._load_dataset is None:
+            raise JobError("this context cannot load data sets")
+        return await _maybe_await(self._load_dataset(dataset_id))
+
+    async def load_text(self, text_id: str) -> str:
+        if self._load_text is None:
+            raise JobError("this context cannot load texts")
+        return await _maybe_await(self._load_text(text_id))
+
+    def progress(self, info: dict) -> None:
+        if self._progress is not None:
+            self._progress(info)
+
+    def should_stop(self) -> bool:
+        return bool(self._should_stop and self._should_stop())
+
+    def check_stop(self) -> None:
+        if self.should_stop():
+            raise Stopped("stopped on request")
+
+
+async def _maybe_await(value):
+    if hasattr(value, "__await__"):
+        return await value
+    return value
+
+
+async def _selftest(job, backend, ctx):
+    from .selftest import run_selftest
+    return await run_selftest(backend, progress=ctx.progress, seed=job.get("seed"))
+
+
+async def _random_forest(job, backend, ctx):
+    from . import forest_job
+    return await forest_job.run(job, backend, ctx)
+
+
+async def _transformer(job, backend, ctx):
+    from . import transformer_job
+    return await transformer_job.run(job, backend, ctx)
+
+
+RUNNERS = {"selftest": _selftest, "random_forest": _random_forest, "transformer": _transformer}
+
+
+async def run_job(job: dict, backend, ctx: Context | None = None) -> dict:
+    """Run `job` on `backend`; the result carries the backend, its adapter and a total time."""
+    if not isinstance(job, dict) or not isinstance(job.get("kind"), str):
+        raise JobError('a job is an object with a "kind" string')
+    runner = RUNNERS.get(job["kind"])
+    if runner is None:
+        raise JobError(f"unknown job kind {job['kind']!r}: one of {', '.join(sorted(RUNNERS))}")
+    ctx = ctx or Context()
+    t0 = time.perf_counter()
+    result = await runner(job, backend, ctx)
+    result.setdefault("timings", {})["total"] = time.perf_counter() - t0
+    result["backend"] = backend.name
+    result["adapter"] = backend.adapter
+    return result

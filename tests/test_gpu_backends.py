@@ -1,0 +1,94 @@
+"""The kernel interface on the reference and native backends, and the matmul family against its
+reference on fresh random inputs."""
+from __future__ import annotations
+
+import asyncio
+from array import array
+
+import pytest
+
+from py_core.gpu import LimitError, Struct
+from py_core.kernels.matmul import ACCUMULATE, PARAMS, TRANS_A, TRANS_B, grid
+from py_core.selftest import max_error, random_floats, run_selftest
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+@pytest.fixture(params=["reference", "native"])
+def backend(request):
+    return request.getfixturevalue(f"{request.param}_backend")
+
+
+def test_write_read_clear_copy(backend, rng):
+    data = array("f", [rng.uniform(-5, 5) for _ in range(1000)])
+    a = backend.buffer("f32", data=data)
+    assert run(backend.read(a)) == data
+    b = backend.buffer("f32", 1000)
+    ints = backend.buffer("u32", data=range(10))
+    plan = backend.plan().copy(a, b, 500, src_offset=500).clear(ints)
+    run(backend.run(plan))
+    assert run(backend.read(b, 500)) == data[500:]
+    assert list(run(backend.read(ints))) == [0] * 10
+    backend.write(ints, [7, 8], offset=3)
+    assert list(run(backend.read(ints)))[:6] == [0, 0, 0, 7, 8, 0]
+
+
+def test_buffer_over_the_limit_is_refused_with_a_clear_message(backend):
+    cap = min(backend.limits["maxStorageBufferBindingSize"], backend.limits["maxBufferSize"])
+    with pytest.raises(LimitError, match="MiB"):
+        backend.buffer("f32", cap // 4 + 1)
+
+
+def test_struct_round_trip():
+    s = Struct("n:u32 lr:f32 k:i32")
+    words = s.pack(n=7, lr=0.5, k=-3)
+    assert len(words) == 4 and s.unpack(words) == {"n": 7, "lr": 0.5, "k": -3}
+    with pytest.raises(TypeError):
+        s.pack(n=1)
+
+
+@pytest.mark.parametrize("flags", [0, TRANS_A, TRANS_B, TRANS_A | TRANS_B, ACCUMULATE])
+def test_matmul_native_matches_reference(native_backend, reference_backend, rng, flags):
+    m, n, k = rng.randint(1, 150), rng.randint(1, 150), rng.randint(1, 90)
+    inputs = [random_floats(rng, m * k), random_floats(rng, k * n), random_floats(rng, m * n)]
+    alpha = rng.uniform(0.5, 2)
+
+    async def matmul(backend):
+        kern = await backend.kernel("matmul", "matmul")
+        a, b, c = (backend.buffer("f32", data=x) for x in inputs)
+        p = backend.buffer("u32", data=PARAMS.pack(M=m, N=n, K=k, flags=flags, alpha=alpha), uniform=True)
+        await backend.run(backend.plan().dispatch(kern, [p, a, b, c], grid(m, n)))
+        return await backend.read(c)
+
+    got, want = run(matmul(native_backend)), run(matmul(reference_backend))
+    abs_err, _, ok = max_error(got, want, atol=1e-5, rtol=1e-4)
+    assert ok, f"{m}x{n}x{k} flags={flags}: largest error {abs_err}"
+
+
+def test_matmul_reference_is_a_matrix_product(reference_backend, rng):
+    """The reference itself, against the definition, on a small case."""
+    m, n, k = 3, 4, 5
+    a = [[rng.uniform(-1, 1) for _ in range(k)] for _ in range(m)]
+    b = [[rng.uniform(-1, 1) for _ in range(n)] for _ in range(k)]
+
+    async def go():
+        kern = await reference_backend.kernel("matmul", "matmul")
+        bufs = [reference_backend.buffer("f32", data=[x for row in a for x in row]),
+                reference_backend.buffer("f32", data=[x for row in b for x in row]),
+                reference_backend.buffer("f32", m * n)]
+        p = reference_backend.buffer("u32", data=PARAMS.pack(M=m, N=n, K=k, flags=0, alpha=1.0), uniform=True)
+        await reference_backend.run(reference_backend.plan().dispatch(kern, [p, *bufs], grid(m, n)))
+        return await reference_backend.read(bufs[2])
+
+    c = run(go())
+    for i in range(m):
+        for j in range(n):
+            assert c[i * n + j] == pytest.approx(sum(a[i][t] * b[t][j] for t in range(k)), abs=1e-5)
+
+
+def test_selftest_on_native_passes(native_backend):
+    result = run(run_selftest(native_backend))
+    assert result["metrics"]["all_ok"], result
+    assert all(k["time_s"] > 0 for k in result["metrics"]["kernels"])

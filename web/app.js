@@ -1,0 +1,137 @@
+// The page: boots the compute worker, shows the adapter, and exposes `window.playground`, the
+// automation API that tests and benchmarks use:
+//   await playground.ready          -> {backend, adapter}
+//   await playground.run(job, opts) -> the stored run (the job runs in the worker, its result is
+//                                      posted to the server, and the server's copy comes back)
+import { postRun } from "./api.js";
+import { $, el } from "./ui.js";
+import { mountGpuPanel } from "./panels/gpu.js";
+import { mountRunsPanel } from "./panels/runs.js";
+
+const params = new URLSearchParams(location.search);
+const forced = params.get("backend");           // "reference" forces the CPU fallback
+
+// --- the worker ----------------------------------------------------------------------------
+const worker = new Worker(new URL("./worker.js", import.meta.url), { type: "module" });
+const pending = new Map();                       // job id -> {resolve, reject, onProgress}
+const stopBuffer = self.crossOriginIsolated ? new SharedArrayBuffer(4) : null;
+let readyResolve, readyReject;
+const ready = new Promise((res, rej) => { readyResolve = res; readyReject = rej; });
+const state = { info: null, listeners: new Set() };
+
+worker.onmessage = (ev) => {
+  const m = ev.data;
+  if (m.type === "loading") {
+    $("#boot-bar").style.width = `${Math.round(m.fraction * 100)}%`;
+    $("#boot-stage").textContent = m.stage;
+  } else if (m.type === "ready") {
+    state.info = m;
+    $("#boot").classList.add("done");
+    showBackend(m);
+    readyResolve({ backend: m.backend, adapter: m.adapter, limits: m.limits, features: m.features,
+                   problem: m.problem, timings: m.timings });
+  } else if (m.type === "init-failed") {
+    $("#boot-stage").textContent = `Could not start Python in this tab: ${m.message}`;
+    $("#boot").classList.add("error");
+    readyReject(new Error(m.message));
+  } else if (m.type === "progress") {
+    pending.get(m.id)?.onProgress?.(m.info);
+  } else if (m.type === "result" || m.type === "failed") {
+    const p = pending.get(m.id);
+    pending.delete(m.id);
+    if (!p) return;
+    if (m.type === "result") p.resolve(m.result);
+    else {
+      const err = new Error(m.error.message);
+      err.stopped = m.error.stopped;
+      err.detail = m.error.detail;
+      p.reject(err);
+    }
+  }
+};
+worker.onerror = (ev) => readyReject(new Error(`the worker failed: ${ev.message}`));
+worker.postMessage({ type: "init", webgpu: forced !== "reference" && "gpu" in navigator && !!navigator.gpu,
+                     stopBuffer });
+
+function showBackend(info) {
+  const chip = $("#backend-chip");
+  if (info.backend === "webgpu") {
+    chip.textContent = `WebGPU · ${info.adapter.vendor || "GPU"}${info.adapter.is_fallback_adapter ? " (software)" : ""}`;
+    chip.className = "chip gpu";
+  } else {
+    chip.textContent = "CPU (no WebGPU)";
+    chip.className = "chip cpu";
+  }
+  if (info.problem) {
+    const banner = $("#gpu-problem");
+    banner.hidden = false;
+    banner.replaceChildren(el("strong", {}, "WebGPU is not available: "), info.problem.message,
+      el("br"), "Jobs run on the CPU reference backend instead: same results, much slower.");
+    banner.dataset.reason = info.problem.reason;
+  }
+}
+
+// --- jobs ----------------------------------------------------------------------------------
+// Runs a job in the worker; `onProgress(info)` sees its progress. Resolves with the raw result.
+function compute(job, { onProgress } = {}) {
+  const id = crypto.randomUUID();
+  return { id, done: new Promise((resolve, reject) => {
+    pending.set(id, { resolve, reject, onProgress });
+    worker.postMessage({ type: "run", id, job });
+  }) };
+}
+
+function stop() {
+  if (stopBuffer) Atomics.store(new Int32Array(stopBuffer), 0, 1);
+  worker.postMessage({ type: "stop" });
+}
+
+function environment() {
+  return { user_agent: navigator.userAgent, hardware_concurrency: navigator.hardwareConcurrency,
+           pyodide: state.info?.pyodideVersion, wheel: state.info?.wheel, startup: state.info?.timings,
+           features: state.info?.features, limits: state.info?.limits };
+}
+
+// Runs the job, posts its result to the server and resolves with the stored run.
+async function run(job, opts = {}) {
+  await ready;
+  const { id, done } = compute(job, opts);
+  const result = await done;
+  const stored = await postRun({
+    id, kind: job.kind, config: job, backend: result.backend, adapter: result.adapter,
+    metrics: result.metrics, timings: result.timings, env: environment(),
+    ...(result.extra ? { extra: result.extra } : {}),
+  });
+  for (const fn of state.listeners) fn(stored, result);
+  return Object.assign(stored, { result });
+}
+
+window.playground = {
+  ready, run, compute, stop,
+  onRun: (fn) => state.listeners.add(fn),
+  get info() { return state.info; },
+};
+
+// --- panels --------------------------------------------------------------------------------
+const panels = [];
+export function addPanel(id, title, mount) {
+  const section = el("section", { class: "panel", id: `panel-${id}`, role: "tabpanel" });
+  const button = el("button", { role: "tab", "aria-selected": "false", id: `tab-${id}`,
+                                onclick: () => select(id) }, title);
+  $("#tabs").append(button);
+  $("#panels").append(section);
+  panels.push({ id, section, button });
+  mount(section, window.playground);
+  if (panels.length === 1 || params.get("tab") === id) select(id);
+}
+
+function select(id) {
+  for (const p of panels) {
+    const on = p.id === id;
+    p.section.classList.toggle("active", on);
+    p.button.setAttribute("aria-selected", String(on));
+  }
+}
+
+addPanel("gpu", "GPU", mountGpuPanel);
+addPanel("runs", "Runs", mountRunsPanel);

@@ -1,0 +1,215 @@
+// The WebGPU runtime that py_core's webgpu backend drives (py_core/gpu/webgpu.py).
+// Python hands over buffers, kernels and whole recorded plans once; each later call runs a plan by
+// id, so a training step or a tree level costs O(1) Python-to-JS calls however many dispatches it
+// holds. Every create call is checked, and errors name the kernel or operation that failed.
+
+// The limits that decide what fits; requested at the adapter's maximum.
+export const LIMITS = [
+  "maxStorageBufferBindingSize", "maxBufferSize", "maxComputeWorkgroupStorageSize",
+  "maxComputeInvocationsPerWorkgroup", "maxComputeWorkgroupSizeX",
+  "maxComputeWorkgroupsPerDimension", "maxStorageBuffersPerShaderStage",
+];
+// Optional features used behind checks when the adapter has them.
+export const FEATURES = ["subgroups", "shader-f16", "timestamp-query",
+  "chromium-experimental-subgroup-matrix"];
+
+export class GPUUnavailable extends Error {
+  constructor(reason, message) { super(message); this.reason = reason; }
+}
+
+// Opens an adapter and a device, or throws GPUUnavailable with the reason and what to do.
+export async function openGPU() {
+  if (!("gpu" in navigator) || !navigator.gpu) {
+    throw new GPUUnavailable("no-webgpu",
+      "This browser does not offer WebGPU (navigator.gpu is missing). Use a recent Chrome or Edge, " +
+      "or Firefox or Safari with WebGPU enabled, and open the page on http://localhost or https.");
+  }
+  let adapter = null;
+  try {
+    adapter = await navigator.gpu.requestAdapter({ powerPreference: "high-performance" });
+  } catch (e) { /* treated as no adapter */ }
+  if (!adapter) {
+    throw new GPUUnavailable("no-adapter",
+      "WebGPU is present but no GPU adapter was offered: the GPU may be blocklisted or disabled. " +
+      "chrome://gpu says why; updating the GPU driver or enabling hardware acceleration may help.");
+  }
+  const requiredLimits = {};
+  for (const name of LIMITS) if (adapter.limits[name] !== undefined) requiredLimits[name] = adapter.limits[name];
+  const requiredFeatures = FEATURES.filter((f) => adapter.features.has(f));
+  let device;
+  try {
+    device = await adapter.requestDevice({ requiredLimits, requiredFeatures });
+  } catch (e) {
+    throw new GPUUnavailable("device-refused",
+      `The GPU adapter refused to open a device (${e.message}). Close other GPU-heavy tabs and reload.`);
+  }
+  return new GPURuntime(device, describeAdapter(adapter, device, requiredFeatures));
+}
+
+function describeAdapter(adapter, device, features) {
+  const info = adapter.info || {};
+  const limits = {};
+  for (const name of LIMITS) limits[name] = device.limits[name];
+  return {
+    adapter: {
+      vendor: info.vendor || "", architecture: info.architecture || "", device: info.device || "",
+      description: info.description || "",
+      is_fallback_adapter: Boolean(info.isFallbackAdapter ?? adapter.isFallbackAdapter ?? false),
+    },
+    limits, features,
+  };
+}
+
+export class GPURuntime {
+  constructor(device, description) {
+    this.device = device;
+    this.description = description;
+    this.buffers = new Map();
+    this.kernels = new Map();
+    this.plans = new Map();
+    this.modules = new Map();
+    this.nextId = 1;
+    this.error = null;   // the first uncaptured error, reported at the next call
+    this.lostInfo = null;
+    device.lost.then((info) => { this.lostInfo = info; });
+    device.addEventListener("uncapturederror", (ev) => { this.error ??= ev.error.message; });
+  }
+
+  describeJSON() { return JSON.stringify(this.description); }
+
+  check() {
+    if (this.lostInfo) {
+      throw new Error(`the GPU device was lost (${this.lostInfo.reason || "unknown"}: ${this.lostInfo.message}). ` +
+        "Reload the page to start again.");
+    }
+    if (this.error) {
+      const msg = this.error; this.error = null;
+      throw new Error(`WebGPU validation error: ${msg}`);
+    }
+  }
+
+  createBuffer(nbytes, uniform) {
+    this.check();
+    const U = GPUBufferUsage;
+    const usage = (uniform ? U.UNIFORM : U.STORAGE) | U.COPY_DST | U.COPY_SRC;
+    const size = Math.max(16, Math.ceil(nbytes / 16) * 16);
+    const buffer = this.device.createBuffer({ size, usage });
+    const id = this.nextId++;
+    this.buffers.set(id, buffer);
+    return id;
+  }
+
+  // `data` is a Python array.array (a PyProxy, viewed without a copy) or a typed array.
+  writeBuffer(id, byteOffset, data) {
+    const view = typeof data.getBuffer === "function" ? data.getBuffer() : null;
+    const arr = view ? view.data : data;
+    try {
+      this.device.queue.writeBuffer(this.buffers.get(id), byteOffset, arr.buffer, arr.byteOffset, arr.byteLength);
+    } finally {
+      if (view) view.release();
+    }
+  }
+
+  async readBuffer(id, nbytes) {
+    this.check();
+    const size = Math.ceil(nbytes / 4) * 4;
+    const staging = this.device.createBuffer({ size, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
+    const enc = this.device.createCommandEncoder();
+    enc.copyBufferToBuffer(this.buffers.get(id), 0, staging, 0, size);
+    this.device.queue.submit([enc.finish()]);
+    try {
+      await staging.mapAsync(GPUMapMode.READ);
+    } catch (e) {
+      this.check();
+      throw e;
+    }
+    const out = new Uint8Array(staging.getMappedRange().slice(0, nbytes));
+    staging.unmap();
+    staging.destroy();
+    return out;
+  }
+
+  async createKernel(family, source, entry, constantsJSON) {
+    this.check();
+    let module = this.modules.get(family);
+    if (!module) {
+      module = this.device.createShaderModule({ code: source, label: family });
+      const info = await module.getCompilationInfo();
+      const errors = info.messages.filter((m) => m.type === "error");
+      if (errors.length) {
+        throw new Error(`${family}.wgsl: ` + errors.map((m) => `line ${m.lineNum}:${m.linePos} ${m.message}`).join("; "));
+      }
+      this.modules.set(family, module);
+    }
+    const constants = JSON.parse(constantsJSON);
+    this.device.pushErrorScope("validation");
+    let pipeline;
+    try {
+      pipeline = await this.device.createComputePipelineAsync({
+        label: `${family}.${entry}`, layout: "auto",
+        compute: { module, entryPoint: entry, constants },
+      });
+    } finally {
+      const err = await this.device.popErrorScope();
+      if (err) throw new Error(`${family}.${entry}: ${err.message}`);
+    }
+    const id = this.nextId++;
+    this.kernels.set(id, pipeline);
+    return id;
+  }
+
+  // ops: ["d", kernel, [buffers], x, y, z, name] | ["c", buffer] | ["cp", src, srcOff, dst, dstOff, bytes]
+  createPlan(opsJSON) {
+    this.check();
+    const steps = JSON.parse(opsJSON).map((op) => {
+      if (op[0] !== "d") return op;
+      const [, kid, bufs, x, y, z, name] = op;
+      const pipeline = this.kernels.get(kid);
+      this.device.pushErrorScope("validation");
+      const group = this.device.createBindGroup({
+        label: name, layout: pipeline.getBindGroupLayout(0),
+        entries: bufs.map((b, i) => ({ binding: i, resource: { buffer: this.buffers.get(b) } })),
+      });
+      this.device.popErrorScope().then((err) => { if (err) this.error ??= `${name}: ${err.message}`; });
+      return ["d", pipeline, group, x, y, z];
+    });
+    const id = this.nextId++;
+    this.plans.set(id, steps);
+    return id;
+  }
+
+  runPlan(id, repeat = 1) {
+    this.check();
+    const steps = this.plans.get(id);
+    const enc = this.device.createCommandEncoder();
+    for (let r = 0; r < repeat; r++) {
+      let pass = null;
+      for (const s of steps) {
+        if (s[0] === "d") {
+          pass ??= enc.beginComputePass();
+          pass.setPipeline(s[1]);
+          pass.setBindGroup(0, s[2]);
+          pass.dispatchWorkgroups(s[3], s[4], s[5]);
+          continue;
+        }
+        if (pass) { pass.end(); pass = null; }
+        if (s[0] === "c") enc.clearBuffer(this.buffers.get(s[1]));
+        else enc.copyBufferToBuffer(this.buffers.get(s[1]), s[2], this.buffers.get(s[3]), s[4], s[5]);
+      }
+      if (pass) pass.end();
+    }
+    this.device.queue.submit([enc.finish()]);
+  }
+
+  async finish() {
+    await this.device.queue.onSubmittedWorkDone();
+    this.check();
+  }
+
+  destroyBuffer(id) {
+    const b = this.buffers.get(id);
+    if (b) { b.destroy(); this.buffers.delete(id); }
+  }
+
+  destroyPlan(id) { this.plans.delete(id); }
+}

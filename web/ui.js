@@ -1,0 +1,48 @@
+// Small DOM helpers. User-supplied strings (column names, file names, sampled text) only ever
+// become text nodes, never HTML.
+
+export function el(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (v === null || v === undefined || v === false) continue;
+    if (k === "class") node.className = v;
+    else if (k.startsWith("on")) node.addEventListener(k.slice(2), v);
+    else if (k === "dataset") Object.assign(node.dataset, v);
+    else node.setAttribute(k, v === true ? "" : String(v));
+  }
+  for (const c of children.flat()) {
+    if (c === null || c === undefined || c === false) continue;
+    node.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+  return node;
+}
+
+export const $ = (sel, root = document) => root.querySelector(sel);
+
+export function fmtSeconds(s) {
+  if (s === null || s === undefined || Number.isNaN(s)) return "–";
+  if (s < 1e-3) return `${(s * 1e6).toFixed(0)} µs`;
+  if (s < 1) return `${(s * 1e3).toFixed(s < 0.01 ? 2 : 1)} ms`;
+  return `${s.toFixed(2)} s`;
+}
+
+export function fmtNumber(x, digits = 4) {
+  if (x === null || x === undefined) return "–";
+  if (typeof x !== "number") return String(x);
+  if (x !== 0 && (Math.abs(x) < 1e-3 || Math.abs(x) >= 1e6)) return x.toExponential(2);
+  return Number(x.toPrecision(digits)).toString();
+}
+
+export function fmtBytes(n) {
+  if (n === undefined || n === null) return "–";
+  const units = ["B", "KiB", "MiB", "GiB"];
+  let i = 0;
+  while (n >= 1024 && i < units.length - 1) { n /= 1024; i++; }
+  return `${Number(n.toPrecision(3))} ${units[i]}`;
+}
+
+export function table(headers, rows, attrs = {}) {
+  return el("table", attrs,
+    el("thead", {}, el("tr", {}, headers.map((h) => el("th", {}, h)))),
+    el("tbody", {}, rows.map((r) => el("tr", {}, r.map((c) => el("td", {}, c))))));
+}

@@ -1,0 +1,89 @@
+// The page's compute worker: Pyodide, py_core and the GPU live here, so the page never freezes.
+// Messages in:  {type: "init", webgpu: bool} · {type: "run", id, job} · {type: "stop", id}
+// Messages out: {type: "loading", stage, fraction} · {type: "ready", ...} · {type: "progress", id, info}
+//               {type: "result", id, result} · {type: "failed", id, error: {message, stopped}}
+import { loadPyodide } from "/pyodide/pyodide.mjs";
+import { GPUUnavailable, openGPU } from "./gpu.js";
+
+let pyodide = null;
+let browserGlue = null;          // the py_core.browser module (a PyProxy)
+let stopFlag = null;             // Int32Array over a SharedArrayBuffer when the page is isolated
+let stopRequested = false;       // fallback flag, seen while Python awaits the GPU
+let queue = Promise.resolve();   // jobs run one at a time, in order
+
+const post = (msg) => self.postMessage(msg);
+const loading = (stage, fraction) => post({ type: "loading", stage, fraction });
+
+async function init({ webgpu, stopBuffer }) {
+  const t0 = performance.now();
+  if (stopBuffer) stopFlag = new Int32Array(stopBuffer);
+  loading("Loading Python (Pyodide)", 0.05);
+  pyodide = await loadPyodide({ indexURL: "/pyodide/" });
+  const tPyodide = performance.now();
+  loading("Loading py_core", 0.6);
+  const manifest = await (await fetch("/wheels/manifest.json", { cache: "no-store" })).json();
+  await pyodide.loadPackage(`/wheels/${manifest.wheel}`, { messageCallback: () => {}, checkIntegrity: false });
+  browserGlue = pyodide.pyimport("py_core.browser");
+  const tCore = performance.now();
+
+  loading("Opening the GPU", 0.85);
+  let runtime = null;
+  let problem = null;
+  if (webgpu) {
+    try {
+      runtime = await openGPU();
+    } catch (e) {
+      problem = e instanceof GPUUnavailable ? { reason: e.reason, message: e.message }
+        : { reason: "error", message: String(e.message || e) };
+    }
+  } else {
+    problem = { reason: "no-webgpu", message:
+      "This browser does not offer WebGPU (navigator.gpu is missing). Use a recent Chrome or Edge, " +
+      "or Firefox or Safari with WebGPU enabled, and open the page on http://localhost or https." };
+  }
+  // JS null would arrive as JsNull; undefined arrives as None.
+  const described = JSON.parse(browserGlue.init(runtime ?? undefined));
+  loading("Ready", 1.0);
+  post({ type: "ready", backend: described.backend, adapter: described.adapter, limits: described.limits,
+         features: described.features, problem, pyodideVersion: pyodide.version, wheel: manifest.wheel,
+         timings: { pyodide: (tPyodide - t0) / 1000, py_core: (tCore - tPyodide) / 1000,
+                    total: (performance.now() - t0) / 1000 } });
+}
+
+function runJob(id, job) {
+  stopRequested = false;
+  if (stopFlag) Atomics.store(stopFlag, 0, 0);
+  const hooks = {
+    progress: (json) => post({ type: "progress", id, info: JSON.parse(json) }),
+    shouldStop: () => stopRequested || (stopFlag !== null && Atomics.load(stopFlag, 0) === 1),
+    fetchBytes: async (url) => {
+      const res = await fetch(url);
+      if (!res.ok) {
+        let msg = `${res.status} ${res.statusText}`;
+        try { msg = (await res.json()).error.message; } catch (e) { /* keep the status */ }
+        throw new Error(`could not load ${url}: ${msg}`);
+      }
+      return new Uint8Array(await res.arrayBuffer());
+    },
+  };
+  return browserGlue.run(JSON.stringify(job), hooks).then(
+    (json) => post({ type: "result", id, result: JSON.parse(json) }),
+    (err) => {
+      const text = String(err.message || err);
+      const stopped = text.includes("Stopped");
+      // A Python traceback's last line is the error itself.
+      const lines = text.trim().split("\n");
+      post({ type: "failed", id, error: { message: stopped ? "stopped" : lines[lines.length - 1], stopped, detail: text } });
+    });
+}
+
+self.onmessage = (ev) => {
+  const msg = ev.data;
+  if (msg.type === "init") {
+    init(msg).catch((e) => post({ type: "init-failed", message: String(e.message || e) }));
+  } else if (msg.type === "run") {
+    queue = queue.then(() => runJob(msg.id, msg.job));
+  } else if (msg.type === "stop") {
+    stopRequested = true;
+  }
+};
