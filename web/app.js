@@ -97,10 +97,11 @@ async function run(job, opts = {}) {
   await ready;
   const { id, done } = compute(job, opts);
   const result = await done;
+  const extra = { ...(result.extra || {}), ...(opts.extra || {}) };
   const stored = await postRun({
     id, kind: job.kind, config: job, backend: result.backend, adapter: result.adapter,
     metrics: result.metrics, timings: result.timings, env: environment(),
-    ...(result.extra ? { extra: result.extra } : {}),
+    ...(Object.keys(extra).length ? { extra } : {}),
   });
   for (const fn of state.listeners) fn(stored, result);
   return Object.assign(stored, { result });
@@ -108,6 +109,7 @@ async function run(job, opts = {}) {
 
 window.playground = {
   ready, run, compute, stop,
+  post: (run) => postRun({ env: environment(), ...run }),
   onRun: (fn) => state.listeners.add(fn),
   get info() { return state.info; },
 };
@@ -135,3 +137,11 @@ function select(id) {
 
 addPanel("gpu", "GPU", mountGpuPanel);
 addPanel("runs", "Runs", mountRunsPanel);
+
+if (params.get("suite")) {
+  const status = el("div", { id: "suite-status", class: "banner warn" }, "Benchmark suite starting…");
+  $("#panels").before(status);
+  import("./suite.js").then(({ runSuite }) => runSuite(params.get("suite"), window.playground,
+    (line) => { status.textContent = line; console.log(`[suite] ${line}`); }))
+    .catch((e) => { status.textContent = `Suite failed: ${e.message}`; console.error(e); });
+}

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# On a lent GPU machine, inside ../shared/gpu/with-browser.sh: start the playground server, open
+# the page with `?suite=NAME` in headless Chromium on the real GPU (the page drives itself and
+# posts every run), wait for the suite's summary run, and copy all runs and logs to $OUT.
+#   bash .gpu/bin/with-browser.sh bash tools/gpu/run_suite.sh SUITE [WAIT_SECONDS]
+# carry: .gpu/gl .gpu/bin (.gpu/b on a fresh machine) web/node_modules web/build .whl
+set -u
+suite=${1:-selftest}; wait_s=${2:-300}; port=${PORT:-8000}
+out=${OUT:-/tmp/out}; mkdir -p "$out"
+if [ ! -d /tmp/site/starlette ]; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl || exit 1
+fi
+export PYTHONPATH=/tmp/site:$PWD
+data=$(mktemp -d)
+python3 -m server --port "$port" --data-dir "$data" >"$out/server-$suite.log" 2>&1 & server=$!
+api() { python3 -c "import sys, urllib.request; print(urllib.request.urlopen('http://127.0.0.1:$port$1', timeout=10).read().decode())"; }
+for _ in $(seq 1 60); do api /api/health >/dev/null 2>&1 && break; sleep 0.5; done
+"$CHROMIUM_BIN" --headless --no-sandbox --disable-background-networking --disable-component-update \
+  --disable-sync --no-first-run --user-data-dir="$(mktemp -d)" $CHROMIUM_GPU_FLAGS \
+  --enable-logging=stderr --v=0 "http://127.0.0.1:$port/?suite=$suite" >"$out/chromium-$suite.log" 2>&1 & browser=$!
+t0=$(date +%s)
+until api "/api/runs?kind=suite" | grep -q '"suite"'; do
+  if [ $(( $(date +%s) - t0 )) -gt "$wait_s" ]; then echo "suite $suite: no summary after ${wait_s}s"; break; fi
+  sleep 2
+done
+echo "suite $suite took $(( $(date +%s) - t0 ))s"
+api "/api/runs?limit=1000" >"$out/runs-$suite.json"
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader >"$out/gpu.txt" 2>&1
+kill $browser $server 2>/dev/null; wait 2>/dev/null
+python3 - "$out/runs-$suite.json" <<'PY'
+import json, sys
+runs = json.load(open(sys.argv[1]))["runs"]
+for r in runs:
+    a = r.get("adapter") or {}
+    print(r["kind"], r.get("backend"), a.get("vendor"), a.get("architecture"), json.dumps(r.get("timings")))
+    if r["kind"] == "selftest":
+        for k in r["metrics"]["kernels"]:
+            print(f"   {k['name']:32s} err {k['max_abs_err']:.2e} ok={k['ok']} {k['time_s']*1e3:.3f} ms {k['rate'] or 0:.1f} {k['unit']}")
+    if r["kind"] == "suite":
+        print("   errors:", r["metrics"]["errors"])
+PY

@@ -1,0 +1,39 @@
+// Self-driving benchmark runs: `/?suite=NAME` loads `/web/suites/NAME.json`, runs its jobs in the
+// worker (warm-up runs are run but not posted as timed), posts each timed run to the server, and
+// finally posts a `suite` run that lists them. Used where Playwright cannot run (the lent GPU).
+//   {"name": ..., "jobs": [{"job": {...}, "warmup": 1, "repeat": 3}, ...]}
+
+export async function runSuite(name, playground, log = () => {}) {
+  const res = await fetch(`/web/suites/${encodeURIComponent(name)}.json`, { cache: "no-store" });
+  if (!res.ok) throw new Error(`no suite ${name}: ${res.status}`);
+  const suite = await res.json();
+  const info = await playground.ready;
+  const runs = [];
+  const errors = [];
+  const t0 = performance.now();
+  for (const [i, entry] of suite.jobs.entries()) {
+    const label = entry.label || `${entry.job.kind} ${i + 1}`;
+    try {
+      for (let w = 0; w < (entry.warmup ?? 1); w++) {
+        log(`${label}: warm-up ${w + 1}`);
+        await playground.compute(entry.job).done;
+      }
+      for (let r = 0; r < (entry.repeat ?? 1); r++) {
+        log(`${label}: run ${r + 1}/${entry.repeat ?? 1}`);
+        const run = await playground.run(entry.job, { extra: { suite: suite.name, label, rep: r } });
+        runs.push({ id: run.id, label, rep: r });
+      }
+    } catch (e) {
+      errors.push({ label, message: String(e.message || e) });
+      log(`${label}: failed: ${e.message}`);
+    }
+  }
+  const summary = await playground.post({
+    id: crypto.randomUUID(), kind: "suite", config: { suite: suite.name, jobs: suite.jobs },
+    backend: info.backend, adapter: info.adapter,
+    metrics: { runs, errors, ok: errors.length === 0 },
+    timings: { total: (performance.now() - t0) / 1000 },
+  });
+  log(`suite ${suite.name} done: ${runs.length} runs, ${errors.length} errors`);
+  return summary;
+}
