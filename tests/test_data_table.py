@@ -105,7 +105,7 @@ def test_missing_policy_in_model_inputs():
 def test_describe_is_json_ready():
     t = parse_csv(b"x,c,t\n1,a,q\n3,a,NA\nNA,b,s\n")
     d = json.loads(json.dumps(t.describe(preview_rows=2), allow_nan=False))
-    assert d["name"] == "data.csv" and d["rows"] == 3
+    assert (d["name"], d["rows"], d["delimiter"]) == ("data.csv", 3, ",")
     x, c, _ = d["columns"]
     assert x == {"name": "x", "type": "numeric", "missing": 1, "task": "classification",
                  "stats": {"min": 1, "max": 3, "mean": 2, "std": pytest.approx(math.sqrt(2))}}

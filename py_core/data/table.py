@@ -141,13 +141,15 @@ class Table:
         return self._by_name[name]
 
     def describe(self, preview_rows: int = 20) -> dict:
-        """JSON-ready summary: name, rows, columns (name, type, missing, task, stats), preview."""
+        """JSON-ready summary: name, rows, delimiter (None unless read from a CSV), columns
+        (name, type, missing, task, stats) and the first `preview_rows` rows (NaN as None)."""
         columns = [{"name": c.name, "type": c.kind, "missing": c.n_missing, "task": c.task,
                     "stats": {k: _json_value(v) for k, v in c.stats().items()}}
                    for c in self.columns]
         n = min(preview_rows, self.n_rows)
         preview = [[_json_value(c.values[i]) for c in self.columns] for i in range(n)]
-        return {"name": self.name, "rows": self.n_rows, "columns": columns, "preview": preview}
+        return {"name": self.name, "rows": self.n_rows, "delimiter": self.delimiter,
+                "columns": columns, "preview": preview}
 
     def features_and_target(self, target: str, features: list[str] | None = None,
                             task: str | None = None):

@@ -1,0 +1,304 @@
+"""Data sets: CSV uploads, checked by the same parser the page runs (py_core.data), and built-ins.
+
+    POST /api/datasets            multipart/form-data: `file` (the CSV), optional `name`, `delimiter`;
+                                  201 with the summary; 400 {"error": {message, line, column, field}}
+                                  for a file py_core.data refuses; 413 once the file passes
+                                  max_upload_mb (with or without Content-Length)
+    GET  /api/datasets            built-ins first, then uploads, newest first
+    GET  /api/datasets/{id}       the summary: name, rows, columns with types and stats, preview
+    GET  /api/datasets/{id}/file  the CSV bytes as stored (text/csv)
+
+The upload streams to a temporary file under <data_dir>/uploads (removed whatever happens), is
+parsed in a worker thread (one at a time: a 200 MB file takes seconds and a few hundred MB), and
+only a file that parses is moved to <data_dir>/datasets/<id>.csv and recorded, file first, row
+second (a row never points at a missing file). Built-ins (server/builtins.py) live in the same
+folder under their names, which are their ids: `diabetes`, `iris`, ... Other server code finds
+any data set's file with `dataset_path(data_dir, id)`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sqlite3
+import uuid
+from contextlib import asynccontextmanager
+from datetime import datetime, timezone
+from functools import lru_cache
+from pathlib import Path
+
+import anyio
+import anyio.to_thread
+from starlette.requests import Request
+from starlette.responses import FileResponse, JSONResponse
+from starlette.routing import Route
+
+from py_core.data import DataError, parse_csv
+from server.builtins import BUILTINS, builtin_path, export_builtins
+from server.errors import ClientError
+
+try:  # python-multipart >= 0.0.13 renamed its package
+    from python_multipart.multipart import MultipartParseError, MultipartParser, parse_options_header
+except ImportError:  # pragma: no cover
+    from multipart.multipart import MultipartParseError, MultipartParser, parse_options_header
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS datasets (
+    id TEXT PRIMARY KEY,       -- 32 hex digits, made by the server; the file is datasets/<id>.csv
+    name TEXT NOT NULL,        -- the form's `name`, else the uploaded file's name
+    created_at TEXT NOT NULL,  -- ISO 8601 UTC
+    rows INTEGER NOT NULL,
+    columns INTEGER NOT NULL,
+    size INTEGER NOT NULL,     -- bytes of the file
+    summary TEXT NOT NULL      -- JSON: py_core.data Table.describe()
+);
+CREATE INDEX IF NOT EXISTS datasets_created ON datasets (created_at)
+"""
+
+UPLOAD_ID_RE = re.compile(r"[0-9a-f]{32}\Z")
+FORM_OVERHEAD = 64 * 1024  # multipart boundaries, part headers, name and delimiter fields
+MAX_FIELD_BYTES = 1024  # `name` and `delimiter` are short
+MAX_NAME_CHARS = 200
+
+
+def datasets_dir(data_dir: Path | str) -> Path:
+    return Path(data_dir) / "datasets"
+
+
+def dataset_path(data_dir: Path | str, dataset_id: str) -> Path:
+    """The CSV of a built-in (by name) or an upload (by id); LookupError when there is none."""
+    if dataset_id in BUILTINS or UPLOAD_ID_RE.match(dataset_id):
+        path = datasets_dir(data_dir) / f"{dataset_id}.csv"
+        if path.is_file():
+            return path
+    raise LookupError(f"no data set {dataset_id!r}")
+
+
+# --- start-up: built-ins exported when missing, their summaries computed once ---
+
+@asynccontextmanager
+async def lifespan(app):
+    settings = app.state.settings
+    settings.uploads_dir.mkdir(parents=True, exist_ok=True)
+    for stale in settings.uploads_dir.glob("dataset-*.part"):  # left by a crash mid-upload
+        stale.unlink(missing_ok=True)
+    await anyio.to_thread.run_sync(export_builtins, settings.data_dir)
+    app.state.builtin_datasets = await anyio.to_thread.run_sync(_builtin_summaries,
+                                                                settings.data_dir)
+    app.state.dataset_parser = anyio.CapacityLimiter(1)
+    yield
+
+
+def _builtin_summaries(data_dir: Path) -> dict[str, dict]:
+    out = {}
+    for name, (_, task) in BUILTINS.items():
+        path = builtin_path(data_dir, name)
+        st = path.stat()
+        summary = _describe_cached(str(path), st.st_mtime_ns, st.st_size, name)
+        out[name] = {"id": name, "builtin": True, "created_at": None, "size": st.st_size,
+                     "target": "target", "task": task, **summary}
+    return out
+
+
+@lru_cache(maxsize=32)  # tests start many apps on fresh data dirs holding the same files
+def _describe_cached(path: str, mtime_ns: int, size: int, name: str) -> dict:
+    return parse_csv(Path(path).read_bytes(), name=name).describe()
+
+
+# --- upload ---
+
+class _FormStream:
+    """A multipart/form-data body parsed as it arrives: the part named `file` goes to `pending`
+    (bytes for the caller to write to disk), other parts into `fields` (short strings)."""
+
+    def __init__(self, boundary: bytes, max_file_bytes: int):
+        self.max_file_bytes = max_file_bytes
+        self.fields: dict[str, str] = {}
+        self.filename: str | None = None
+        self.file_bytes = 0
+        self.pending: list[bytes] = []
+        self.done = False
+        self._header_name = self._header_value = b""
+        self._headers: dict[bytes, bytes] = {}
+        self._part: str | None = None
+        self._data = bytearray()
+        self.parser = MultipartParser(boundary, {
+            "on_part_begin": self._part_begin, "on_header_field": self._header_field,
+            "on_header_value": self._header_value_cb, "on_header_end": self._header_end,
+            "on_headers_finished": self._headers_finished, "on_part_data": self._part_data,
+            "on_part_end": self._part_end, "on_end": self._end})
+
+    def write(self, chunk: bytes) -> None:
+        try:
+            self.parser.write(chunk)
+        except MultipartParseError as exc:
+            raise ClientError(400, f"malformed multipart body: {exc}") from None
+
+    def _part_begin(self):
+        self._headers, self._part, self._data = {}, None, bytearray()
+
+    def _header_field(self, data, start, end):
+        self._header_name += data[start:end]
+
+    def _header_value_cb(self, data, start, end):
+        self._header_value += data[start:end]
+
+    def _header_end(self):
+        self._headers[self._header_name.lower()] = self._header_value
+        self._header_name = self._header_value = b""
+
+    def _headers_finished(self):
+        _, options = parse_options_header(self._headers.get(b"content-disposition", b""))
+        self._part = options.get(b"name", b"").decode("utf-8", "replace")
+        if self._part == "file":
+            if self.filename is not None:
+                raise ClientError(400, "more than one file in the form", field="file")
+            raw = options.get(b"filename", b"data.csv").decode("utf-8", "replace")
+            self.filename = re.split(r"[\\/]", raw)[-1] or "data.csv"
+
+    def _part_data(self, data, start, end):
+        if self._part == "file":
+            self.file_bytes += end - start
+            if self.file_bytes > self.max_file_bytes:
+                raise ClientError(413, f"file larger than {self.max_file_bytes // 2**20} MB",
+                                  field="file")
+            self.pending.append(data[start:end])
+        else:
+            self._data += data[start:end]
+            if len(self._data) > MAX_FIELD_BYTES:
+                raise ClientError(400, f"form field longer than {MAX_FIELD_BYTES} bytes",
+                                  field=self._part)
+
+    def _part_end(self):
+        if self._part != "file":
+            self.fields[self._part] = self._data.decode("utf-8", "replace")
+
+    def _end(self):
+        self.done = True
+
+
+async def post_dataset(request: Request) -> JSONResponse:
+    settings = request.app.state.settings
+    cap = settings.max_upload_bytes
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > cap + FORM_OVERHEAD:
+        raise ClientError(413, f"file larger than {settings.max_upload_mb} MB", field="file")
+    ctype, options = parse_options_header(request.headers.get("content-type", ""))
+    if ctype != b"multipart/form-data" or not options.get(b"boundary"):
+        raise ClientError(415, "send the file as multipart/form-data, in the field 'file'")
+    form = _FormStream(options[b"boundary"], cap)
+    tmp = settings.uploads_dir / f"dataset-{uuid.uuid4().hex}.part"
+    try:
+        with open(tmp, "wb") as out:
+            received = 0
+            async for chunk in request.stream():
+                received += len(chunk)
+                if received > cap + FORM_OVERHEAD:
+                    raise ClientError(413, f"file larger than {settings.max_upload_mb} MB",
+                                      field="file")
+                form.write(chunk)
+                if form.pending:
+                    await anyio.to_thread.run_sync(out.writelines, form.pending)
+                    form.pending.clear()
+        if not form.done:
+            raise ClientError(400, "incomplete multipart body (no closing boundary)")
+        if form.filename is None:
+            raise ClientError(400, "no file: send it in the form field 'file'", field="file")
+        name = _display_name(form.fields.get("name") or form.filename)
+        delimiter = form.fields.get("delimiter") or None
+        try:
+            summary = await anyio.to_thread.run_sync(
+                _describe_file, tmp, form.filename, delimiter,
+                limiter=request.app.state.dataset_parser)
+        except DataError as err:
+            return JSONResponse({"error": err.to_dict()}, 400)
+        return JSONResponse(await _store_upload(request, tmp, name, summary, form.file_bytes),
+                            201)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _display_name(raw: str) -> str:
+    name = raw.strip()
+    if not name or len(name) > MAX_NAME_CHARS or any(ord(c) < 32 or c == "\x7f" for c in name):
+        raise ClientError(400, f"must be 1 to {MAX_NAME_CHARS} printable characters",
+                          field="name")
+    return name
+
+
+def _describe_file(path: Path, filename: str, delimiter: str | None) -> dict:
+    return parse_csv(path.read_bytes(), name=filename, delimiter=delimiter).describe()
+
+
+async def _store_upload(request: Request, tmp: Path, name: str, summary: dict, size: int) -> dict:
+    dataset_id = uuid.uuid4().hex
+    final = datasets_dir(request.app.state.settings.data_dir) / f"{dataset_id}.csv"
+    final.parent.mkdir(parents=True, exist_ok=True)
+    os.replace(tmp, final)
+    created_at = datetime.now(timezone.utc).isoformat(timespec="microseconds").replace(
+        "+00:00", "Z")
+    stored = {"id": dataset_id, "builtin": False, "created_at": created_at, "size": size,
+              "target": None, "task": None, **summary, "name": name}
+
+    def insert(conn: sqlite3.Connection) -> None:
+        conn.execute("INSERT INTO datasets (id, name, created_at, rows, columns, size, summary) "
+                     "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                     (dataset_id, name, created_at, summary["rows"], len(summary["columns"]),
+                      size, json.dumps(stored, ensure_ascii=False, allow_nan=False)))
+
+    try:
+        await request.app.state.store.write(insert)
+    except BaseException:
+        final.unlink(missing_ok=True)
+        raise
+    return stored
+
+
+# --- reading ---
+
+def _listing(summary: dict) -> dict:
+    keys = ("id", "name", "builtin", "created_at", "rows", "size", "target", "task")
+    return {**{k: summary[k] for k in keys}, "columns": len(summary["columns"])}
+
+
+async def list_datasets(request: Request) -> JSONResponse:
+    def fn(conn):
+        sql = "SELECT summary FROM datasets ORDER BY created_at DESC, rowid DESC"
+        return [_listing(json.loads(r["summary"])) for r in conn.execute(sql)]
+
+    builtins = [_listing(s) for s in request.app.state.builtin_datasets.values()]
+    return JSONResponse({"datasets": builtins + await request.app.state.store.read(fn)})
+
+
+async def _summary(request: Request) -> dict:
+    dataset_id = request.path_params["id"]
+    if dataset_id in request.app.state.builtin_datasets:
+        return request.app.state.builtin_datasets[dataset_id]
+    if UPLOAD_ID_RE.match(dataset_id):
+        row = await request.app.state.store.read(lambda conn: conn.execute(
+            "SELECT summary FROM datasets WHERE id = ?", (dataset_id,)).fetchone())
+        if row is not None:
+            return json.loads(row["summary"])
+    raise ClientError(404, "no data set with this id", field="id")
+
+
+async def get_dataset(request: Request) -> JSONResponse:
+    return JSONResponse(await _summary(request))
+
+
+async def get_dataset_file(request: Request) -> FileResponse:
+    summary = await _summary(request)
+    try:
+        path = dataset_path(request.app.state.settings.data_dir, summary["id"])
+    except LookupError:
+        raise ClientError(404, "the data set's file is missing", field="id") from None
+    return FileResponse(path, media_type="text/csv; charset=utf-8")
+
+
+routes = [
+    Route("/api/datasets", post_dataset, methods=["POST"]),
+    Route("/api/datasets", list_datasets, methods=["GET"]),
+    Route("/api/datasets/{id}", get_dataset, methods=["GET"]),
+    Route("/api/datasets/{id}/file", get_dataset_file, methods=["GET"]),
+]
