@@ -1,0 +1,66 @@
+"""Reference of `shaders/transformer_matmul.wgsl`: strided, batched matmul with offsets and bias."""
+from __future__ import annotations
+
+from array import array
+
+from ..gpu.layout import Struct
+from . import reference
+
+PARAMS = Struct("M:u32 N:u32 K:u32 flags:u32 alpha:f32 inner:u32 lda:u32 ldb:u32 ldc:u32 "
+                "a_off:u32 b_off:u32 c_off:u32 bias_off:u32 a_so:u32 a_si:u32 b_so:u32 "
+                "b_si:u32 c_so:u32 c_si:u32")
+TRANS_A, TRANS_B, ACCUMULATE, BIAS = 1, 2, 4, 8
+SKIP_UPPER, K_UPTO_ROW, K_FROM_ROW = 16, 32, 64
+TILE = 64  # rows and columns of C per workgroup
+WRITES = {("transformer_matmul", "matmul"): {3}}  # bindings a dispatch writes
+
+
+def grid(m: int, n: int, batches: int = 1) -> tuple[int, int, int]:
+    return (-(-n // TILE), -(-m // TILE), batches)
+
+
+def params(m, n, k, flags=0, alpha=1.0, lda=None, ldb=None, ldc=None, inner=1, a_off=0,
+           b_off=0, c_off=0, bias_off=0, a_so=0, a_si=0, b_so=0, b_si=0, c_so=0, c_si=0) -> dict:
+    """The uniform's fields, with leading dimensions defaulting to the dense layouts."""
+    if lda is None:
+        lda = m if flags & TRANS_A else k
+    if ldb is None:
+        ldb = k if flags & TRANS_B else n
+    return dict(M=m, N=n, K=k, flags=flags, alpha=alpha, inner=inner, lda=lda, ldb=ldb,
+                ldc=n if ldc is None else ldc, a_off=a_off, b_off=b_off, c_off=c_off,
+                bias_off=bias_off, a_so=a_so, a_si=a_si, b_so=b_so, b_si=b_si, c_so=c_so, c_si=c_si)
+
+
+@reference("transformer_matmul", "matmul")
+def matmul(bufs, grid_, constants):
+    prm, a, b, c, bias = bufs
+    p = PARAMS.unpack(prm)
+    m, n, k, flags, alpha = p["M"], p["N"], p["K"], p["flags"], p["alpha"]
+    lda, ldb, ldc = p["lda"], p["ldb"], p["ldc"]
+    for z in range(grid_[2]):
+        outer, inner = divmod(z, p["inner"])
+        ab = p["a_off"] + outer * p["a_so"] + inner * p["a_si"]
+        bb = p["b_off"] + outer * p["b_so"] + inner * p["b_si"]
+        cb = p["c_off"] + outer * p["c_so"] + inner * p["c_si"]
+        # op(B) as K rows of N
+        if flags & TRANS_B:
+            b_rows = [[b[bb + j * ldb + kk] for j in range(n)] for kk in range(k)]
+        else:
+            b_rows = [b[bb + kk * ldb:bb + kk * ldb + n] for kk in range(k)]
+        for i in range(m):
+            row0 = i // TILE * TILE
+            k_begin = row0 if flags & K_FROM_ROW else 0
+            k_end = min(k, row0 + TILE) if flags & K_UPTO_ROW else k
+            acc = [0.0] * n
+            for kk in range(k_begin, k_end):
+                aik = a[ab + kk * lda + i] if flags & TRANS_A else a[ab + i * lda + kk]
+                if aik:
+                    acc = [x + aik * y for x, y in zip(acc, b_rows[kk])]
+            for j in range(n):
+                if flags & SKIP_UPPER and j // TILE * TILE > row0 + TILE - 1:
+                    continue
+                v = alpha * acc[j]
+                if flags & BIAS:
+                    v += bias[p["bias_off"] + j]
+                at = cb + i * ldc + j
+                c[at] = c[at] + v if flags & ACCUMULATE else v
