@@ -1,9 +1,10 @@
 """Data sets: CSV uploads, checked by the same parser the page runs (py_core.data), and built-ins.
 
-    POST /api/datasets            multipart/form-data: `file` (the CSV), optional `name`, `delimiter`;
-                                  201 with the summary; 400 {"error": {message, line, column, field}}
-                                  for a file py_core.data refuses; 413 once the file passes
-                                  max_upload_mb (with or without Content-Length)
+    POST /api/datasets            multipart/form-data: `file` (the CSV), optional `name` and
+                                  `delimiter`; 201 with the summary; 400 {"error": {message,
+                                  line, column, field}} for a file py_core.data refuses; 413
+                                  once the file passes max_upload_mb (with or without a
+                                  Content-Length)
     GET  /api/datasets            built-ins first, then uploads, newest first
     GET  /api/datasets/{id}       the summary: name, rows, columns with types and stats, preview
     GET  /api/datasets/{id}/file  the CSV bytes as stored (text/csv)
@@ -39,7 +40,8 @@ from server.builtins import BUILTINS, builtin_path, export_builtins
 from server.errors import ClientError
 
 try:  # python-multipart >= 0.0.13 renamed its package
-    from python_multipart.multipart import MultipartParseError, MultipartParser, parse_options_header
+    from python_multipart.multipart import (MultipartParseError, MultipartParser,
+                                            parse_options_header)
 except ImportError:  # pragma: no cover
     from multipart.multipart import MultipartParseError, MultipartParser, parse_options_header
 

@@ -19,7 +19,7 @@ MISSING = frozenset({"", "NA", "N/A", "NaN", "nan", "null", "NULL", "None"})  # 
 MISSING_CATEGORY = "(missing)"  # the label of a categorical column's missing values
 CATEGORY_MIN = 20  # a non-numeric column with at most max(CATEGORY_MIN, ...
 CATEGORY_FRACTION = 0.05  # ... CATEGORY_FRACTION * rows) distinct values is categorical, else text
-CLASS_LEVELS = 20  # an integer-valued numeric column with at most this many values is a class target
+CLASS_LEVELS = 20  # integer-valued numeric column with at most this many values: a class target
 KINDS = ("numeric", "categorical", "text")
 
 
@@ -98,7 +98,8 @@ class Column:
         return self._task
 
     def stats(self) -> dict:
-        """{min, max, mean, std} for numeric (std with n-1, as pandas); else {distinct, top, freq}."""
+        """{min, max, mean, std} for numeric (std with n - 1, as pandas), else
+        {distinct, top, freq}; over the non-missing values."""
         if self.kind == "numeric":
             vals = self.values if not self.n_missing else [v for v in self.values if v == v]
             if not vals:
