@@ -124,6 +124,8 @@ class CsvSource:
                              line=_line_of(data, nul))
         if delimiter is None:
             sample = data[:_SAMPLE_BYTES].decode("utf-8-sig", errors="ignore")
+            if len(data) > _SAMPLE_BYTES:  # leave out the record cut in two
+                sample = sample[:max(sample.rfind("\n"), sample.rfind("\r")) + 1] or sample
             self.delimiter = detect_delimiter(sample)
         else:
             self.delimiter = resolve_delimiter(delimiter)
