@@ -119,6 +119,8 @@ def test_csv_test_data_bad(case):
     (b'a,b\n1,"ab"c\n', 2, 2, "b", "found 'c'"),
     (b'a,b\n1,"multi\nline"x\n', 3, 2, "b", "unescaped quote in a quoted field"),
     (b'a;b\r2;"x" \r', 2, 2, "b", "expected ';' or a line end"),
+    (b'\n\r\na,"b\n1,2\n', 3, 2, None, "unterminated quote"),  # in the header, after blanks
+    (b'\n\na,b"\n1,2\n', 3, 2, None, "unescaped quote in an unquoted field"),
 ])
 def test_error_location(data, line, column, field, words):
     err = error_of(data, name="t.csv")
@@ -150,8 +152,9 @@ def test_no_header_and_no_rows():
     assert "no header" in error_of(b"").message
     assert "no header" in error_of(b"\r\n\n\r").message
     assert read_rows(b"a,b\n") == (["a", "b"], [])
-    with pytest.raises(DataError, match="no data rows"):
+    with pytest.raises(DataError, match="no data rows") as info:
         parse_csv(b"\n\na,b\n\n")
+    assert info.value.line == 3  # the header's line
 
 
 @pytest.mark.parametrize("data, column, words", [

@@ -142,10 +142,12 @@ class CsvSource:
     def _read_header(self) -> None:
         rows = [[]]
         while rows and not rows[0]:  # skip blank lines
+            self._keep.clear()
+            first = self._reader.line_num + 1
             rows = self._next(1)
         if not rows:
             raise data_error(self.name, "no header: the file is empty or has only blank lines")
-        self.header_line, self.header = next(_scan("".join(self._keep), self.delimiter, 1,
+        self.header_line, self.header = next(_scan("".join(self._keep), self.delimiter, first,
                                                    self.strict, self.name))
         if len(self.header) > COLUMN_LIMIT:
             raise data_error(self.name, f"{len(self.header)} columns in the header, more than the "
