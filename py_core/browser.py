@@ -42,6 +42,27 @@ async def run(job_json: str, hooks) -> str:
     return json.dumps(result, allow_nan=False, default=_jsonable)
 
 
+def describe_bytes(data, name: str, delimiter: str | None, hooks) -> str:
+    """Parse an uploaded file in the tab: its summary, or the error with line and column."""
+    from .data import DataError, parse_csv
+    try:
+        table = parse_csv(data.to_bytes(), name=name, delimiter=delimiter or None,
+                          progress=lambda f: hooks.progress(json.dumps({"stage": "parsing", "fraction": f})))
+    except DataError as exc:
+        return json.dumps({"error": exc.to_dict()})
+    return json.dumps(table.describe(), allow_nan=False)
+
+
+def describe_synthetic(dataset_id: str, hooks=None) -> str:
+    from .jobs import synthetic_table
+    return json.dumps(synthetic_table(dataset_id).describe(), allow_nan=False)
+
+
+def generators(hooks=None) -> str:
+    from .data import GENERATORS
+    return json.dumps({name: {"params": g.params, "task": g.task} for name, g in GENERATORS.items()})
+
+
 def _jsonable(value):
     if hasattr(value, "tolist"):
         return value.tolist()

@@ -5,6 +5,9 @@ result the page posts to the server: `{"metrics": {...}, "timings": {...}, ...}`
 seconds. The runner gets a context that hides where it runs (browser worker or server):
 
 - `await ctx.load_dataset(id) -> bytes`: a data set's CSV bytes;
+- `await ctx.load_table(id) -> Table`: a data set parsed by py_core.data, or generated when the id
+  is `synthetic:NAME?param=value&...` (a generator of `py_core.data.GENERATORS`: same table in the
+  tab and on the server for the same parameters);
 - `await ctx.load_text(id) -> str`: a text for the transformer;
 - `ctx.progress(dict)`: `{"stage": str, "fraction": 0..1, ...}` for the page's progress bar;
 - `ctx.should_stop() -> bool`: the person pressed Stop; the runner raises `Stopped`.
@@ -34,6 +37,12 @@ class Context:
             raise JobError("this context cannot load data sets")
         return await _maybe_await(self._load_dataset(dataset_id))
 
+    async def load_table(self, dataset_id: str):
+        from .data import parse_csv
+        if dataset_id.startswith(SYNTHETIC):
+            return synthetic_table(dataset_id)
+        return parse_csv(await self.load_dataset(dataset_id), name=dataset_id)
+
     async def load_text(self, text_id: str) -> str:
         if self._load_text is None:
             raise JobError("this context cannot load texts")
@@ -49,6 +58,29 @@ class Context:
     def check_stop(self) -> None:
         if self.should_stop():
             raise Stopped("stopped on request")
+
+
+SYNTHETIC = "synthetic:"
+
+
+def synthetic_table(dataset_id: str):
+    """The table of a `synthetic:NAME?n_samples=1000&seed=0` id."""
+    from urllib.parse import parse_qsl
+
+    from .data import GENERATORS, generate
+    name, _, query = dataset_id[len(SYNTHETIC):].partition("?")
+    if name not in GENERATORS:
+        raise JobError(f"no synthetic generator {name!r}: one of {', '.join(GENERATORS)}")
+    params = {}
+    for key, value in parse_qsl(query, strict_parsing=False):
+        default = GENERATORS[name].params.get(key)
+        if default is None:
+            raise JobError(f"generator {name!r} has no parameter {key!r}")
+        try:
+            params[key] = type(default)(float(value)) if isinstance(default, int) else float(value)
+        except ValueError:
+            raise JobError(f"generator {name!r}: {key}={value!r} is not a number") from None
+    return generate(name, **params)
 
 
 async def _maybe_await(value):

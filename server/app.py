@@ -24,14 +24,14 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from server import runs
+from server import datasets, runs
 from server.errors import EXCEPTION_HANDLERS
 from server.security import AccessMiddleware, SecurityHeadersMiddleware
 from server.settings import Settings, resolve_device
 from server.static import static_routes
 from server.store import Store
 
-FEATURES: list[ModuleType] = [runs]
+FEATURES: list[ModuleType] = [runs, datasets]
 
 try:
     VERSION = metadata.version("webgpu-playground")

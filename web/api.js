@@ -35,3 +35,32 @@ export const getRuns = async (params = {}) =>
   json(await fetch(`/api/runs?${new URLSearchParams(params)}`));
 export const getRun = async (id) => json(await fetch(`/api/runs/${encodeURIComponent(id)}`));
 export const getHealth = async () => json(await fetch("/api/health"));
+
+export const listDatasets = async () => json(await fetch("/api/datasets"));
+export const getDataset = async (id) => json(await fetch(`/api/datasets/${encodeURIComponent(id)}`));
+
+// Uploads a file (multipart, field "file"); XHR rather than fetch for upload progress.
+export function uploadDataset(file, { name, delimiter, onProgress } = {}) {
+  return new Promise((resolve, reject) => {
+    const form = new FormData();
+    form.append("file", file, file.name);
+    if (name) form.append("name", name);
+    if (delimiter) form.append("delimiter", delimiter);
+    const xhr = new XMLHttpRequest();
+    xhr.open("POST", "/api/datasets");
+    xhr.upload.onprogress = (e) => e.lengthComputable && onProgress?.(e.loaded / e.total);
+    xhr.onload = () => {
+      let body = null;
+      try { body = JSON.parse(xhr.responseText); } catch (e) { /* not JSON */ }
+      if (xhr.status >= 200 && xhr.status < 300) resolve(body);
+      else {
+        const err = new Error(body?.error?.message || `upload failed: ${xhr.status}`);
+        err.status = xhr.status;
+        err.detail = body?.error;
+        reject(err);
+      }
+    };
+    xhr.onerror = () => reject(new Error("upload failed: the server could not be reached"));
+    xhr.send(form);
+  });
+}

@@ -5,6 +5,7 @@
 //                                      posted to the server, and the server's copy comes back)
 import { postRun } from "./api.js";
 import { $, el } from "./ui.js";
+import { mountDataPanel } from "./panels/data.js";
 import { mountGpuPanel } from "./panels/gpu.js";
 import { mountRunsPanel } from "./panels/runs.js";
 
@@ -81,6 +82,15 @@ function compute(job, { onProgress } = {}) {
   }) };
 }
 
+// Calls a function of py_core.browser in the worker (after any queued job).
+function call(fn, args = [], { onProgress, transfer = [] } = {}) {
+  const id = crypto.randomUUID();
+  return new Promise((resolve, reject) => {
+    pending.set(id, { resolve, reject, onProgress });
+    worker.postMessage({ type: "call", id, fn, args }, transfer);
+  });
+}
+
 function stop() {
   if (stopBuffer) Atomics.store(new Int32Array(stopBuffer), 0, 1);
   worker.postMessage({ type: "stop" });
@@ -108,7 +118,9 @@ async function run(job, opts = {}) {
 }
 
 window.playground = {
-  ready, run, compute, stop,
+  ready, run, compute, stop, call,
+  selection: null,   // the data set, target, features and split chosen in the Data tab
+  events: new EventTarget(),   // "selection" when it changes
   post: (run) => postRun({ env: environment(), ...run }),
   onRun: (fn) => state.listeners.add(fn),
   get info() { return state.info; },
@@ -135,6 +147,7 @@ function select(id) {
   }
 }
 
+addPanel("data", "Data", mountDataPanel);
 addPanel("gpu", "GPU", mountGpuPanel);
 addPanel("runs", "Runs", mountRunsPanel);
 

@@ -1,5 +1,6 @@
 // The page's compute worker: Pyodide, py_core and the GPU live here, so the page never freezes.
 // Messages in:  {type: "init", webgpu: bool} · {type: "run", id, job} · {type: "stop", id}
+//               {type: "call", id, fn, args}: a function of py_core.browser, with hooks last
 // Messages out: {type: "loading", stage, fraction} · {type: "ready", ...} · {type: "progress", id, info}
 //               {type: "result", id, result} · {type: "failed", id, error: {message, stopped}}
 import { loadPyodide } from "/pyodide/pyodide.mjs";
@@ -83,6 +84,18 @@ self.onmessage = (ev) => {
     init(msg).catch((e) => post({ type: "init-failed", message: String(e.message || e) }));
   } else if (msg.type === "run") {
     queue = queue.then(() => runJob(msg.id, msg.job));
+  } else if (msg.type === "call") {
+    // A quick py_core.browser function (parse a file, describe a generator), queued like jobs.
+    queue = queue.then(async () => {
+      const hooks = { progress: (json) => post({ type: "progress", id: msg.id, info: JSON.parse(json) }) };
+      try {
+        const out = await browserGlue[msg.fn](...msg.args, hooks);
+        post({ type: "result", id: msg.id, result: JSON.parse(out) });
+      } catch (e) {
+        const lines = String(e.message || e).trim().split("\n");
+        post({ type: "failed", id: msg.id, error: { message: lines[lines.length - 1], detail: String(e) } });
+      }
+    });
   } else if (msg.type === "stop") {
     stopRequested = true;
   }
