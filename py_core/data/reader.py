@@ -170,6 +170,8 @@ class CsvSource:
                     lengths.discard(0)
                 if lengths - {ncols}:
                     self._check(first)  # raises at the first ragged row
+                    raise data_error(self.name, f"rows with {sorted(lengths)} fields, expected "
+                                     f"{ncols} like the header", line=first)  # not reached
             if self.strict and any('"' in line for line in self._keep) \
                     and '"' in "\x00".join(chain.from_iterable(rows)):
                 self._check(first)  # raises at a quote inside an unquoted field, if any
