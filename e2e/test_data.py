@@ -1,0 +1,60 @@
+"""The Data tab as a person uses it: upload through the file picker, see the preview, the column
+types and the inferred target type; a bad file gets its line and column; synthetic data sets."""
+from __future__ import annotations
+
+import httpx
+
+from conftest import wait_ready
+
+HOUSES = "rooms,area,city,price\n3,72.5,Lyon,210000\n4,95,Paris,540000\n2,40.1,Lyon,\n5,130,Nice,610000\n3,70,Paris,390000\n"
+
+
+def test_upload_through_file_picker_shows_preview_and_target_type(page, server, tmp_path):
+    path = tmp_path / "houses.csv"
+    path.write_text(HOUSES)
+    page.goto("/")
+    wait_ready(page)
+    page.wait_for_selector("#preview-table")
+    page.set_input_files("#file-input", str(path))
+    page.wait_for_function("() => document.querySelector('#data-status').textContent.includes('stored on the server')",
+                           timeout=60_000)
+    preview = page.locator("#data-preview").inner_text()
+    assert "houses.csv" in preview and "5 rows, 4 columns" in preview
+    types = page.locator("#column-table").inner_text()
+    assert "city\tcategorical" in types and "price\tnumeric\t1" in types  # one missing price
+    page.select_option("#target-select", "area")  # decimals: regression
+    assert page.locator("#task-select").input_value() == "regression"
+    page.select_option("#target-select", "rooms")  # few integer values: classes, as documented
+    assert page.locator("#task-select").input_value() == "classification"
+    page.select_option("#target-select", "city")
+    assert page.locator("#task-select").input_value() == "classification"
+    sel = page.evaluate("() => window.playground.selection")
+    assert sel["target"] == "city" and "city" not in sel["features"] and sel["split"]["stratify"]
+    listed = httpx.get(f"{server}/api/datasets").json()["datasets"]
+    stored = [d for d in listed if d["name"] == "houses.csv"]
+    assert stored and stored[0]["rows"] == 5
+    assert httpx.get(f"{server}/api/datasets/{stored[0]['id']}/file").content == HOUSES.encode()
+
+
+def test_bad_file_names_line_and_column_and_is_not_stored(page, server, tmp_path):
+    path = tmp_path / "ragged.csv"
+    path.write_text("a,b,c\n1,2,3\n4,5\n")
+    before = len(httpx.get(f"{server}/api/datasets").json()["datasets"])
+    page.goto("/")
+    wait_ready(page)
+    page.wait_for_selector("#preview-table")
+    page.set_input_files("#file-input", str(path))
+    page.wait_for_function("() => document.querySelector('#data-status').classList.contains('error')", timeout=60_000)
+    message = page.locator("#data-status").inner_text()
+    assert "ragged.csv" in message and "line 3" in message, message
+    assert len(httpx.get(f"{server}/api/datasets").json()["datasets"]) == before
+
+
+def test_synthetic_data_set_is_generated_in_the_tab(page):
+    page.goto("/")
+    wait_ready(page)
+    page.wait_for_selector("#preview-table")
+    page.select_option("#dataset-select", "synthetic:moons")
+    page.wait_for_function("() => window.playground.selection?.dataset.startsWith('synthetic:moons')")
+    sel = page.evaluate("() => window.playground.selection")
+    assert sel["task"] == "classification" and sel["features"] == ["x0", "x1"] and sel["rows"] == 1000
