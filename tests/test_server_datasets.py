@@ -11,11 +11,8 @@ CSV = b"x,color,y\n1.5,red,10\n2.5,blue,NA\n,red,30\n4,green,40\n"
 
 
 def make_app(settings):
-    features = app_module.FEATURES
-    if datasets not in features:  # until server/app.py lists the feature itself
-        features = [*features, datasets]
-    settings.max_upload_mb = 1
-    return create_app(settings, features=features)
+    settings.max_upload_mb = 1  # the smallest cap Settings allows
+    return create_app(settings)
 
 
 @pytest.fixture
@@ -175,8 +172,9 @@ def test_builtins_listed_and_served(client, settings):
         datasets.dataset_path(settings.data_dir, "../playground.sqlite3")
 
 
-def test_runs_feature_untouched(client):
-    assert runs in app_module.FEATURES and client.get("/api/runs").status_code == 200
+def test_registered_beside_runs(client):
+    assert {runs, datasets} <= set(app_module.FEATURES)
+    assert client.get("/api/runs").status_code == 200
 
 
 def test_store_failure_leaves_no_file(client, settings, monkeypatch):
