@@ -1,0 +1,328 @@
+"""A GPT on a backend: buffers sized from the config; forward, backward and AdamW recorded into plans.
+
+Parameters, gradients and the two AdamW moments are four flat buffers (see params.py). Every
+activation the backward pass needs has its own buffer (each stays under the per-binding limit),
+one set per layer; the backward pass reuses a few scratch buffers across layers. Recording
+happens once; a training step is then `backend.write(schedule)` + `backend.run(plan)`.
+
+Shapes in comments: B sequences, T positions, M = B * T rows, C = n_embd, H heads of d = C / H,
+F = 4 C, V vocabulary.
+"""
+from __future__ import annotations
+
+import math
+from array import array
+
+from ..gpu.backend import LimitError
+from ..kernels import transformer_adamw as adam
+from ..kernels import transformer_attention as att
+from ..kernels import transformer_elementwise as ew
+from ..kernels import transformer_embedding as emb
+from ..kernels import transformer_layernorm as ln
+from ..kernels import transformer_loss as loss
+from ..kernels import transformer_matmul as mm
+from .config import TransformerConfig
+from .params import ParamLayout
+
+WRITES = {**mm.WRITES, **ln.WRITES, **att.WRITES, **ew.WRITES, **emb.WRITES, **loss.WRITES, **adam.WRITES}
+CHUNK = 64          # rows each first-pass column sum adds up
+NORM_GROUP = 4096   # gradient elements each first-pass norm workgroup squares and adds
+WORKGROUP_BYTES = 8192  # the matmul's tiles: the most workgroup memory any kernel here uses
+
+
+def _rows_grid(rows: int) -> tuple[int, int, int]:
+    return (min(rows, ew.MAX_GROUPS), -(-rows // ew.MAX_GROUPS), 1)
+
+
+def activation_specs(cfg: TransformerConfig, vocab_size: int, batch: int, length: int,
+                     backward: bool, head_rows: int | None = None) -> list[tuple[str, str, int]]:
+    """(name, dtype, elements) of every activation buffer of a batch x length pass."""
+    c, f, h, v = cfg.n_embd, 4 * cfg.n_embd, cfg.n_head, vocab_size
+    m = batch * length
+    specs = [("idx", "u32", m), ("tgt", "u32", m), ("x0", "f32", m * c)]
+    for i in range(cfg.n_layer):
+        specs += [(f"h{i}.{name}", "f32", n) for name, n in (
+            ("ln1", m * c), ("stats1", 2 * m), ("qkv", 3 * m * c), ("att", batch * h * length * length),
+            ("atty", m * c), ("xm", m * c), ("ln2", m * c), ("stats2", 2 * m), ("fc", m * f),
+            ("gelu", m * f), ("out", m * c))]
+    specs += [("lnf", "f32", m * c), ("statsf", "f32", 2 * m),
+              ("logits", "f32", (head_rows or m) * v), ("losses", "f32", m)]
+    if backward:
+        chunks = -(-m // CHUNK)
+        specs += [("dres", "f32", m * c), ("dln", "f32", m * c), ("dqkv", "f32", 3 * m * c),
+                  ("dfc", "f32", m * f), ("datt", "f32", batch * h * length * length),
+                  ("part", "f32", chunks * max(f, 3 * c))]
+    return specs
+
+
+def memory_bytes(cfg: TransformerConfig, vocab_size: int) -> dict:
+    """What training needs on the GPU: parameters (x4: weights, grads, two moments), activations,
+    and the largest single buffer (to hold against maxStorageBufferBindingSize)."""
+    n = ParamLayout(cfg, vocab_size).n
+    acts = activation_specs(cfg, vocab_size, cfg.batch_size, cfg.block_size, backward=True)
+    largest = max([4 * n] + [4 * k for _, _, k in acts])
+    act_bytes = sum(4 * k for _, _, k in acts)
+    return {"n_params": n, "params": 16 * n, "activations": act_bytes, "total": 16 * n + act_bytes,
+            "largest_buffer": largest}
+
+
+class Activations:
+    """The buffers of one pass over `batch` sequences of `length` positions (attributes by name)."""
+
+    def __init__(self, backend, cfg: TransformerConfig, vocab_size: int, batch: int, length: int,
+                 backward: bool = True, head_rows: int | None = None):
+        self.batch, self.length, self.rows = batch, length, batch * length
+        self.head_rows = head_rows or self.rows
+        specs = activation_specs(cfg, vocab_size, batch, length, backward, head_rows)
+        for name, _, n in specs:  # check all before allocating any
+            backend.check_size(4 * n, what=f"transformer activation {name!r} ({n} values)")
+        self.buffers = {name: backend.buffer(dtype, n) for name, dtype, n in specs}
+
+    def __getattr__(self, name):
+        try:
+            return self.__dict__["buffers"][name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    def layer(self, i: int, name: str):
+        return self.buffers[f"h{i}.{name}"]
+
+
+class _Recorder:
+    """Appends dispatches to a plan: one uniform buffer per dispatch, made once here."""
+
+    def __init__(self, backend, plan):
+        self.backend, self.plan = backend, plan
+
+    async def __call__(self, family, entry, struct, values, bufs, grid):
+        kern = await self.backend.kernel(family, entry)
+        if struct is not None:
+            bufs = [self.backend.buffer("u32", data=struct.pack(**values), uniform=True), *bufs]
+        for i in WRITES[(family, entry)]:  # WebGPU forbids a written buffer bound twice
+            if any(b is bufs[i] for j, b in enumerate(bufs) if j != i):
+                raise RuntimeError(f"{family}.{entry}: binding {i} is written and bound again")
+        self.plan.dispatch(kern, bufs, grid)
+        return bufs[0]
+
+
+class GPT:
+    """A GPT's parameters on `backend`, and the recording of its passes into plans."""
+
+    def __init__(self, backend, config: TransformerConfig, vocab_size: int):
+        if not 1 <= vocab_size <= ew.MAX_GROUPS:
+            raise ValueError(f"vocabulary of {vocab_size} characters: 1 to {ew.MAX_GROUPS} supported")
+        self.backend, self.config, self.vocab_size = backend, config.validate(), vocab_size
+        self.layout = ParamLayout(config, vocab_size)
+        lim = backend.limits
+        if lim["maxComputeWorkgroupStorageSize"] < WORKGROUP_BYTES or lim["maxComputeInvocationsPerWorkgroup"] < 256:
+            raise LimitError("this adapter offers less than 8 KiB of workgroup memory or 256 "
+                             "invocations a workgroup; the transformer's kernels need both")
+        if lim["maxStorageBuffersPerShaderStage"] < 5:
+            raise LimitError("the transformer's kernels bind 5 storage buffers; this adapter allows "
+                             f"{lim['maxStorageBuffersPerShaderStage']}")
+        self.params = self.grads = self.m1 = self.m2 = None
+
+    @property
+    def n_params(self) -> int:
+        return self.layout.n
+
+    def load(self, weights: array) -> "GPT":
+        if len(weights) != self.layout.n:
+            raise ValueError(f"{len(weights)} weights given, the model has {self.layout.n}")
+        self.backend.check_size(4 * self.layout.n, what=f"the {self.layout.n} parameters")
+        if self.params is None:
+            self.params = self.backend.buffer("f32", self.layout.n)
+        self.backend.write(self.params, weights)
+        return self
+
+    async def weights(self) -> array:
+        return await self.backend.read(self.params)
+
+    def allocate_optimizer(self) -> None:
+        n = self.layout.n
+        self.grads, self.m1, self.m2 = (self.backend.buffer("f32", n) for _ in range(3))
+        self.norm_part = self.backend.buffer("f32", -(-n // NORM_GROUP))
+        self.state = self.backend.buffer("f32", 4)  # [squared gradient norm, unused x3]
+
+    # -- recording -----------------------------------------------------------------------------
+    async def record_batch(self, plan, a: Activations, tokens, key: int, sched) -> None:
+        """idx, tgt <- the batch numbered sched.step of `tokens` (u32), drawn on the GPU."""
+        t = a.length
+        n_windows = tokens.length - t
+        if n_windows < 1:
+            raise ValueError(f"a split of {tokens.length} characters is too short for block_size {t}")
+        await _Recorder(self.backend, plan)(
+            "transformer_embedding", "get_batch", emb.BATCH,
+            dict(B=a.batch, T=t, n_windows=n_windows, key=key), [sched, tokens, a.idx, a.tgt],
+            (-(-a.rows // 64), 1, 1))
+
+    async def _linear(self, r, x, w, out, rows, n, k, bias=None, accumulate=False, a_off=0):
+        """out (+)= x W^T (+ b): x (rows, k), W (n, k) and b (n) in the parameter buffer."""
+        L = self.layout
+        flags = mm.TRANS_B | (mm.BIAS if bias else 0) | (mm.ACCUMULATE if accumulate else 0)
+        return await r("transformer_matmul", "matmul", mm.PARAMS, mm.params(
+            rows, n, k, flags, a_off=a_off, b_off=L.offset(w), bias_off=L.offset(bias) if bias else 0),
+            [x, self.params, out, self.params], mm.grid(rows, n))
+
+    async def _layernorm(self, r, x, name, y, stats, rows):
+        await r("transformer_layernorm", "layernorm_forward", ln.PARAMS, dict(
+            rows=rows, C=self.config.n_embd, w_off=self.layout.offset(name + ".weight"), flags=0,
+            eps=ln.EPS, chunk=CHUNK), [x, self.params, y, stats], _rows_grid(rows))
+
+    def _heads(self, b, t):
+        """matmul fields of the batched per-(sequence, head) products over qkv (M, 3C)."""
+        c, h, d = self.config.n_embd, self.config.n_head, self.config.head_dim
+        qkv = dict(so=t * 3 * c, si=d)        # q, k, v of (b, h): rows of 3C, columns h*d..
+        tt = dict(so=h * t * t, si=t * t)     # att (B, H, T, T)
+        y = dict(so=t * c, si=d)              # y (M, C), head h in columns h*d..
+        return c, h, d, qkv, tt, y
+
+    async def record_forward(self, plan, a: Activations) -> object:
+        """logits <- the model on idx. Returns the head matmul's uniform (its a_off picks the
+        row when the activations keep fewer head rows than positions, as sampling does)."""
+        r = _Recorder(self.backend, plan)
+        cfg, L = self.config, self.layout
+        bt, t, m = a.batch, a.length, a.rows
+        c, h, d, sq, st, sy = self._heads(bt, t)
+        f = 4 * c
+        await r("transformer_embedding", "embed_forward", emb.EMBED, dict(
+            M=m, T=t, C=c, V=self.vocab_size, wte_off=L.offset("transformer.wte.weight"),
+            wpe_off=L.offset("transformer.wpe.weight")), [a.idx, self.params, a.x0], ew.grid_1d(m * c))
+        x = a.x0
+        for i in range(cfg.n_layer):
+            p, A = f"transformer.h.{i}.", (lambda name, i=i: a.layer(i, name))
+            await self._layernorm(r, x, p + "ln_1", A("ln1"), A("stats1"), m)
+            await self._linear(r, A("ln1"), p + "attn.c_attn.weight", A("qkv"), m, 3 * c, c, p + "attn.c_attn.bias")
+            # att = softmax(q k^T / sqrt(d)) per (sequence, head): (B, H, T, T)
+            await r("transformer_matmul", "matmul", mm.PARAMS, mm.params(
+                t, t, d, mm.TRANS_B | mm.SKIP_UPPER, alpha=1 / math.sqrt(d), lda=3 * c, ldb=3 * c,
+                inner=h, b_off=c, a_so=sq["so"], a_si=sq["si"], b_so=sq["so"], b_si=sq["si"],
+                c_so=st["so"], c_si=st["si"]), [A("qkv"), A("qkv"), A("att"), A("qkv")], mm.grid(t, t, bt * h))
+            await r("transformer_attention", "softmax_causal", att.PARAMS, dict(
+                T=t, rows=bt * h * t, scale=1.0, pad=0), [A("att")], _rows_grid(bt * h * t))
+            # atty = att v, heads side by side: (M, C)
+            await r("transformer_matmul", "matmul", mm.PARAMS, mm.params(
+                t, d, t, mm.K_UPTO_ROW, lda=t, ldb=3 * c, ldc=c, inner=h, b_off=2 * c,
+                a_so=st["so"], a_si=st["si"], b_so=sq["so"], b_si=sq["si"], c_so=sy["so"], c_si=sy["si"]),
+                [A("att"), A("qkv"), A("atty"), A("qkv")], mm.grid(t, d, bt * h))
+            plan.copy(x, A("xm"))  # residual: xm = x + atty W^T + b
+            await self._linear(r, A("atty"), p + "attn.c_proj.weight", A("xm"), m, c, c, p + "attn.c_proj.bias", True)
+            await self._layernorm(r, A("xm"), p + "ln_2", A("ln2"), A("stats2"), m)
+            await self._linear(r, A("ln2"), p + "mlp.c_fc.weight", A("fc"), m, f, c, p + "mlp.c_fc.bias")
+            await r("transformer_elementwise", "gelu_forward", ew.GELU, dict(n=m * f, pad0=0, pad1=0, pad2=0),
+                    [A("fc"), A("gelu")], ew.grid_1d(m * f))
+            plan.copy(A("xm"), A("out"))  # residual: out = xm + gelu W^T + b
+            await self._linear(r, A("gelu"), p + "mlp.c_proj.weight", A("out"), m, c, f, p + "mlp.c_proj.bias", True)
+            x = A("out")
+        await self._layernorm(r, x, "transformer.ln_f", a.lnf, a.statsf, m)
+        # logits = lnf wte^T (the head is tied to the token embedding)
+        return await self._linear(r, a.lnf, "transformer.wte.weight", a.logits, a.head_rows, self.vocab_size, c)
+
+    async def record_loss(self, plan, a: Activations, sched, hist) -> None:
+        """losses, hist[sched.slot] <- cross-entropy against tgt; logits <- its gradient."""
+        r = _Recorder(self.backend, plan)
+        u = dict(rows=a.rows, V=self.vocab_size, inv_rows=1.0 / a.rows, pad=0)
+        await r("transformer_loss", "cross_entropy", loss.PARAMS, u, [a.logits, a.tgt, a.losses], _rows_grid(a.rows))
+        await r("transformer_loss", "loss_mean", loss.PARAMS, u, [sched, a.losses, hist], (1, 1, 1))
+
+    async def _colsum(self, r, a, src, rows, cols, out_off):
+        """grads[out_off:+cols] = column sums of src (rows, cols), in two deterministic passes."""
+        chunks = -(-rows // CHUNK)
+        await r("transformer_elementwise", "colsum", ew.COLSUM, dict(rows=rows, cols=cols, chunk=CHUNK, out_off=0),
+                [src, a.part], (-(-cols // 64), chunks, 1))
+        await r("transformer_elementwise", "colsum", ew.COLSUM, dict(rows=chunks, cols=cols, chunk=chunks,
+                out_off=out_off), [a.part, self.grads], (-(-cols // 64), 1, 1))
+
+    async def _linear_backward(self, r, a, dy, x, w, bias, dx, rows, n, k, accumulate=False):
+        """For y = x W^T + b with dy (rows, n): dx (+)= dy W; dW = dy^T x; db = colsum(dy)."""
+        L = self.layout
+        await r("transformer_matmul", "matmul", mm.PARAMS, mm.params(
+            rows, k, n, mm.ACCUMULATE if accumulate else 0, b_off=L.offset(w)),
+            [dy, self.params, dx, self.params], mm.grid(rows, k))
+        await r("transformer_matmul", "matmul", mm.PARAMS, mm.params(
+            n, k, rows, mm.TRANS_A, c_off=L.offset(w)), [dy, x, self.grads, x], mm.grid(n, k))
+        if bias:
+            await self._colsum(r, a, dy, rows, n, L.offset(bias))
+
+    async def _layernorm_backward(self, r, a, x, name, stats, dy, accumulate=True):
+        """dres (+)= LayerNorm backward of dy; the weight and bias gradients into grads."""
+        m, c = a.rows, self.config.n_embd
+        u = dict(rows=m, C=c, w_off=self.layout.offset(name + ".weight"), eps=ln.EPS, chunk=CHUNK)
+        await r("transformer_layernorm", "layernorm_backward", ln.PARAMS,
+                dict(u, flags=ln.ACCUMULATE if accumulate else 0),
+                [x, self.params, stats, dy, a.dres], _rows_grid(m))
+        chunks = -(-m // CHUNK)
+        await r("transformer_layernorm", "layernorm_param_grads", ln.PARAMS, dict(u, flags=0),
+                [x, stats, dy, a.part], (-(-c // 64), chunks, 1))
+        await r("transformer_elementwise", "colsum", ew.COLSUM, dict(
+            rows=chunks, cols=2 * c, chunk=chunks, out_off=u["w_off"]), [a.part, self.grads], (-(-2 * c // 64), 1, 1))
+
+    async def record_backward(self, plan, a: Activations) -> None:
+        """grads <- d(mean loss)/d(params), from the logits' gradient that record_loss left."""
+        r = _Recorder(self.backend, plan)
+        cfg, L = self.config, self.layout
+        bt, t, m = a.batch, a.length, a.rows
+        c, h, d, sq, st, sy = self._heads(bt, t)
+        f, v = 4 * c, self.vocab_size
+        wte = L.offset("transformer.wte.weight")
+        # head: dlnf = dlogits wte; dwte = dlogits^T lnf (the embedding's part is added below)
+        await r("transformer_matmul", "matmul", mm.PARAMS, mm.params(m, c, v, 0, b_off=wte),
+                [a.logits, self.params, a.dln, self.params], mm.grid(m, c))
+        await r("transformer_matmul", "matmul", mm.PARAMS, mm.params(v, c, m, mm.TRANS_A, c_off=wte),
+                [a.logits, a.lnf, self.grads, a.lnf], mm.grid(v, c))
+        last = a.layer(cfg.n_layer - 1, "out") if cfg.n_layer else a.x0
+        await self._layernorm_backward(r, a, last, "transformer.ln_f", a.statsf, a.dln, accumulate=False)
+        for i in reversed(range(cfg.n_layer)):
+            p, A = f"transformer.h.{i}.", (lambda name, i=i: a.layer(i, name))
+            x = a.layer(i - 1, "out") if i else a.x0
+            # MLP: dres holds d(out); out = xm + gelu(fc) Wp^T + bp
+            await self._linear_backward(r, a, a.dres, A("gelu"), p + "mlp.c_proj.weight",
+                                        p + "mlp.c_proj.bias", a.dfc, m, c, f)
+            await r("transformer_elementwise", "gelu_backward", ew.GELU, dict(n=m * f, pad0=0, pad1=0, pad2=0),
+                    [A("fc"), a.dfc], ew.grid_1d(m * f))
+            await self._linear_backward(r, a, a.dfc, A("ln2"), p + "mlp.c_fc.weight", p + "mlp.c_fc.bias",
+                                        a.dln, m, f, c)
+            await self._layernorm_backward(r, a, A("xm"), p + "ln_2", A("stats2"), a.dln)
+            # attention: dres holds d(xm); xm = x + atty Wo^T + bo
+            await self._linear_backward(r, a, a.dres, A("atty"), p + "attn.c_proj.weight",
+                                        p + "attn.c_proj.bias", a.dln, m, c, c)
+            # datt = d(atty) v^T; dv = att^T d(atty)   (a.dln holds d(atty))
+            await r("transformer_matmul", "matmul", mm.PARAMS, mm.params(
+                t, t, d, mm.TRANS_B | mm.SKIP_UPPER, lda=c, ldb=3 * c, inner=h, b_off=2 * c,
+                a_so=sy["so"], a_si=sy["si"], b_so=sq["so"], b_si=sq["si"], c_so=st["so"], c_si=st["si"]),
+                [a.dln, A("qkv"), a.datt, A("qkv")], mm.grid(t, t, bt * h))
+            await r("transformer_matmul", "matmul", mm.PARAMS, mm.params(
+                t, d, t, mm.TRANS_A | mm.K_FROM_ROW, lda=t, ldb=c, ldc=3 * c, inner=h, c_off=2 * c,
+                a_so=st["so"], a_si=st["si"], b_so=sy["so"], b_si=sy["si"], c_so=sq["so"], c_si=sq["si"]),
+                [A("att"), a.dln, a.dqkv, a.dln], mm.grid(t, d, bt * h))
+            # dscores = softmax backward, times 1/sqrt(d); dq = dscores k; dk = dscores^T q
+            await r("transformer_attention", "softmax_causal_backward", att.PARAMS, dict(
+                T=t, rows=bt * h * t, scale=1 / math.sqrt(d), pad=0), [A("att"), a.datt], _rows_grid(bt * h * t))
+            for c_off, b_off, flags in ((0, c, mm.K_UPTO_ROW), (c, 0, mm.TRANS_A | mm.K_FROM_ROW)):
+                await r("transformer_matmul", "matmul", mm.PARAMS, mm.params(
+                    t, d, t, flags, lda=t, ldb=3 * c, ldc=3 * c, inner=h, b_off=b_off, c_off=c_off,
+                    a_so=st["so"], a_si=st["si"], b_so=sq["so"], b_si=sq["si"], c_so=sq["so"], c_si=sq["si"]),
+                    [a.datt, A("qkv"), a.dqkv, A("qkv")], mm.grid(t, d, bt * h))
+            await self._linear_backward(r, a, a.dqkv, A("ln1"), p + "attn.c_attn.weight",
+                                        p + "attn.c_attn.bias", a.dln, m, 3 * c, c)
+            await self._layernorm_backward(r, a, x, p + "ln_1", A("stats1"), a.dln)
+        # embeddings: dres holds d(x0) = d(wte[idx] + wpe[t])
+        u = dict(M=m, T=t, C=c, V=v, wte_off=wte, wpe_off=L.offset("transformer.wpe.weight"))
+        await r("transformer_embedding", "embed_backward_wte", emb.EMBED, u, [a.idx, a.dres, self.grads],
+                (-(-c // 64), v, 1))
+        await r("transformer_embedding", "embed_backward_wpe", emb.EMBED, u, [a.dres, self.grads],
+                ew.grid_1d(t * c))
+
+    async def record_optimizer(self, plan, sched) -> None:
+        """Clip by the global gradient norm and take an AdamW step (hyperparameters from config,
+        learning rate and bias corrections from the schedule uniform)."""
+        r = _Recorder(self.backend, plan)
+        cfg, n = self.config, self.layout.n
+        groups = -(-n // NORM_GROUP)
+        await r("transformer_adamw", "reduce_sum", adam.REDUCE, dict(n=n, per_group=NORM_GROUP, out_off=0,
+                flags=adam.SQUARE), [self.grads, self.norm_part], ew.grid_1d(groups, 1))
+        await r("transformer_adamw", "reduce_sum", adam.REDUCE, dict(n=groups, per_group=groups, out_off=0,
+                flags=0), [self.norm_part, self.state], (1, 1, 1))
+        await r("transformer_adamw", "adamw", adam.ADAM, dict(
+            n=n, n_decay=self.layout.n_decay, beta1=cfg.beta1, beta2=cfg.beta2, eps=cfg.eps,
+            clip=cfg.grad_clip), [sched, self.state, self.params, self.grads, self.m1, self.m2], ew.grid_1d(n))

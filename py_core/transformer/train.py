@@ -1,0 +1,104 @@
+"""Training: the step plan recorded once, run once a step; losses kept on the GPU until read.
+
+A step is one plan: draw the batch (get_batch hashes the step number), forward, cross-entropy
+(the mean loss goes to hist[step] on the GPU), backward, gradient norm, AdamW. Each step Python
+writes the 24-byte schedule uniform (step, learning rate, bias corrections) and runs the plan:
+two calls, whatever the model's size. Losses come back only when asked for (`losses()`), every
+`log_interval` steps in the job runner.
+"""
+from __future__ import annotations
+
+import math
+from array import array
+
+from ..kernels.transformer_embedding import SCHED
+from .config import TransformerConfig
+from .model import GPT, Activations
+from .params import init_weights
+from .rng import STREAM_TRAIN, STREAM_VAL, stream_key
+from .text import Vocab, split
+
+
+class Trainer:
+    """Trains a GPT on one text. `await Trainer(backend, config, text).setup()`, then `step()`."""
+
+    def __init__(self, backend, config: TransformerConfig, text: str):
+        self.backend, self.config = backend, config.validate()
+        self.vocab = Vocab.from_text(text)
+        self.train_ids, self.val_ids = split(self.vocab.encode(text), config.val_fraction)
+        for what, ids in (("training", self.train_ids), ("validation", self.val_ids)):
+            if len(ids) < config.block_size + 2:
+                raise ValueError(f"the text's {what} part has {len(ids)} characters; block_size "
+                                 f"{config.block_size} needs at least {config.block_size + 2}: use a "
+                                 f"longer text or a smaller block_size")
+        self.step_no = 0   # steps taken
+        self.evals = 0     # validation estimates made
+        self.model: GPT | None = None
+
+    @property
+    def tokens_per_step(self) -> int:
+        return self.config.batch_size * self.config.block_size
+
+    async def setup(self, weights: array | None = None) -> "Trainer":
+        """Allocate, upload the initial weights (nanoGPT init from config.seed unless given) and
+        record the step and evaluation plans."""
+        cfg, b = self.config, self.backend
+        self.model = GPT(b, cfg, len(self.vocab))
+        self.model.load(init_weights(self.model.layout, cfg.seed) if weights is None else weights)
+        self.model.allocate_optimizer()
+        self.acts = Activations(b, cfg, len(self.vocab), cfg.batch_size, cfg.block_size, backward=True)
+        self.train_tokens = b.buffer("u32", data=self.train_ids)
+        self.val_tokens = b.buffer("u32", data=self.val_ids)
+        self.sched = b.buffer("u32", data=self._schedule(0, 0), uniform=True)
+        self.eval_sched = b.buffer("u32", data=self._schedule(0, 0), uniform=True)
+        self.hist = b.buffer("f32", cfg.steps)            # training loss of every step
+        self.val_hist = b.buffer("f32", cfg.eval_steps)   # losses of one validation estimate
+
+        m, a = self.model, self.acts
+        self.step_plan = b.plan()
+        await m.record_batch(self.step_plan, a, self.train_tokens, stream_key(cfg.seed, STREAM_TRAIN), self.sched)
+        await m.record_forward(self.step_plan, a)
+        await m.record_loss(self.step_plan, a, self.sched, self.hist)
+        await m.record_backward(self.step_plan, a)
+        await m.record_optimizer(self.step_plan, self.sched)
+
+        self.eval_plan = b.plan()
+        await m.record_batch(self.eval_plan, a, self.val_tokens, stream_key(cfg.seed, STREAM_VAL), self.eval_sched)
+        await m.record_forward(self.eval_plan, a)
+        await m.record_loss(self.eval_plan, a, self.eval_sched, self.val_hist)
+        return self
+
+    def _schedule(self, step: int, slot: int) -> array:
+        """The schedule uniform of step `step` (AdamW's t = step + 1), as torch.optim.AdamW
+        computes its bias corrections."""
+        cfg = self.config
+        lr, t = cfg.lr_at(step), step + 1
+        return SCHED.pack(step=step, slot=slot, lr=lr, step_size=lr / (1 - cfg.beta1 ** t),
+                          bc2_sqrt=math.sqrt(1 - cfg.beta2 ** t), decay=1 - lr * cfg.weight_decay)
+
+    async def step(self) -> None:
+        """One optimizer step: O(1) calls, no readback."""
+        if self.step_no >= self.config.steps:
+            raise RuntimeError(f"all {self.config.steps} steps are taken")
+        self.backend.write(self.sched, self._schedule(self.step_no, self.step_no))
+        await self.backend.run(self.step_plan)
+        self.step_no += 1
+
+    async def losses(self, start: int = 0) -> list[float]:
+        """Training losses of steps start .. step_no - 1 (one readback)."""
+        got = await self.backend.read(self.hist, self.step_no)
+        return got[start:].tolist()
+
+    async def evaluate(self) -> float:
+        """Mean loss over eval_steps validation batches (new batches each estimate, as nanoGPT)."""
+        n = self.config.eval_steps
+        for i in range(n):
+            self.backend.write(self.eval_sched, self._schedule(self.evals * n + i, i))
+            await self.backend.run(self.eval_plan)
+        self.evals += 1
+        return sum((await self.backend.read(self.val_hist, n)).tolist()) / n
+
+    def trained(self):
+        """The model as it stands, for sampling and export."""
+        from .sample import TrainedModel
+        return TrainedModel(self.config, self.vocab, self.model)

@@ -1,0 +1,203 @@
+"""The PyTorch twin of py_core's transformer: the same GPT, weights, batches and schedule.
+
+The architecture is nanoGPT's model.py (pre-LayerNorm blocks, causal self-attention, GELU MLP,
+tied LM head) with GELU's tanh approximation, as py_core's kernels compute it. The initial
+weights, the vocabulary, the batch offsets and the learning-rate schedule come from py_core
+itself, so a run here starts from bit-identical weights and sees the same characters in the same
+order as the run in the browser; their loss curves can be laid on each other.
+"""
+from __future__ import annotations
+
+import math
+import statistics
+import time
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from py_core.transformer import (STREAM_SAMPLE, STREAM_TRAIN, STREAM_VAL, ParamLayout,
+                                 TransformerConfig, Vocab, batch_offsets, choose, init_weights, split)
+from py_core.transformer.rng import stream_key, uniform
+
+
+class SelfAttention(nn.Module):
+    def __init__(self, cfg: TransformerConfig):
+        super().__init__()
+        self.n_head = cfg.n_head
+        self.c_attn = nn.Linear(cfg.n_embd, 3 * cfg.n_embd)
+        self.c_proj = nn.Linear(cfg.n_embd, cfg.n_embd)
+
+    def forward(self, x):
+        b, t, c = x.shape
+        q, k, v = self.c_attn(x).split(c, dim=2)
+        q, k, v = (z.view(b, t, self.n_head, c // self.n_head).transpose(1, 2) for z in (q, k, v))  # (B, H, T, d)
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        return self.c_proj(y.transpose(1, 2).contiguous().view(b, t, c))
+
+
+class Block(nn.Module):
+    def __init__(self, cfg: TransformerConfig):
+        super().__init__()
+        self.ln_1 = nn.LayerNorm(cfg.n_embd)
+        self.attn = SelfAttention(cfg)
+        self.ln_2 = nn.LayerNorm(cfg.n_embd)
+        self.mlp = nn.ModuleDict(dict(c_fc=nn.Linear(cfg.n_embd, 4 * cfg.n_embd),
+                                      c_proj=nn.Linear(4 * cfg.n_embd, cfg.n_embd)))
+
+    def forward(self, x):
+        x = x + self.attn(self.ln_1(x))
+        h = F.gelu(self.mlp.c_fc(self.ln_2(x)), approximate="tanh")
+        return x + self.mlp.c_proj(h)
+
+
+class GPT(nn.Module):
+    def __init__(self, cfg: TransformerConfig, vocab_size: int):
+        super().__init__()
+        self.config = cfg
+        self.transformer = nn.ModuleDict(dict(
+            wte=nn.Embedding(vocab_size, cfg.n_embd), wpe=nn.Embedding(cfg.block_size, cfg.n_embd),
+            h=nn.ModuleList(Block(cfg) for _ in range(cfg.n_layer)), ln_f=nn.LayerNorm(cfg.n_embd)))
+        self.lm_head = nn.Linear(cfg.n_embd, vocab_size, bias=False)
+        self.lm_head.weight = self.transformer.wte.weight  # tied, as nanoGPT
+
+    def forward(self, idx, targets=None):
+        t = idx.shape[1]
+        x = self.transformer.wte(idx) + self.transformer.wpe(torch.arange(t, device=idx.device))
+        for block in self.transformer.h:
+            x = block(x)
+        logits = self.lm_head(self.transformer.ln_f(x))
+        if targets is None:
+            return logits, None
+        return logits, F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1))
+
+
+def load_flat(model: GPT, flat, layout: ParamLayout) -> GPT:
+    """Copy py_core's flat weights (array of float32, ParamLayout order) into the model."""
+    every = torch.frombuffer(bytearray(flat.tobytes()), dtype=torch.float32)
+    state = model.state_dict()
+    with torch.no_grad():
+        for p in layout:
+            state[p.name].copy_(every[p.offset:p.offset + p.size].view(p.shape))
+    return model
+
+
+def flat_weights(model: GPT, layout: ParamLayout) -> torch.Tensor:
+    state = model.state_dict()
+    return torch.cat([state[p.name].detach().reshape(-1).float().cpu() for p in layout])
+
+
+def make_model(cfg: TransformerConfig, vocab_size: int, device="cpu") -> GPT:
+    """The GPT with py_core's initial weights for cfg.seed (bit-identical to the browser's)."""
+    layout = ParamLayout(cfg, vocab_size)
+    return load_flat(GPT(cfg, vocab_size), init_weights(layout, cfg.seed), layout).to(device)
+
+
+def optimizer(model: GPT, cfg: TransformerConfig) -> torch.optim.AdamW:
+    """nanoGPT's configure_optimizers: weight decay on the 2-D tensors only."""
+    params = [p for p in model.parameters() if p.requires_grad]
+    groups = [{"params": [p for p in params if p.dim() >= 2], "weight_decay": cfg.weight_decay},
+              {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0}]
+    return torch.optim.AdamW(groups, lr=cfg.lr, betas=(cfg.beta1, cfg.beta2), eps=cfg.eps)
+
+
+def get_batch(data: torch.Tensor, cfg: TransformerConfig, stream: int, counter: int, device):
+    """The batch numbered `counter` of a split, from the same offsets as py_core's get_batch kernel."""
+    t = cfg.block_size
+    offsets = batch_offsets(cfg.seed, stream, counter, cfg.batch_size, len(data) - t)
+    x = torch.stack([data[o:o + t] for o in offsets])
+    y = torch.stack([data[o + 1:o + 1 + t] for o in offsets])
+    return x.to(device), y.to(device)
+
+
+@torch.no_grad()
+def estimate_loss(model, val, cfg, evals: int, device) -> float:
+    model.eval()
+    total = 0.0
+    for i in range(cfg.eval_steps):
+        x, y = get_batch(val, cfg, STREAM_VAL, evals * cfg.eval_steps + i, device)
+        total += model(x, y)[1].item()
+    model.train()
+    return total / cfg.eval_steps
+
+
+@torch.no_grad()
+def sample_torch(model, vocab: Vocab, prompt="", n=200, temperature=0.8, top_k=200, seed=0, device="cpu") -> str:
+    """py_core's sampler (same RNG, same top-k) on the PyTorch model's logits."""
+    prompt = prompt or ("\n" if "\n" in vocab.chars else vocab.chars[0])
+    ids = vocab.encode(prompt).tolist()
+    key = stream_key(seed, STREAM_SAMPLE)
+    model.eval()
+    for i in range(n):
+        ctx = torch.tensor([ids[-model.config.block_size:]], device=device)
+        logits = model(ctx)[0][0, -1].float().cpu().tolist()
+        ids.append(choose(logits, temperature, top_k, uniform(key, i)))
+    model.train()
+    return vocab.decode(ids[-n:])
+
+
+def _sync(device):
+    if str(device).startswith("cuda"):
+        torch.cuda.synchronize()
+
+
+def train_torch(text: str, params: dict, device="cpu", progress=None, should_stop=None) -> dict:
+    """Train the twin on `text` with a job's params; the result has the browser run's shape:
+    {"metrics": {"loss_curve", "val_loss", "val_curve", "n_params"}, "timings": {"step" (median
+    seconds a step, device synchronised around the timed steps), "tokens_per_s", "total"},
+    "samples": text}."""
+    return train_torch_model(text, params, device, progress, should_stop)[0]
+
+
+def train_torch_model(text: str, params: dict, device="cpu", progress=None, should_stop=None):
+    """(result, model, vocab): train_torch's result and the trained model."""
+    t_start = time.perf_counter()
+    cfg = TransformerConfig.from_params(params)
+    torch.manual_seed(cfg.seed)
+    vocab = Vocab.from_text(text)
+    train_ids, val_ids = split(vocab.encode(text), cfg.val_fraction)
+    train = torch.tensor(train_ids.tolist(), dtype=torch.long)
+    val = torch.tensor(val_ids.tolist(), dtype=torch.long)
+    model = make_model(cfg, len(vocab), device)
+    opt = optimizer(model, cfg)
+    n_params = ParamLayout(cfg, len(vocab)).n
+    losses = torch.zeros(cfg.steps, device=device)  # kept on the device; read every log_interval
+    timed, val_curve, evals, done = [], [], 0, 0
+    time_every = max(1, cfg.steps // 20)
+    for step in range(cfg.steps):
+        if should_stop is not None and should_stop():
+            break
+        timing = step % time_every == time_every // 2
+        if timing:
+            _sync(device)
+            t0 = time.perf_counter()
+        lr = cfg.lr_at(step)
+        for g in opt.param_groups:
+            g["lr"] = lr
+        x, y = get_batch(train, cfg, STREAM_TRAIN, step, device)
+        _, loss = model(x, y)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        if cfg.grad_clip > 0:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
+        opt.step()
+        losses[step] = loss.detach()
+        if timing:
+            _sync(device)
+            timed.append(time.perf_counter() - t0)
+        done = step + 1
+        if done % cfg.eval_interval == 0 or done == cfg.steps:
+            val_curve.append([done, estimate_loss(model, val, cfg, evals, device)])
+            evals += 1
+        if progress is not None and (done % cfg.log_interval == 0 or done == cfg.steps):
+            progress({"stage": "training (PyTorch)", "fraction": done / cfg.steps, "step": done,
+                      "loss": losses[step].item()})
+    if not val_curve or val_curve[-1][0] != done:
+        val_curve.append([done, estimate_loss(model, val, cfg, evals, device)])
+    step_s = statistics.median(timed) if timed else float("nan")
+    samples = sample_torch(model, vocab, n=200, seed=cfg.seed, device=device)
+    return {"metrics": {"loss_curve": [[i, v] for i, v in enumerate(losses[:done].tolist())],
+                        "val_loss": val_curve[-1][1], "val_curve": val_curve, "n_params": n_params},
+            "timings": {"step": step_s, "tokens_per_s": cfg.batch_size * cfg.block_size / step_s,
+                        "total": time.perf_counter() - t_start},
+            "samples": samples, "device": str(device)}, model, vocab
