@@ -18,6 +18,7 @@ from torch import nn
 
 from py_core.transformer import (STREAM_SAMPLE, STREAM_TRAIN, STREAM_VAL, ParamLayout,
                                  TransformerConfig, Vocab, batch_offsets, choose, init_weights, split)
+from py_core.transformer.config import parse_job_params
 from py_core.transformer.rng import stream_key, uniform
 
 
@@ -152,7 +153,7 @@ def train_torch(text: str, params: dict, device="cpu", progress=None, should_sto
 def train_torch_model(text: str, params: dict, device="cpu", progress=None, should_stop=None):
     """(result, model, vocab): train_torch's result and the trained model."""
     t_start = time.perf_counter()
-    cfg = TransformerConfig.from_params(params)
+    cfg, sampling = parse_job_params(params)
     torch.manual_seed(cfg.seed)
     vocab = Vocab.from_text(text)
     train_ids, val_ids = split(vocab.encode(text), cfg.val_fraction)
@@ -195,7 +196,8 @@ def train_torch_model(text: str, params: dict, device="cpu", progress=None, shou
     if not val_curve or val_curve[-1][0] != done:
         val_curve.append([done, estimate_loss(model, val, cfg, evals, device)])
     step_s = statistics.median(timed) if timed else float("nan")
-    samples = sample_torch(model, vocab, n=200, seed=cfg.seed, device=device)
+    samples = sample_torch(model, vocab, sampling["prompt"], sampling["sample_chars"], sampling["temperature"],
+                           sampling["top_k"], seed=cfg.seed, device=device)
     return {"metrics": {"loss_curve": [[i, v] for i, v in enumerate(losses[:done].tolist())],
                         "val_loss": val_curve[-1][1], "val_curve": val_curve, "n_params": n_params},
             "timings": {"step": step_s, "tokens_per_s": cfg.batch_size * cfg.block_size / step_s,

@@ -119,6 +119,21 @@ class TransformerConfig:
         return replace(self, **changes).validate()
 
 
+# Options of a job's params that are about the text sampled at the end, not the training.
+SAMPLE_DEFAULTS = {"sample_chars": 200,  # characters sampled after training
+                   "temperature": 0.8,   # nanoGPT sample.py's default
+                   "top_k": 200,         # nanoGPT sample.py's default (more than a char vocabulary)
+                   "prompt": ""}         # empty: start from a newline
+
+
+def parse_job_params(params: dict | None) -> tuple[TransformerConfig, dict]:
+    """A job's params -> (config, sampling options): {"preset": ..., **config overrides,
+    **SAMPLE_DEFAULTS overrides}."""
+    params = dict(params or {})
+    sampling = {k: params.pop(k, v) for k, v in SAMPLE_DEFAULTS.items()}
+    return TransformerConfig.from_params(params), sampling
+
+
 PRESETS: dict[str, dict] = {
     # The playground's default: trains in a minute or two on a laptop GPU.
     "tiny": {"n_layer": 4, "n_head": 4, "n_embd": 128, "block_size": 64, "batch_size": 12,
