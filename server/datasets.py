@@ -180,7 +180,9 @@ class _FormStream:
         self.done = True
 
 
-async def post_dataset(request: Request) -> JSONResponse:
+async def receive_file(request: Request, tmp: Path) -> _FormStream:
+    """Streams a multipart upload's `file` field to `tmp`, refusing it (413) past the size cap
+    with or without a Content-Length; returns the form (filename, fields, file_bytes)."""
     settings = request.app.state.settings
     cap = settings.max_upload_bytes
     declared = request.headers.get("content-length", "")
@@ -190,23 +192,29 @@ async def post_dataset(request: Request) -> JSONResponse:
     if ctype != b"multipart/form-data" or not options.get(b"boundary"):
         raise ClientError(415, "send the file as multipart/form-data, in the field 'file'")
     form = _FormStream(options[b"boundary"], cap)
+    with open(tmp, "wb") as out:
+        received = 0
+        async for chunk in request.stream():
+            received += len(chunk)
+            if received > cap + FORM_OVERHEAD:
+                raise ClientError(413, f"file larger than {settings.max_upload_mb} MB",
+                                  field="file")
+            form.write(chunk)
+            if form.pending:
+                await anyio.to_thread.run_sync(out.writelines, form.pending)
+                form.pending.clear()
+    if not form.done:
+        raise ClientError(400, "incomplete multipart body (no closing boundary)")
+    if form.filename is None:
+        raise ClientError(400, "no file: send it in the form field 'file'", field="file")
+    return form
+
+
+async def post_dataset(request: Request) -> JSONResponse:
+    settings = request.app.state.settings
     tmp = settings.uploads_dir / f"dataset-{uuid.uuid4().hex}.part"
     try:
-        with open(tmp, "wb") as out:
-            received = 0
-            async for chunk in request.stream():
-                received += len(chunk)
-                if received > cap + FORM_OVERHEAD:
-                    raise ClientError(413, f"file larger than {settings.max_upload_mb} MB",
-                                      field="file")
-                form.write(chunk)
-                if form.pending:
-                    await anyio.to_thread.run_sync(out.writelines, form.pending)
-                    form.pending.clear()
-        if not form.done:
-            raise ClientError(400, "incomplete multipart body (no closing boundary)")
-        if form.filename is None:
-            raise ClientError(400, "no file: send it in the form field 'file'", field="file")
+        form = await receive_file(request, tmp)
         name = _display_name(form.fields.get("name") or form.filename)
         delimiter = form.fields.get("delimiter") or None
         try:

@@ -1,0 +1,148 @@
+"""Texts for the transformer: uploads (UTF-8, checked) and the built-ins that ship with py_core.
+
+    POST /api/texts            multipart/form-data: `file`, optional `name`; 201 with the summary;
+                               400 for a file that is not UTF-8 text (the byte and line named);
+                               413 past max_upload_mb
+    GET  /api/texts            built-ins first, then uploads, newest first
+    GET  /api/texts/{id}       the summary: name, characters, vocabulary size, a preview
+    GET  /api/texts/{id}/file  the text (text/plain; charset=utf-8)
+
+Built-ins are served under their ids (`shakespeare`) from py_core's package folder, so the page
+and the server's PyTorch runner read the very same characters.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import sqlite3
+import uuid
+from datetime import datetime, timezone
+from pathlib import Path
+
+import anyio.to_thread
+from starlette.requests import Request
+from starlette.responses import FileResponse, JSONResponse
+from starlette.routing import Route
+
+from py_core.transformer.text import BUILTIN_TEXTS, Vocab, builtin_text
+from server.datasets import _display_name, receive_file
+from server.errors import ClientError
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS texts (
+    id TEXT PRIMARY KEY,       -- 32 hex digits; the file is texts/<id>.txt
+    name TEXT NOT NULL,
+    created_at TEXT NOT NULL,  -- ISO 8601 UTC
+    summary TEXT NOT NULL      -- JSON: see _summarize
+)
+"""
+TEXT_ID_RE = re.compile(r"[0-9a-f]{32}\Z")
+PREVIEW_CHARS = 600
+MAX_VOCAB = 4096  # code points; a larger alphabet is no character-level corpus
+
+
+def _texts_dir(data_dir) -> Path:
+    return Path(data_dir) / "texts"
+
+
+def _builtin_path(name: str) -> Path:
+    import py_core.transformer.text as text_module
+    return Path(text_module.__file__).resolve().parent.parent / "texts" / BUILTIN_TEXTS[name]
+
+
+def _summarize(text: str, name: str) -> dict:
+    vocab = Vocab.from_text(text)
+    return {"name": name, "chars": len(text), "vocab_size": len(vocab.chars), "preview": text[:PREVIEW_CHARS]}
+
+
+def _check_text(path: Path, filename: str) -> dict:
+    data = path.read_bytes()
+    if b"\x00" in data:
+        at = data.index(b"\x00")
+        line = data.count(b"\n", 0, at) + 1
+        raise ClientError(400, f"{filename}: a NUL byte at byte {at} (line {line}): "
+                          "this looks like a binary file, not text", field="file")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise ClientError(400, f"{filename}: not UTF-8 at byte {exc.start} (line {line})", field="file") from None
+    if len(text) < 2:
+        raise ClientError(400, f"{filename}: the text is empty", field="file")
+    summary = _summarize(text, filename)
+    if summary["vocab_size"] > MAX_VOCAB:
+        raise ClientError(400, f"{filename}: {summary['vocab_size']} distinct characters, more than "
+                          f"{MAX_VOCAB}: too many for a character-level model", field="file")
+    return summary
+
+
+async def post_text(request: Request) -> JSONResponse:
+    settings = request.app.state.settings
+    tmp = settings.uploads_dir / f"text-{uuid.uuid4().hex}.part"
+    try:
+        form = await receive_file(request, tmp)
+        name = _display_name(form.fields.get("name") or form.filename)
+        summary = await anyio.to_thread.run_sync(_check_text, tmp, form.filename)
+        text_id = uuid.uuid4().hex
+        final = _texts_dir(settings.data_dir) / f"{text_id}.txt"
+        final.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(tmp, final)
+        created = datetime.now(timezone.utc).isoformat(timespec="microseconds").replace("+00:00", "Z")
+        stored = {**summary, "id": text_id, "name": name, "builtin": False, "created_at": created}
+
+        def insert(conn: sqlite3.Connection) -> None:
+            conn.execute("INSERT INTO texts (id, name, created_at, summary) VALUES (?, ?, ?, ?)",
+                         (text_id, name, created, json.dumps(stored, ensure_ascii=False)))
+        try:
+            await request.app.state.store.write(insert)
+        except BaseException:
+            final.unlink(missing_ok=True)
+            raise
+        return JSONResponse(stored, 201)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _builtin_summary(name: str) -> dict:
+    return {**_summarize(builtin_text(name), name), "id": name, "builtin": True, "created_at": None}
+
+
+async def list_texts(request: Request) -> JSONResponse:
+    def fn(conn):
+        rows = conn.execute("SELECT summary FROM texts ORDER BY created_at DESC, rowid DESC")
+        return [{k: v for k, v in json.loads(r["summary"]).items() if k != "preview"} for r in rows]
+    builtins = [{k: v for k, v in _builtin_summary(n).items() if k != "preview"}
+                for n in BUILTIN_TEXTS if _builtin_path(n).is_file()]
+    return JSONResponse({"texts": builtins + await request.app.state.store.read(fn)})
+
+
+async def _find(request: Request) -> tuple[dict, Path]:
+    text_id = request.path_params["id"]
+    if text_id in BUILTIN_TEXTS:
+        return _builtin_summary(text_id), _builtin_path(text_id)
+    if TEXT_ID_RE.match(text_id):
+        row = await request.app.state.store.read(lambda conn: conn.execute(
+            "SELECT summary FROM texts WHERE id = ?", (text_id,)).fetchone())
+        if row is not None:
+            return json.loads(row["summary"]), _texts_dir(request.app.state.settings.data_dir) / f"{text_id}.txt"
+    raise ClientError(404, "no text with this id", field="id")
+
+
+async def get_text(request: Request) -> JSONResponse:
+    return JSONResponse((await _find(request))[0])
+
+
+async def get_text_file(request: Request) -> FileResponse:
+    _, path = await _find(request)
+    if not path.is_file():
+        raise ClientError(404, "the text's file is missing", field="id")
+    return FileResponse(path, media_type="text/plain; charset=utf-8")
+
+
+routes = [
+    Route("/api/texts", post_text, methods=["POST"]),
+    Route("/api/texts", list_texts, methods=["GET"]),
+    Route("/api/texts/{id}", get_text, methods=["GET"]),
+    Route("/api/texts/{id}/file", get_text_file, methods=["GET"]),
+]
