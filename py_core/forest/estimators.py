@@ -1,0 +1,286 @@
+"""RandomForestRegressor and RandomForestClassifier, with scikit-learn's contract.
+
+    forest = RandomForestRegressor(n_estimators=200, max_depth=16, random_state=0, backend="native")
+    await forest.fit(X, y)                 # X: list of rows, or flat array('f'/'d') + n_features=
+    pred = await forest.predict(X_test)    # array('d'); a classifier gives a list of labels
+    forest.feature_importances_, forest.oob_score_, forest.to_dict()
+
+`__init__` only stores its arguments; `fit` validates them and the data and returns self;
+learned attributes end in `_`. Fitting and prediction run on `backend` (a Backend or its name);
+the same data, parameters and random_state give the same trees on every backend.
+"""
+from __future__ import annotations
+
+import math
+import os
+import time
+from array import array
+
+from ..kernels.forest import CRITERIA, MAXK, MSE
+from . import builder, export
+
+_BACKENDS: dict = {}  # backends made from a name, kept for the next fit
+
+
+def _backend(backend):
+    if not isinstance(backend, str):
+        return backend
+    if backend not in _BACKENDS:
+        from ..gpu import get_backend
+        _BACKENDS[backend] = get_backend(backend)
+    return _BACKENDS[backend]
+
+
+def as_matrix(X, n_features: int | None = None) -> tuple[array, int, int]:
+    """(row-major array('f'), rows, features) from a list of rows, a flat array('f'/'d') with
+    n_features, or anything 2-D with .shape and .ravel() (a NumPy array)."""
+    if isinstance(X, array):
+        if not n_features or n_features < 1:
+            raise ValueError("a flat array needs n_features=")
+        if len(X) % n_features:
+            raise ValueError(f"a flat array of {len(X)} values is not rows of {n_features} features")
+        flat = X if X.typecode == "f" else array("f", X)
+        n, F = len(X) // n_features, n_features
+    elif hasattr(X, "shape") and hasattr(X, "ravel"):
+        if len(X.shape) != 2:
+            raise ValueError(f"X must be 2-D, got shape {tuple(X.shape)}")
+        n, F = int(X.shape[0]), int(X.shape[1])
+        flat = array("f", X.ravel().tolist())
+    else:
+        rows = list(X)
+        n = len(rows)
+        F = len(rows[0]) if n else 0
+        flat = array("f")
+        for i, row in enumerate(rows):
+            if len(row) != F:
+                raise ValueError(f"row {i} has {len(row)} values, row 0 has {F}")
+            flat.extend(float(v) for v in row)
+    if n < 1 or F < 1:
+        raise ValueError(f"X has {n} rows and {F} features; need at least one of each")
+    if n_features is not None and F != n_features:
+        raise ValueError(f"X has {F} features, expected {n_features}")
+    if not math.isfinite(sum(flat)):
+        raise ValueError("X has NaN or infinite values (or values beyond float32): impute or drop them")
+    return flat, n, F
+
+
+class _Forest:
+    _default_criterion = "squared_error"
+    _default_max_features = 1.0
+
+    def __init__(self, n_estimators=100, *, criterion=None, max_depth=None, min_samples_split=2,
+                 min_samples_leaf=1, max_features="default", bootstrap=True, oob_score=False,
+                 random_state=None, n_bins=256, backend="reference"):
+        self.n_estimators = n_estimators
+        self.criterion = criterion if criterion is not None else self._default_criterion
+        self.max_depth = max_depth
+        self.min_samples_split = min_samples_split
+        self.min_samples_leaf = min_samples_leaf
+        self.max_features = self._default_max_features if max_features == "default" else max_features
+        self.bootstrap = bootstrap
+        self.oob_score = oob_score
+        self.random_state = random_state
+        self.n_bins = n_bins
+        self.backend = backend
+
+    PARAMS = ("n_estimators", "criterion", "max_depth", "min_samples_split", "min_samples_leaf",
+              "max_features", "bootstrap", "oob_score", "random_state", "n_bins", "backend")
+
+    def get_params(self, deep: bool = True) -> dict:
+        return {name: getattr(self, name) for name in self.PARAMS}
+
+    def set_params(self, **params):
+        for name, value in params.items():
+            if name not in self.PARAMS:
+                raise ValueError(f"unknown parameter {name!r}: one of {', '.join(self.PARAMS)}")
+            setattr(self, name, value)
+        return self
+
+    def __repr__(self):
+        args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items()
+                         if k != "backend" or isinstance(v, str))
+        return f"{type(self).__name__}({args})"
+
+    # -- fitting ---------------------------------------------------------------------------------
+    def _spec(self, n: int, F: int, n_classes: int) -> builder.GrowSpec:
+        def whole(name, low):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < low:
+                raise ValueError(f"{name} must be an integer >= {low}, got {v!r}")
+            return v
+
+        whole("n_estimators", 1)
+        if self.criterion not in self._criteria:
+            raise ValueError(f"criterion must be one of {self._criteria}, got {self.criterion!r}")
+        if self.max_depth is not None:
+            whole("max_depth", 1)
+        mss, msl = self.min_samples_split, self.min_samples_leaf
+        if isinstance(mss, float):
+            if not 0.0 < mss <= 1.0:
+                raise ValueError(f"min_samples_split as a fraction must be in (0, 1], got {mss}")
+            mss = max(2, math.ceil(mss * n))
+        else:
+            mss = whole("min_samples_split", 2)
+        if isinstance(msl, float):
+            if not 0.0 < msl < 1.0:
+                raise ValueError(f"min_samples_leaf as a fraction must be in (0, 1), got {msl}")
+            msl = max(1, math.ceil(msl * n))
+        else:
+            msl = whole("min_samples_leaf", 1)
+        whole("n_bins", 2)
+        if self.n_bins > 256:
+            raise ValueError(f"n_bins must be at most 256, got {self.n_bins}")
+        mf = self.max_features
+        if mf is None:
+            k = F
+        elif mf == "sqrt":
+            k = max(1, int(math.sqrt(F)))
+        elif mf == "log2":
+            k = max(1, int(math.log2(F)))
+        elif isinstance(mf, float) and 0.0 < mf <= 1.0:
+            k = max(1, int(mf * F))
+        elif isinstance(mf, int) and not isinstance(mf, bool) and mf >= 1:
+            k = mf
+        else:
+            raise ValueError(f"max_features must be 'sqrt', 'log2', None, a float in (0, 1] or an "
+                             f"integer >= 1, got {mf!r}")
+        if k > F:
+            raise ValueError(f"max_features={mf} is more than the {F} features")
+        if self.oob_score and not self.bootstrap:
+            raise ValueError("oob_score=True needs bootstrap=True")
+        rs = self.random_state
+        if rs is None:
+            seed = int.from_bytes(os.urandom(4), "little")
+        elif isinstance(rs, int) and not isinstance(rs, bool):
+            seed = rs & 0xFFFFFFFF
+        else:
+            raise ValueError(f"random_state must be None or an integer, got {rs!r}")
+        return builder.GrowSpec(CRITERIA[self.criterion], n_classes, self.n_estimators,
+                                self.max_depth, mss, msl, k, bool(self.bootstrap), seed,
+                                self.n_bins, bool(self.oob_score))
+
+    async def fit(self, X, y, *, n_features: int | None = None, progress=None, should_stop=None):
+        """Grow the forest. progress(dict) hears of each level; should_stop() ends it (Stopped)."""
+        t0 = time.perf_counter()
+        flat, n, F = as_matrix(X, n_features)
+        y = list(y)
+        if len(y) != n:
+            raise ValueError(f"y has {len(y)} values for {n} rows of X")
+        target, K = self._encode(y)
+        spec = self._spec(n, F, K)
+        backend = _backend(self.backend)
+        grown = await builder.Grower(backend, spec).grow(flat, n, F, target, progress, should_stop)
+        await backend.finish()
+        self.n_features_in_ = F
+        self.n_outputs_ = K
+        self._trees = grown.trees
+        self._device = (backend, grown.ptree, grown.pval, grown.NC)
+        self.feature_importances_ = export.importances(grown.trees, F, spec.crit, K)
+        if grown.oob is not None:
+            self._set_oob(grown.oob, y, n, K)
+        self.timings_ = dict(grown.timings, fit=time.perf_counter() - t0)
+        return self
+
+    async def _predict_raw(self, X, n_features=None) -> tuple[array, int]:
+        if not hasattr(self, "_trees"):
+            raise RuntimeError(f"this {type(self).__name__} is not fitted yet: await fit() first")
+        flat, n, F = as_matrix(X, n_features if n_features is not None else self.n_features_in_)
+        backend = _backend(self.backend)
+        if self._device is None or self._device[0] is not backend:
+            self._device = (backend,) + builder.upload(backend, self._trees, self.n_outputs_)
+        _, ptree, pval, NC = self._device
+        out = await builder.predict(backend, ptree, pval, NC, len(self._trees), self.n_outputs_,
+                                    flat, n, F)
+        return out, n
+
+    # -- export ----------------------------------------------------------------------------------
+    def to_dict(self) -> dict:
+        """The fitted forest as JSON-ready data (format: `py_core.forest.export`)."""
+        if not hasattr(self, "_trees"):
+            raise RuntimeError("nothing to export: the forest is not fitted")
+        return export.to_dict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict, backend="reference"):
+        """A forest from `to_dict()`'s output, ready to predict on `backend`."""
+        return export.from_dict(cls, data, backend)
+
+
+class RandomForestRegressor(_Forest):
+    """A forest of regression trees (squared error); predictions are the trees' mean."""
+
+    _criteria = ("squared_error",)
+
+    def _encode(self, y):
+        if not math.isfinite(sum(map(float, y))):
+            raise ValueError("y has NaN or infinite values")
+        return array("d", y), 1
+
+    def _set_oob(self, oob, y, n, K):
+        pred = [oob[2 * i] / oob[2 * i + 1] if oob[2 * i + 1] else math.nan for i in range(n)]
+        self.oob_prediction_ = array("d", pred)
+        pairs = [(t, p) for t, p in zip(y, pred) if p == p]
+        self.oob_score_ = r2_score([t for t, _ in pairs], [p for _, p in pairs]) if pairs else math.nan
+
+    async def predict(self, X, *, n_features: int | None = None) -> array:
+        out, _ = await self._predict_raw(X, n_features)
+        return array("d", out)
+
+    async def score(self, X, y, *, n_features: int | None = None) -> float:
+        """R^2 of the predictions."""
+        return r2_score(list(y), await self.predict(X, n_features=n_features))
+
+
+class RandomForestClassifier(_Forest):
+    """A forest of classification trees (gini or entropy); class probabilities are the trees'
+    mean of their leaves' class fractions."""
+
+    _default_criterion = "gini"
+    _default_max_features = "sqrt"
+    _criteria = ("gini", "entropy")
+
+    def _encode(self, y):
+        classes = sorted(set(y))
+        if len(classes) > MAXK:
+            raise ValueError(f"{len(classes)} classes: the forest handles at most {MAXK}")
+        index = {c: i for i, c in enumerate(classes)}
+        self.classes_ = classes
+        self.n_classes_ = len(classes)
+        return array("I", [index[v] for v in y]), len(classes)
+
+    def _set_oob(self, oob, y, n, K):
+        rows = []
+        for i in range(n):
+            cnt = oob[i * (K + 1) + K]
+            rows.append([oob[i * (K + 1) + k] / cnt for k in range(K)] if cnt else None)
+        self.oob_decision_function_ = rows
+        hits = [self.classes_[_argmax(r)] == t for r, t in zip(rows, y) if r is not None]
+        self.oob_score_ = sum(hits) / len(hits) if hits else math.nan
+
+    async def predict_proba(self, X, *, n_features: int | None = None) -> list[list[float]]:
+        out, n = await self._predict_raw(X, n_features)
+        K = self.n_outputs_
+        return [out[i * K:(i + 1) * K].tolist() for i in range(n)]
+
+    async def predict(self, X, *, n_features: int | None = None) -> list:
+        return [self.classes_[_argmax(row)] for row in await self.predict_proba(X, n_features=n_features)]
+
+    async def score(self, X, y, *, n_features: int | None = None) -> float:
+        """Accuracy."""
+        pred = await self.predict(X, n_features=n_features)
+        y = list(y)
+        return sum(p == t for p, t in zip(pred, y)) / len(y)
+
+
+def _argmax(row) -> int:
+    return max(range(len(row)), key=row.__getitem__)  # first of equals, as numpy
+
+
+def r2_score(y_true, y_pred) -> float:
+    n = len(y_true)
+    mean = sum(y_true) / n
+    ss_tot = sum((t - mean) ** 2 for t in y_true)
+    ss_res = sum((t - p) ** 2 for t, p in zip(y_true, y_pred))
+    if ss_tot == 0:
+        return 1.0 if ss_res == 0 else 0.0
+    return 1 - ss_res / ss_tot

@@ -1,0 +1,550 @@
+"""Reference of `shaders/forest.wgsl`: the random forest's kernels in plain Python.
+
+Each function does what the whole dispatch does, over `array.array` buffers in binding order
+(see the shader for shapes). Where the WGSL decides a split it computes in f32; here every such
+step is rounded through `array('f')` at the same points, so the same forest comes out. Elsewhere
+(leaf values, prediction) results agree within float tolerance. The hash RNG and the feature
+permutation are shared with `py_core.forest` through this module.
+"""
+from __future__ import annotations
+
+from array import array
+from bisect import bisect_left
+from itertools import accumulate, compress
+
+from ..gpu.layout import Struct
+from . import reference
+
+PARAMS = Struct(
+    "n:u32 F:u32 FW:u32 NB:u32 C:u32 K:u32 crit:u32 T:u32 "
+    "tree0:u32 seed:u32 boot:u32 mss:u32 msl:u32 max_depth:u32 mf:u32 hb:u32 "
+    "S:u32 NC:u32 depth:u32 S_cur:u32 S_next:u32 T_all:u32 inv_scale:f32 mid:f32")
+
+LEAF = 0xFFFFFFFF  # no feature: a leaf; also "none"
+DONE = 0xFFFFFF    # a row's slot once it rests in a leaf
+OPEN, BUILT = 1, 2
+MSE, GINI, ENTROPY = 0, 1, 2
+CRITERIA = {"squared_error": MSE, "gini": GINI, "entropy": ENTROPY}
+MAXK = 64          # classes the split scan keeps in registers
+M32 = 0xFFFFFFFF
+WG = 256           # threads per workgroup of the flat kernels
+
+
+def grid(workgroups: int, cap: int = 65535) -> tuple[int, int, int]:
+    """A 2-D grid of at least `workgroups` (the kernels use wid.x + wid.y * nwg.x)."""
+    workgroups = max(1, workgroups)
+    if workgroups <= cap:
+        return (workgroups, 1, 1)
+    return (cap, -(-workgroups // cap), 1)
+
+
+# ---- hashing, as in the shader ------------------------------------------------------------------
+def pcg(x: int) -> int:
+    s = (x * 747796405 + 2891336453) & M32
+    w = (((s >> ((s >> 28) + 4)) ^ s) * 277803737) & M32
+    return (w >> 22) ^ w
+
+
+def hash3(a: int, b: int, c: int) -> int:
+    return pcg((pcg((pcg(a) + b) & M32) + c) & M32)
+
+
+def feistel(key: int, x: int, hb: int) -> int:
+    mask = (1 << hb) - 1
+    left, right = x >> hb, x & mask
+    for i in range(4):
+        left, right = right, left ^ (pcg(right ^ ((key + i) & M32)) & mask)
+    return (left << hb) | right
+
+
+def feature_rank(key: int, f: int, hb: int, n_features: int) -> int:
+    x = feistel(key, f, hb)
+    while x >= n_features:
+        x = feistel(key, x, hb)
+    return x
+
+
+def half_bits(n_features: int) -> int:
+    """Half the bits of the Feistel domain, 2^(2 hb) >= n_features."""
+    bits = max(1, (n_features - 1).bit_length())
+    return (bits + 1) // 2
+
+
+def f32(values) -> list:
+    """Round each value to the nearest f32 (ties to even), as the GPU stores it."""
+    return array("f", values).tolist()
+
+
+def signed64(lo: int, hi: int) -> int:
+    v = lo | (hi << 32)
+    return v - (1 << 64) if v >> 63 else v
+
+
+def _unpack(bufs):
+    return PARAMS.unpack(bufs[0])
+
+
+# ---- kernels ----------------------------------------------------------------------------------
+@reference("forest", "bin_features")
+def bin_features(bufs, grid_, constants):
+    _, X, edges, fmeta, binned = bufs
+    p = _unpack(bufs)
+    n, F, FW = p["n"], p["F"], p["FW"]
+    words = [0] * (n * FW)
+    for f in range(F):
+        off, nb = fmeta[2 * f], fmeta[2 * f + 1]
+        thresholds = edges[3 * off:3 * (off + nb - 1):3].tolist()
+        col = X[f:n * F:F].tolist()
+        shift, w = 8 * (f % 4), f // 4
+        bins = [bisect_left(thresholds, x) << shift for x in col]
+        words[w::FW] = [a | b for a, b in zip(words[w::FW], bins)]
+    binned[:n * FW] = array("I", words)
+
+
+@reference("forest", "bootstrap")
+def bootstrap(bufs, grid_, constants):
+    _, state = bufs
+    p = _unpack(bufs)
+    n, T = p["n"], p["T"]
+    for t in range(T):
+        if not p["boot"]:
+            state[t * n:(t + 1) * n] = array("I", [1]) * n
+            continue
+        stream = pcg((pcg(p["seed"]) + 2 * (p["tree0"] + t)) & M32)
+        counts = [0] * n
+        for d in range(n):
+            counts[pcg((stream + d) & M32) % n] += 1
+        row = state[t * n:(t + 1) * n]
+        state[t * n:(t + 1) * n] = array("I", [a + b for a, b in zip(row, counts)])
+
+
+@reference("forest", "init_trees")
+def init_trees(bufs, grid_, constants):
+    _, slots, nodes, meta = bufs
+    p = _unpack(bufs)
+    S, NC, NW = p["S"], p["NC"], 4 + p["C"]
+    for t in range(p["T"]):
+        slots[t * S * 4:(t + 1) * S * 4] = array("I", bytes(16 * S))
+        slots[t * S * 4 + 1] = OPEN | BUILT
+        tree = p["tree0"] + t
+        rec = tree * NC * NW
+        nodes[rec:rec + NW] = array("I", [LEAF] + [0] * (NW - 1))
+        meta[2 * tree:2 * tree + 2] = array("I", [1, 1])
+
+
+@reference("forest", "hist_zero")
+def hist_zero(bufs, grid_, constants):
+    _, slots, hist = bufs
+    p = _unpack(bufs)
+    S, W = p["S"], p["NB"] * p["C"]
+    zeros = array("I", bytes(4 * W))
+    for t in range(p["T"]):
+        for s in range(p["S_cur"]):
+            if slots[(t * S + s) * 4 + 1] & BUILT:
+                hist[(t * S + s) * W:(t * S + s + 1) * W] = zeros
+
+
+def _row_bins(binned, r, FW, F):
+    words = binned[r * FW:(r + 1) * FW]
+    return [(words[f >> 2] >> ((f & 3) << 3)) & 255 for f in range(F)]
+
+
+@reference("forest", "hist_build")
+def hist_build(bufs, grid_, constants):
+    _, binned, fmeta, target, state, slots, hist = bufs
+    p = _unpack(bufs)
+    n, F, FW, NB, C, S = p["n"], p["F"], p["FW"], p["NB"], p["C"], p["S"]
+    offs = fmeta[0:2 * F:2].tolist()
+    mse = p["crit"] == MSE
+    for t in range(p["T"]):
+        built = {s for s in range(p["S_cur"]) if slots[(t * S + s) * 4 + 1] & BUILT}
+        if not built:
+            continue
+        sums: dict = {}  # word index -> what the atomics add up to
+        for r, st in enumerate(state[t * n:(t + 1) * n]):
+            w, slot = st & 255, st >> 8
+            if not w or slot not in built:
+                continue
+            base = (t * S + slot) * NB
+            bins = _row_bins(binned, r, FW, F)
+            if mse:
+                v = (target[r] - (1 << 32) if target[r] >> 31 else target[r]) * w
+                for off, b in zip(offs, bins):
+                    h = (base + off + b) * C
+                    acc = sums.get(h)
+                    if acc is None:
+                        sums[h] = [v, w, 1]
+                    else:
+                        acc[0] += v
+                        acc[1] += w
+                        acc[2] += 1
+            else:
+                cls = target[r]
+                for off, b in zip(offs, bins):
+                    h = (base + off + b) * C
+                    sums[h + cls] = sums.get(h + cls, 0) + w
+                    sums[h + C - 1] = sums.get(h + C - 1, 0) + 1
+        if mse:
+            for h, (v, w, c) in sums.items():
+                total = (signed64(hist[h], hist[h + 1]) + v) & ((1 << 64) - 1)
+                hist[h], hist[h + 1] = total & M32, total >> 32
+                hist[h + 2] = (hist[h + 2] + w) & M32
+                hist[h + 3] = (hist[h + 3] + c) & M32
+        else:
+            for h, v in sums.items():
+                hist[h] = (hist[h] + v) & M32
+
+
+@reference("forest", "hist_derive")
+def hist_derive(bufs, grid_, constants):
+    _, slots, prev, hist = bufs
+    p = _unpack(bufs)
+    NB, C, S = p["NB"], p["C"], p["S"]
+    W = NB * C
+    for t in range(p["T"]):
+        for s in range(p["S_cur"]):
+            sl = (t * S + s) * 4
+            flags = slots[sl + 1]
+            if not flags & OPEN or flags & BUILT:
+                continue
+            me, sib, par = (t * S + s) * W, (t * S + (s ^ 1)) * W, (t * S + slots[sl + 2]) * W
+            a, b = prev[par:par + W], hist[sib:sib + W]
+            out = [(x - y) & M32 for x, y in zip(a, b)]
+            if p["crit"] == MSE:  # borrow from the low word of each bin's sum
+                borrow = [1 if x < y else 0 for x, y in zip(a[0::C], b[0::C])]
+                out[1::C] = [(x - c) & M32 for x, c in zip(out[1::C], borrow)]
+            hist[me:me + W] = array("I", out)
+
+
+class _Node:
+    """What split_find reads of one slot's histogram, and its scoring in f32 as the shader."""
+
+    def __init__(self, p, hist, fmeta, xlogx, hbase):
+        self.p, self.hist, self.fmeta, self.xlogx, self.hbase = p, hist, fmeta, xlogx, hbase
+        C = p["C"]
+        nb0 = fmeta[1]
+        h0 = hbase * C
+        if p["crit"] == MSE:
+            s = sum(signed64(lo, hi) for lo, hi in zip(hist[h0:h0 + nb0 * C:C],
+                                                       hist[h0 + 1:h0 + nb0 * C:C]))
+            s &= (1 << 64) - 1
+            self.tot = [s & M32, s >> 32] + [sum(hist[h0 + c:h0 + nb0 * C:C]) & M32
+                                              for c in range(2, C)]
+            self.weight = self.tot[2]
+        else:
+            self.tot = [sum(hist[h0 + c:h0 + nb0 * C:C]) & M32 for c in range(C)]
+            self.weight = sum(self.tot[:p["K"]]) & M32
+
+    def scan(self, f):
+        """(best (score, b, b2) or None, whether the feature varies in the node)."""
+        p, hist, C = self.p, self.hist, self.p["C"]
+        off, nb = self.fmeta[2 * f], self.fmeta[2 * f + 1]
+        h0 = (self.hbase + off) * C
+        h1 = h0 + nb * C
+        counts = hist[h0 + C - 1:h1:C]
+        nz = [j for j, c in enumerate(counts) if c]
+        if len(nz) < 2:
+            return None, len(nz) >= 2
+        msl, totc = p["msl"], self.tot[C - 1]
+        pc = list(accumulate(counts[j] for j in nz))
+        # Candidate i splits after non-empty bin nz[i] (left: the prefix through it).
+        valid = [pc[i] >= msl and totc - pc[i] >= msl for i in range(len(nz) - 1)]
+        if not any(valid):
+            return None, True
+        idx = list(compress(range(len(nz) - 1), valid))
+        if p["crit"] == MSE:
+            scores = self._score_mse(h0, h1, nz, idx)
+        else:
+            scores = self._score_classes(h0, h1, nz, idx)
+        top = max(scores)
+        i = idx[scores.index(top)]  # first of the best: the lowest bin
+        return (top, nz[i], nz[i + 1]), True
+
+    def _score_mse(self, h0, h1, nz, idx):
+        hist, C = self.hist, self.p["C"]
+        lo, hi, wt = hist[h0:h1:C], hist[h0 + 1:h1:C], hist[h0 + 2:h1:C]
+        ps = list(accumulate(signed64(lo[j], hi[j]) for j in nz))
+        pw = list(accumulate(wt[j] for j in nz))
+        total = signed64(self.tot[0], self.tot[1])
+        sl = f32([float(ps[i]) for i in idx])
+        sr = f32([float(total - ps[i]) for i in idx])
+        wl = [float(pw[i]) for i in idx]
+        wr = [float(self.weight - pw[i]) for i in idx]
+        a = f32([x / w for x, w in zip(f32([x * x for x in sl]), wl)])
+        b = f32([x / w for x, w in zip(f32([x * x for x in sr]), wr)])
+        return f32([x + y for x, y in zip(a, b)])
+
+    def _score_classes(self, h0, h1, nz, idx):
+        hist, C, K = self.hist, self.p["C"], self.p["K"]
+        left = []
+        for k in range(K):
+            ch = hist[h0 + k:h1:C]
+            pre = list(accumulate(ch[j] for j in nz))
+            left.append([pre[i] for i in idx])
+        wl = [sum(col) for col in zip(*left)]
+        wr = [self.weight - w for w in wl]
+        right = [[self.tot[k] - v for v in left[k]] for k in range(K)]
+        if self.p["crit"] == GINI:
+            total = None
+            for side, w in ((left, wl), (right, wr)):
+                acc = None
+                for k in range(K):
+                    c = [float(v) for v in side[k]]
+                    q = f32([x / y for x, y in zip(f32([x * x for x in c]), w)])
+                    acc = q if acc is None else f32([x + y for x, y in zip(acc, q)])
+                total = acc if total is None else f32([x + y for x, y in zip(total, acc)])
+            return total
+        xl = self.xlogx
+        acc = [0.0] * len(idx)
+        for side in (left, right):
+            for k in range(K):
+                acc = f32([a + xl[v] for a, v in zip(acc, side[k])])
+        acc = f32([a - xl[v] for a, v in zip(acc, wl)])
+        return f32([a - xl[v] for a, v in zip(acc, wr)])
+
+    def varies(self, f):
+        C = self.p["C"]
+        off, nb = self.fmeta[2 * f], self.fmeta[2 * f + 1]
+        h0 = (self.hbase + off) * C
+        counts = self.hist[h0 + C - 1:h0 + nb * C:C]
+        return len(counts) - counts.count(0) >= 2
+
+
+@reference("forest", "split_find")
+def split_find(bufs, grid_, constants):
+    _, fmeta, slots, hist, nodes, left, xlogx = bufs
+    p = _unpack(bufs)
+    F, C, S, NC, K = p["F"], p["C"], p["S"], p["NC"], p["K"]
+    xl = xlogx.tolist() if p["crit"] == ENTROPY else None
+    subset = p["mf"] < F
+    for t in range(p["T"]):
+        for s in range(p["S_cur"]):
+            sl = (t * S + s) * 4
+            if not slots[sl + 1] & OPEN:
+                continue
+            node = slots[sl]
+            rec = ((p["tree0"] + t) * NC + node) * (4 + C)
+            hbase = (t * S + s) * p["NB"]
+            nd = _Node(p, hist, fmeta, xl, hbase)
+            nodes[rec + 4:rec + 4 + C] = array("I", nd.tot)
+            cnt = nd.tot[C - 1]
+            pure = p["crit"] != MSE and any(nd.tot[k] == nd.weight for k in range(K))
+            if not (cnt >= p["mss"] and cnt >= 2 * p["msl"] and p["depth"] < p["max_depth"]
+                    and not pure):
+                continue
+            key = hash3(p["seed"], 2 * (p["tree0"] + t) + 1, node)
+            rank = (lambda f: feature_rank(key, f, p["hb"], F)) if subset else (lambda f: f)
+            best, varied = None, False
+            for f in range(F):
+                if subset and rank(f) >= p["mf"]:
+                    continue
+                got, v = nd.scan(f)
+                varied = varied or v
+                if got is not None and (best is None or got[0] > best[1]):
+                    best = (f,) + got
+            if not varied:
+                firsts = [(rank(f), f) for f in range(F) if nd.varies(f)]
+                best = None
+                if firsts:
+                    f = min(firsts)[1]
+                    got, _ = nd.scan(f)
+                    best = None if got is None else (f,) + got
+            if best is None:
+                continue
+            f, _, b, b2 = best
+            nodes[rec:rec + 3] = array("I", [f, b, b2])
+            h0 = (hbase + fmeta[2 * f]) * C
+            h1 = h0 + (b + 1) * C
+            if p["crit"] == MSE:
+                total = sum(signed64(lo, hi) for lo, hi in zip(hist[h0:h1:C], hist[h0 + 1:h1:C]))
+                total &= (1 << 64) - 1
+                sums = [total & M32, total >> 32] + [sum(hist[h0 + c:h1:C]) & M32 for c in range(2, C)]
+            else:
+                sums = [sum(hist[h0 + c:h1:C]) & M32 for c in range(C)]
+            left[(t * S + s) * C:(t * S + s + 1) * C] = array("I", sums)
+
+
+def _child_stats(p, nodes, left, t, s, rec):
+    C = p["C"]
+    lrec = (t * p["S"] + s) * C
+    lst = left[lrec:lrec + C].tolist()
+    tot = nodes[rec + 4:rec + 4 + C].tolist()
+    rst = [(a - b) & M32 for a, b in zip(tot, lst)]
+    if p["crit"] == MSE:
+        rst[1] = (rst[1] - (1 if tot[0] < lst[0] else 0)) & M32
+    return lst, rst
+
+
+def _child_open(p, stats):
+    if p["depth"] + 1 >= p["max_depth"]:
+        return False
+    cnt = stats[p["C"] - 1]
+    if cnt < p["mss"] or cnt < 2 * p["msl"]:
+        return False
+    if p["crit"] != MSE:
+        w = sum(stats[:p["K"]]) & M32
+        if any(c == w for c in stats[:p["K"]]):
+            return False
+    return True
+
+
+@reference("forest", "alloc")
+def alloc(bufs, grid_, constants):
+    _, slots, nodes, left, nxt, childmap, meta = bufs
+    p = _unpack(bufs)
+    S, NC, C = p["S"], p["NC"], p["C"]
+    NW = 4 + C
+    for t in range(p["T"]):
+        tree = p["tree0"] + t
+        nid, j = meta[2 * tree], 0
+        for s in range(p["S_cur"]):
+            sl = (t * S + s) * 4
+            if not slots[sl + 1] & OPEN:
+                continue
+            rec = (tree * NC + slots[sl]) * NW
+            if nodes[rec] == LEAF:
+                continue
+            nodes[rec + 3] = nid
+            stats = _child_stats(p, nodes, left, t, s, rec)
+            for side in (0, 1):
+                crec = (tree * NC + nid + side) * NW
+                nodes[crec:crec + NW] = array("I", [LEAF, 0, 0, 0] + stats[side])
+            opens = [_child_open(p, st) for st in stats]
+            cm = (t * S + s) * 2
+            childmap[cm:cm + 2] = array("I", [DONE, DONE])
+            if any(opens):
+                small = 0 if stats[0][C - 1] <= stats[1][C - 1] else 1
+                for side in (0, 1):
+                    ns = 2 * j + side
+                    flags = (OPEN if opens[side] else 0) | (BUILT if side == small else 0)
+                    e = (t * S + ns) * 4
+                    nxt[e:e + 4] = array("I", [nid + side, flags, s, 0])
+                    if flags:
+                        childmap[cm + side] = ns
+                j += 1
+            nid += 2
+        for s in range(2 * j, p["S_next"]):
+            nxt[(t * S + s) * 4 + 1] = 0
+        meta[2 * tree:2 * tree + 2] = array("I", [nid, j])
+
+
+@reference("forest", "route_rows")
+def route_rows(bufs, grid_, constants):
+    _, binned, state, slots, nodes, childmap = bufs
+    p = _unpack(bufs)
+    n, FW, S, NC, C = p["n"], p["FW"], p["S"], p["NC"], p["C"]
+    for t in range(p["T"]):
+        # Per slot: None (rows rest) or (feature, bin, left slot, right slot).
+        route: dict = {}
+        for r, st in enumerate(state[t * n:(t + 1) * n]):
+            w, slot = st & 255, st >> 8
+            if not w or slot == DONE:
+                continue
+            if slot not in route:
+                sl = (t * S + slot) * 4
+                rule = None
+                if slots[sl + 1] & OPEN:
+                    rec = ((p["tree0"] + t) * NC + slots[sl]) * (4 + C)
+                    f = nodes[rec]
+                    if f != LEAF:
+                        cm = (t * S + slot) * 2
+                        rule = (f, nodes[rec + 1], childmap[cm], childmap[cm + 1])
+                route[slot] = rule
+            rule = route[slot]
+            if rule is None:
+                nxt = DONE
+            else:
+                f, b, cl, cr = rule
+                bin_ = (binned[r * FW + (f >> 2)] >> ((f & 3) << 3)) & 255
+                nxt = cr if bin_ > b else cl
+            state[t * n + r] = (nxt << 8) | w
+
+
+def _i64_value(lo, hi):
+    return f32([float(signed64(lo, hi))])[0]
+
+
+@reference("forest", "finalize")
+def finalize(bufs, grid_, constants):
+    _, nodes, meta, edges, fmeta, ptree, pval = bufs
+    p = _unpack(bufs)
+    NC, C, K = p["NC"], p["C"], p["K"]
+    NW = 4 + C
+    for t in range(p["T"]):
+        tree = p["tree0"] + t
+        for node in range(meta[2 * tree]):
+            rec = (tree * NC + node) * NW
+            out = tree * NC + node
+            f = nodes[rec]
+            thr, left_ = 0, 0
+            if f != LEAF:
+                g = fmeta[2 * f] + nodes[rec + 1]
+                g2 = fmeta[2 * f] + nodes[rec + 2]
+                mid = f32([f32([edges[3 * g + 2] + edges[3 * g2 + 1]])[0] * 0.5])[0]
+                x = min(max(mid, edges[3 * g]), edges[3 * (g2 - 1)])
+                thr = array("I", array("f", [x]).tobytes())[0]
+                left_ = nodes[rec + 3]
+            ptree[3 * out:3 * out + 3] = array("I", [f, thr, left_])
+            if p["crit"] == MSE:
+                v = f32([_i64_value(nodes[rec + 4], nodes[rec + 5]) / nodes[rec + 6]])[0]
+                pval[out] = v * p["inv_scale"] + p["mid"]
+            else:
+                counts = nodes[rec + 4:rec + 4 + K].tolist()
+                w = sum(counts)
+                pval[out * K:(out + 1) * K] = array("f", [c / w for c in counts])
+
+
+def _trees(ptree):
+    """ptree as (feature, threshold, left) lists."""
+    feats = ptree[0::3].tolist()
+    thr = array("f", ptree[1::3].tobytes()).tolist()
+    return feats, thr, ptree[2::3].tolist()
+
+
+def _leaf(feats, thr, lefts, tree_base, row):
+    node = 0
+    while True:
+        e = tree_base + node
+        f = feats[e]
+        if f == LEAF:
+            return e
+        node = lefts[e] if row[f] <= thr[e] else lefts[e] + 1
+
+
+@reference("forest", "predict")
+def predict(bufs, grid_, constants):
+    _, X, ptree, pval, out = bufs
+    p = _unpack(bufs)
+    n, F, K, NC, T = p["n"], p["F"], p["K"], p["NC"], p["T_all"]
+    feats, thr, lefts = _trees(ptree)
+    vals = pval.tolist()
+    res = []
+    for r in range(n):
+        row = X[r * F:(r + 1) * F].tolist()
+        acc = [0.0] * K
+        for tree in range(T):
+            e = _leaf(feats, thr, lefts, tree * NC, row)
+            acc = [a + v for a, v in zip(acc, vals[e * K:(e + 1) * K])]
+        res.extend(a / T for a in acc)
+    out[:n * K] = array("f", res)
+
+
+@reference("forest", "oob")
+def oob(bufs, grid_, constants):
+    _, X, ptree, pval, state, out = bufs
+    p = _unpack(bufs)
+    n, F, K, NC = p["n"], p["F"], p["K"], p["NC"]
+    feats, thr, lefts = _trees(ptree)
+    vals = pval.tolist()
+    acc = out[:n * (K + 1)].tolist()
+    for t in range(p["T"]):
+        base = (p["tree0"] + t) * NC
+        for r, st in enumerate(state[t * n:(t + 1) * n]):
+            if st & 255:
+                continue
+            e = _leaf(feats, thr, lefts, base, X[r * F:(r + 1) * F].tolist())
+            o = r * (K + 1)
+            for k in range(K):
+                acc[o + k] += vals[e * K + k]
+            acc[o + K] += 1.0
+    out[:n * (K + 1)] = array("f", acc)

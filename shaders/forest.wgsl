@@ -1,0 +1,773 @@
+// Random forest, grown level by level for a batch of trees at once (py_core/forest/builder.py).
+// References: py_core/kernels/forest.py. Every kernel takes the same uniform Params at binding 0.
+//
+// Shapes (u32 unless said): X f32 (rows, F) · edges f32 (NB, 3): per bin its upper threshold,
+// smallest and largest value · fmeta (F, 2): first global bin, bins · binned (n, FW): four 8-bit
+// bins a word · target (n): i32 fixed-point y or class · state (T, n): slot << 8 | bootstrap count
+// · hist (T, S, NB, C) · slots (T, S, 4): node, flags, parent slot, - · childmap (T, S, 2)
+// · left (T, S, C) · nodes (T_all, NC, 4 + C): feature, bin, next bin, left child, stats[C]
+// · meta (T_all, 2): nodes, open slots next level · ptree (T_all, NC, 3): feature, threshold
+// bits, left child · pval f32 (T_all, NC, K).
+// Channels C: regression [sum lo, sum hi, weight, rows] (the sum is 64-bit two's complement in two
+// u32, exact under atomics); classification [weight of class 0..K-1, rows].
+// Grids are 2-D when large: workgroup id = wid.x + wid.y * nwg.x.
+
+struct Params {
+  n: u32, F: u32, FW: u32, NB: u32,
+  C: u32, K: u32, crit: u32, T: u32,
+  tree0: u32, seed: u32, boot: u32, mss: u32,
+  msl: u32, max_depth: u32, mf: u32, hb: u32,
+  S: u32, NC: u32, depth: u32, S_cur: u32,
+  S_next: u32, T_all: u32, inv_scale: f32, mid: f32,
+}
+
+const LEAF: u32 = 0xFFFFFFFFu;  // no feature: a leaf; also "none"
+const DONE: u32 = 0xFFFFFFu;    // a row's slot once it rests in a leaf
+const OPEN: u32 = 1u;           // slot flags: the node looks for a split ...
+const BUILT: u32 = 2u;          // ... its histogram is built by atomics (else parent - sibling)
+const MSE: u32 = 0u;
+const GINI: u32 = 1u;
+const MAXK: u32 = 64u;          // classes the split scan keeps in registers
+
+@group(0) @binding(0) var<uniform> p: Params;
+
+fn linear(wid: vec3u, nwg: vec3u) -> u32 { return wid.x + wid.y * nwg.x; }
+
+// PCG hash (O'Neill); hash3 keys a stream by (seed, what, index). Same in forest.py.
+fn pcg(x: u32) -> u32 {
+  let s = x * 747796405u + 2891336453u;
+  let w = ((s >> ((s >> 28u) + 4u)) ^ s) * 277803737u;
+  return (w >> 22u) ^ w;
+}
+
+fn hash3(a: u32, b: u32, c: u32) -> u32 { return pcg(pcg(pcg(a) + b) + c); }
+
+// Exact round-to-nearest-even of a 64-bit two's complement integer to f32 (|v| < 2^63), by integer
+// steps, so every backend gets the same float (WGSL leaves f32(u32) rounding open).
+fn i64_to_f32(lo: u32, hi: u32) -> f32 {
+  let neg = (hi >> 31u) == 1u;
+  var mlo = lo;
+  var mhi = hi;
+  if (neg) {
+    mlo = ~lo + 1u;
+    mhi = ~hi + select(0u, 1u, mlo == 0u);
+  }
+  if (mhi == 0u && mlo < 16777216u) {
+    let m = f32(mlo);
+    return select(m, -m, neg);
+  }
+  var top = firstLeadingBit(mlo);
+  if (mhi != 0u) { top = 32u + firstLeadingBit(mhi); }
+  let sh = top - 23u;  // 1 .. 39 bits drop off
+  var mant: u32;
+  var up: bool;
+  if (sh < 32u) {
+    mant = (mlo >> sh) | (mhi << (32u - sh));
+    let rem = mlo & ((1u << sh) - 1u);
+    let half = 1u << (sh - 1u);
+    up = rem > half || (rem == half && (mant & 1u) == 1u);
+  } else {
+    let s2 = sh - 32u;
+    mant = mhi >> s2;
+    let rem_hi = mhi & ((1u << s2) - 1u);
+    var half_hi = 0u;
+    var half_lo = 0x80000000u;
+    if (s2 > 0u) { half_hi = 1u << (s2 - 1u); half_lo = 0u; }
+    let gt = rem_hi > half_hi || (rem_hi == half_hi && mlo > half_lo);
+    let eq = rem_hi == half_hi && mlo == half_lo;
+    up = gt || (eq && (mant & 1u) == 1u);
+  }
+  mant += select(0u, 1u, up);
+  let m = ldexp(f32(mant), i32(sh));
+  return select(m, -m, neg);
+}
+
+// ---- bin_features: X -> binned, bin = number of the feature's thresholds below x -----------
+// 1 X (n, F) f32 · 2 edges (NB, 3) f32 · 3 fmeta (F, 2) · 4 binned (n, FW) out. Thread per word.
+@group(0) @binding(1) var<storage, read> X: array<f32>;
+@group(0) @binding(2) var<storage, read> bf_edges: array<f32>;
+@group(0) @binding(3) var<storage, read> bf_fmeta: array<u32>;
+@group(0) @binding(4) var<storage, read_write> bf_binned: array<u32>;
+
+@compute @workgroup_size(256)
+fn bin_features(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
+                @builtin(local_invocation_index) lid: u32) {
+  let i = linear(wid, nwg) * 256u + lid;
+  if (i >= p.n * p.FW) { return; }
+  let r = i / p.FW;
+  let wd = i % p.FW;
+  var word = 0u;
+  for (var q = 0u; q < 4u; q++) {
+    let f = wd * 4u + q;
+    if (f >= p.F) { break; }
+    let x = X[r * p.F + f];
+    let off = bf_fmeta[2u * f];
+    var lo = 0u;
+    var hi = bf_fmeta[2u * f + 1u] - 1u;  // thresholds of this feature
+    while (lo < hi) {
+      let m = (lo + hi) / 2u;
+      if (bf_edges[3u * (off + m)] < x) { lo = m + 1u; } else { hi = m; }
+    }
+    word |= lo << (8u * q);
+  }
+  bf_binned[i] = word;
+}
+
+// ---- bootstrap: n draws with replacement per tree, counted into state (cleared before) ------
+// 1 state (T, n) atomic. Thread per (tree, draw).
+@group(0) @binding(1) var<storage, read_write> bs_state: array<atomic<u32>>;
+
+@compute @workgroup_size(256)
+fn bootstrap(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
+             @builtin(local_invocation_index) lid: u32) {
+  let i = linear(wid, nwg) * 256u + lid;
+  if (i >= p.T * p.n) { return; }
+  if (p.boot == 0u) {
+    atomicStore(&bs_state[i], 1u);
+    return;
+  }
+  let t = i / p.n;
+  let row = hash3(p.seed, 2u * (p.tree0 + t), i % p.n) % p.n;
+  atomicAdd(&bs_state[t * p.n + row], 1u);
+}
+
+// ---- init_trees: root slot open and built, root node a leaf until it splits ------------------
+// 1 slots (T, S, 4) · 2 nodes · 3 meta. Thread per (tree, slot).
+@group(0) @binding(1) var<storage, read_write> it_slots: array<u32>;
+@group(0) @binding(2) var<storage, read_write> it_nodes: array<u32>;
+@group(0) @binding(3) var<storage, read_write> it_meta: array<u32>;
+
+@compute @workgroup_size(256)
+fn init_trees(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
+              @builtin(local_invocation_index) lid: u32) {
+  let i = linear(wid, nwg) * 256u + lid;
+  if (i >= p.T * p.S) { return; }
+  let s = i % p.S;
+  it_slots[4u * i] = 0u;
+  it_slots[4u * i + 1u] = select(0u, OPEN | BUILT, s == 0u);
+  it_slots[4u * i + 2u] = 0u;
+  it_slots[4u * i + 3u] = 0u;
+  if (s == 0u) {
+    let tree = p.tree0 + i / p.S;
+    let rec = tree * p.NC * (4u + p.C);
+    it_nodes[rec] = LEAF;
+    for (var c = 1u; c < 4u + p.C; c++) { it_nodes[rec + c] = 0u; }
+    it_meta[2u * tree] = 1u;
+    it_meta[2u * tree + 1u] = 1u;
+  }
+}
+
+// ---- hist_zero: clear the histograms of this level's built slots -----------------------------
+// 1 slots (T, S, 4) · 2 hist (T, S, NB, C). Thread per word of the level's slots.
+@group(0) @binding(1) var<storage, read> hz_slots: array<u32>;
+@group(0) @binding(2) var<storage, read_write> hz_hist: array<u32>;
+
+@compute @workgroup_size(256)
+fn hist_zero(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
+             @builtin(local_invocation_index) lid: u32) {
+  let i = linear(wid, nwg) * 256u + lid;
+  let W = p.NB * p.C;
+  if (i >= p.T * p.S_cur * W) { return; }
+  let t = i / (p.S_cur * W);
+  let rem = i % (p.S_cur * W);
+  let s = rem / W;
+  if ((hz_slots[(t * p.S + s) * 4u + 1u] & BUILT) != 0u) {
+    hz_hist[(t * p.S + s) * W + rem % W] = 0u;
+  }
+}
+
+// ---- hist_build: each in-bag row of a built slot adds itself to (slot, feature, bin) ----------
+// 1 binned (n, FW) · 2 fmeta (F, 2) · 3 target (n) · 4 state (T, n) · 5 slots (T, S, 4)
+// · 6 hist (T, S, NB, C) atomic. Thread per (tree, row).
+@group(0) @binding(1) var<storage, read> hb_binned: array<u32>;
+@group(0) @binding(2) var<storage, read> hb_fmeta: array<u32>;
+@group(0) @binding(3) var<storage, read> hb_target: array<u32>;
+@group(0) @binding(4) var<storage, read> hb_state: array<u32>;
+@group(0) @binding(5) var<storage, read> hb_slots: array<u32>;
+@group(0) @binding(6) var<storage, read_write> hb_hist: array<atomic<u32>>;
+
+@compute @workgroup_size(256)
+fn hist_build(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
+              @builtin(local_invocation_index) lid: u32) {
+  let i = linear(wid, nwg) * 256u + lid;
+  if (i >= p.T * p.n) { return; }
+  let st = hb_state[i];
+  let w = st & 255u;
+  let slot = st >> 8u;
+  if (w == 0u || slot == DONE) { return; }
+  let t = i / p.n;
+  let r = i % p.n;
+  if ((hb_slots[(t * p.S + slot) * 4u + 1u] & BUILT) == 0u) { return; }
+  let base = (t * p.S + slot) * p.NB;
+  let tv = hb_target[r];
+  var lo = 0u;
+  var hi = 0u;
+  if (p.crit == MSE) {
+    let v = bitcast<i32>(tv) * i32(w);  // |y| < 2^23, w < 256: no overflow
+    lo = bitcast<u32>(v);
+    hi = select(0u, 0xFFFFFFFFu, v < 0);
+  }
+  for (var f = 0u; f < p.F; f++) {
+    let b = (hb_binned[r * p.FW + f / 4u] >> (8u * (f % 4u))) & 255u;
+    let h = (base + hb_fmeta[2u * f] + b) * p.C;
+    if (p.crit == MSE) {
+      let old = atomicAdd(&hb_hist[h], lo);
+      let up = hi + select(0u, 1u, old + lo < old);  // carry out of the low word
+      if (up != 0u) { atomicAdd(&hb_hist[h + 1u], up); }
+      atomicAdd(&hb_hist[h + 2u], w);
+      atomicAdd(&hb_hist[h + 3u], 1u);
+    } else {
+      atomicAdd(&hb_hist[h + tv], w);
+      atomicAdd(&hb_hist[h + p.C - 1u], 1u);
+    }
+  }
+}
+
+// ---- hist_derive: the larger child's histogram is its parent's minus its built sibling's -----
+// 1 slots (T, S, 4) · 2 hist_prev (parent level) · 3 hist. Thread per (tree, slot, bin).
+@group(0) @binding(1) var<storage, read> hd_slots: array<u32>;
+@group(0) @binding(2) var<storage, read> hd_prev: array<u32>;
+@group(0) @binding(3) var<storage, read_write> hd_hist: array<u32>;
+
+@compute @workgroup_size(256)
+fn hist_derive(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
+               @builtin(local_invocation_index) lid: u32) {
+  let i = linear(wid, nwg) * 256u + lid;
+  if (i >= p.T * p.S_cur * p.NB) { return; }
+  let t = i / (p.S_cur * p.NB);
+  let rem = i % (p.S_cur * p.NB);
+  let s = rem / p.NB;
+  let g = rem % p.NB;
+  let sl = (t * p.S + s) * 4u;
+  let flags = hd_slots[sl + 1u];
+  if ((flags & OPEN) == 0u || (flags & BUILT) != 0u) { return; }
+  let me = ((t * p.S + s) * p.NB + g) * p.C;
+  let sib = ((t * p.S + (s ^ 1u)) * p.NB + g) * p.C;
+  let par = ((t * p.S + hd_slots[sl + 2u]) * p.NB + g) * p.C;
+  var c0 = 0u;
+  if (p.crit == MSE) {
+    let a = hd_prev[par];
+    let b = hd_hist[sib];
+    hd_hist[me] = a - b;
+    hd_hist[me + 1u] = hd_prev[par + 1u] - hd_hist[sib + 1u] - select(0u, 1u, a < b);
+    c0 = 2u;
+  }
+  for (var c = c0; c < p.C; c++) { hd_hist[me + c] = hd_prev[par + c] - hd_hist[sib + c]; }
+}
+
+// ---- split_find: the best (feature, bin) of each open slot ------------------------------------
+// 1 fmeta (F, 2) · 2 slots (T, S, 4) · 3 hist (T, S, NB, C) · 4 nodes · 5 left (T, S, C)
+// · 6 xlogx (n + 1) f32: x ln x, for entropy. Workgroup of 64 per (tree, slot).
+// Candidates: a split after each non-empty bin b, the right side starting at the next non-empty
+// bin b2 (only such splits differ). Score (larger is better, f32 in this order):
+//   squared error  sl*sl/wl + sr*sr/wr      (sl, sr: sums of w*y, wl, wr: weights)
+//   gini           sum_k cl_k*cl_k/wl + sum_k cr_k*cr_k/wr, each term divided, added in k order
+//   entropy        sum_k xlogx(cl_k) + sum_k xlogx(cr_k) - xlogx(wl) - xlogx(wr)
+// Ties: lowest feature, then lowest bin. Features: those of rank < mf in a per-node random
+// permutation; if none of them varies in the node, the first that does (as scikit-learn).
+@group(0) @binding(1) var<storage, read> sf_fmeta: array<u32>;
+@group(0) @binding(2) var<storage, read> sf_slots: array<u32>;
+@group(0) @binding(3) var<storage, read> sf_hist: array<u32>;
+@group(0) @binding(4) var<storage, read_write> sf_nodes: array<u32>;
+@group(0) @binding(5) var<storage, read_write> sf_left: array<u32>;
+@group(0) @binding(6) var<storage, read> sf_xlogx: array<f32>;
+
+struct Best { score: f32, f: u32, b: u32, b2: u32 }
+
+var<workgroup> sf_tot: array<u32, 68>;  // the node's channels, then its weight (classes)
+var<workgroup> sf_go: u32;
+var<workgroup> sf_score: array<f32, 64>;
+var<workgroup> sf_f: array<u32, 64>;
+var<workgroup> sf_b: array<u32, 64>;
+var<workgroup> sf_b2: array<u32, 64>;
+var<workgroup> sf_nc: array<u32, 64>;
+
+// A bijection of [0, 2^(2 hb)) (4-round Feistel), walked until it lands below F: a random
+// permutation of the features per key, with O(1) state.
+fn feistel(key: u32, x: u32) -> u32 {
+  let mask = (1u << p.hb) - 1u;
+  var l = x >> p.hb;
+  var r = x & mask;
+  for (var i = 0u; i < 4u; i++) {
+    let nl = r;
+    r = l ^ (pcg(r ^ (key + i)) & mask);
+    l = nl;
+  }
+  return (l << p.hb) | r;
+}
+
+fn feature_rank(key: u32, f: u32) -> u32 {
+  var x = feistel(key, f);
+  while (x >= p.F) { x = feistel(key, x); }
+  return x;
+}
+
+fn better(a: Best, b: Best) -> bool {
+  if (a.f == LEAF) { return false; }
+  if (b.f == LEAF) { return true; }
+  if (a.score != b.score) { return a.score > b.score; }
+  if (a.f != b.f) { return a.f < b.f; }
+  return a.b < b.b;
+}
+
+fn score_mse(plo: u32, phi: u32, pw: u32) -> f32 {
+  let rlo = sf_tot[0] - plo;
+  let rhi = sf_tot[1] - phi - select(0u, 1u, sf_tot[0] < plo);
+  let sl = i64_to_f32(plo, phi);
+  let sr = i64_to_f32(rlo, rhi);
+  return (sl * sl) / f32(pw) + (sr * sr) / f32(sf_tot[2] - pw);
+}
+
+fn score_classes(pk: ptr<function, array<u32, MAXK>>, pw: u32) -> f32 {
+  let tw = sf_tot[p.C];
+  if (p.crit == GINI) {
+    let wl = f32(pw);
+    let wr = f32(tw - pw);
+    var sl = 0.0;
+    for (var k = 0u; k < p.K; k++) {
+      let c = f32((*pk)[k]);
+      sl = sl + (c * c) / wl;
+    }
+    var sr = 0.0;
+    for (var k = 0u; k < p.K; k++) {
+      let c = f32(sf_tot[k] - (*pk)[k]);
+      sr = sr + (c * c) / wr;
+    }
+    return sl + sr;
+  }
+  var acc = 0.0;
+  for (var k = 0u; k < p.K; k++) { acc = acc + sf_xlogx[(*pk)[k]]; }
+  for (var k = 0u; k < p.K; k++) { acc = acc + sf_xlogx[sf_tot[k] - (*pk)[k]]; }
+  acc = acc - sf_xlogx[pw];
+  acc = acc - sf_xlogx[tw - pw];
+  return acc;
+}
+
+// Scans feature f's bins, updating *best; returns 1 when the feature varies in the node.
+fn scan_feature(hbase: u32, f: u32, best: ptr<function, Best>) -> u32 {
+  let off = sf_fmeta[2u * f];
+  let nb = sf_fmeta[2u * f + 1u];
+  let cc = p.C - 1u;
+  let totc = sf_tot[cc];
+  var pk: array<u32, MAXK>;
+  var pc = 0u;
+  var pw = 0u;
+  var plo = 0u;
+  var phi = 0u;
+  var prev = LEAF;
+  var nonempty = 0u;
+  for (var j = 0u; j < nb; j++) {
+    let h = (hbase + off + j) * p.C;
+    let cj = sf_hist[h + cc];
+    if (cj == 0u) { continue; }
+    nonempty += 1u;
+    if (prev != LEAF && pc >= p.msl && totc - pc >= p.msl) {
+      var score: f32;
+      if (p.crit == MSE) { score = score_mse(plo, phi, pw); } else { score = score_classes(&pk, pw); }
+      if ((*best).f == LEAF || score > (*best).score) { *best = Best(score, f, prev, j); }
+    }
+    pc += cj;
+    if (p.crit == MSE) {
+      let nlo = plo + sf_hist[h];
+      phi = phi + sf_hist[h + 1u] + select(0u, 1u, nlo < plo);
+      plo = nlo;
+      pw += sf_hist[h + 2u];
+    } else {
+      for (var k = 0u; k < p.K; k++) {
+        let v = sf_hist[h + k];
+        pk[k] += v;
+        pw += v;
+      }
+    }
+    prev = j;
+  }
+  return select(0u, 1u, nonempty >= 2u);
+}
+
+fn varies(hbase: u32, f: u32) -> bool {
+  let off = sf_fmeta[2u * f];
+  var nonempty = 0u;
+  for (var j = 0u; j < sf_fmeta[2u * f + 1u]; j++) {
+    if (sf_hist[(hbase + off + j) * p.C + p.C - 1u] != 0u) {
+      nonempty += 1u;
+      if (nonempty == 2u) { return true; }
+    }
+  }
+  return false;
+}
+
+@compute @workgroup_size(64)
+fn split_find(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
+              @builtin(local_invocation_index) lid: u32) {
+  let id = linear(wid, nwg);
+  if (id >= p.T * p.S_cur) { return; }
+  let t = id / p.S_cur;
+  let s = id % p.S_cur;
+  let sl = (t * p.S + s) * 4u;
+  if ((sf_slots[sl + 1u] & OPEN) == 0u) { return; }
+  let node = sf_slots[sl];
+  let rec = ((p.tree0 + t) * p.NC + node) * (4u + p.C);
+  let hbase = (t * p.S + s) * p.NB;
+  if (lid == 0u) {
+    // The node's totals: feature 0's bins hold every row once.
+    for (var c = 0u; c <= p.C; c++) { sf_tot[c] = 0u; }
+    for (var j = 0u; j < sf_fmeta[1]; j++) {
+      let h = (hbase + j) * p.C;
+      var c0 = 0u;
+      if (p.crit == MSE) {
+        let nlo = sf_tot[0] + sf_hist[h];
+        sf_tot[1] = sf_tot[1] + sf_hist[h + 1u] + select(0u, 1u, nlo < sf_tot[0]);
+        sf_tot[0] = nlo;
+        c0 = 2u;
+      }
+      for (var c = c0; c < p.C; c++) { sf_tot[c] += sf_hist[h + c]; }
+    }
+    var pure = false;
+    if (p.crit != MSE) {
+      for (var k = 0u; k < p.K; k++) { sf_tot[p.C] += sf_tot[k]; }
+      for (var k = 0u; k < p.K; k++) { pure = pure || sf_tot[k] == sf_tot[p.C]; }
+    }
+    for (var c = 0u; c < p.C; c++) { sf_nodes[rec + 4u + c] = sf_tot[c]; }
+    let cnt = sf_tot[p.C - 1u];
+    sf_go = select(0u, 1u, cnt >= p.mss && cnt >= 2u * p.msl && p.depth < p.max_depth && !pure);
+  }
+  if (workgroupUniformLoad(&sf_go) == 0u) { return; }
+
+  let key = hash3(p.seed, 2u * (p.tree0 + t) + 1u, node);
+  let subset = p.mf < p.F;
+  var best = Best(0.0, LEAF, 0u, 0u);
+  var varied = 0u;
+  for (var f = lid; f < p.F; f += 64u) {
+    if (subset && feature_rank(key, f) >= p.mf) { continue; }
+    varied |= scan_feature(hbase, f, &best);
+  }
+  sf_score[lid] = best.score;
+  sf_f[lid] = best.f;
+  sf_b[lid] = best.b;
+  sf_b2[lid] = best.b2;
+  sf_nc[lid] = varied;
+  workgroupBarrier();
+  if (lid == 0u) {
+    var any = 0u;
+    for (var i = 0u; i < 64u; i++) {
+      any |= sf_nc[i];
+      let b = Best(sf_score[i], sf_f[i], sf_b[i], sf_b2[i]);
+      if (better(b, best)) { best = b; }
+    }
+    sf_f[0] = best.f;
+    sf_b[0] = best.b;
+    sf_b2[0] = best.b2;
+    sf_go = any;
+  }
+  if (workgroupUniformLoad(&sf_go) == 0u) {
+    // No selected feature varies here: take the first one in the permutation that does.
+    var rank = LEAF;
+    var pick = 0u;
+    for (var f = lid; f < p.F; f += 64u) {
+      if (varies(hbase, f)) {
+        var r = f;
+        if (subset) { r = feature_rank(key, f); }
+        if (r < rank) { rank = r; pick = f; }
+      }
+    }
+    sf_b[lid] = rank;
+    sf_f[lid] = pick;
+    workgroupBarrier();
+    if (lid == 0u) {
+      var pick_rank = LEAF;
+      var pick_f = 0u;
+      for (var i = 0u; i < 64u; i++) {
+        if (sf_b[i] < pick_rank) { pick_rank = sf_b[i]; pick_f = sf_f[i]; }
+      }
+      var fb = Best(0.0, LEAF, 0u, 0u);
+      if (pick_rank != LEAF) { scan_feature(hbase, pick_f, &fb); }
+      sf_f[0] = fb.f;
+      sf_b[0] = fb.b;
+      sf_b2[0] = fb.b2;
+    }
+    workgroupBarrier();
+  }
+  if (lid == 0u && sf_f[0] != LEAF) {
+    let f = sf_f[0];
+    let b = sf_b[0];
+    sf_nodes[rec] = f;
+    sf_nodes[rec + 1u] = b;
+    sf_nodes[rec + 2u] = sf_b2[0];
+    // The left child's channels: bins 0..b of the chosen feature.
+    let lout = (t * p.S + s) * p.C;
+    let off = sf_fmeta[2u * f];
+    var c0 = 0u;
+    if (p.crit == MSE) {
+      var lo = 0u;
+      var hi = 0u;
+      for (var j = 0u; j <= b; j++) {
+        let h = (hbase + off + j) * p.C;
+        let nlo = lo + sf_hist[h];
+        hi = hi + sf_hist[h + 1u] + select(0u, 1u, nlo < lo);
+        lo = nlo;
+      }
+      sf_left[lout] = lo;
+      sf_left[lout + 1u] = hi;
+      c0 = 2u;
+    }
+    for (var c = c0; c < p.C; c++) {
+      var acc = 0u;
+      for (var j = 0u; j <= b; j++) { acc += sf_hist[(hbase + off + j) * p.C + c]; }
+      sf_left[lout + c] = acc;
+    }
+  }
+}
+
+// ---- alloc: number the children of this level's splits; give open children next-level slots --
+// 1 slots (T, S, 4) · 2 nodes · 3 left (T, S, C) · 4 slots_next (T, S, 4) · 5 childmap (T, S, 2)
+// · 6 meta (T_all, 2). Workgroup of 256 per tree: a prefix sum over the level's slots, so node
+// numbers are the same on every backend. A split whose children are both closed takes no slot;
+// otherwise the pair (2j, 2j+1): the child with fewer rows is built, the other (if open) derived.
+@group(0) @binding(1) var<storage, read> al_slots: array<u32>;
+@group(0) @binding(2) var<storage, read_write> al_nodes: array<u32>;
+@group(0) @binding(3) var<storage, read> al_left: array<u32>;
+@group(0) @binding(4) var<storage, read_write> al_next: array<u32>;
+@group(0) @binding(5) var<storage, read_write> al_childmap: array<u32>;
+@group(0) @binding(6) var<storage, read_write> al_meta: array<u32>;
+
+var<workgroup> al_a: array<u32, 256>;
+var<workgroup> al_b: array<u32, 256>;
+
+fn node_rec(tree: u32, node: u32) -> u32 { return (tree * p.NC + node) * (4u + p.C); }
+
+// Channel c of child `side` of the node in slot s (record rec): left from split_find, right = node - left.
+fn child_stat(t: u32, s: u32, rec: u32, side: u32, c: u32) -> u32 {
+  let lrec = (t * p.S + s) * p.C;
+  let l = al_left[lrec + c];
+  if (side == 0u) { return l; }
+  let tot = al_nodes[rec + 4u + c];
+  if (p.crit == MSE && c == 1u) {
+    return tot - l - select(0u, 1u, al_nodes[rec + 4u] < al_left[lrec]);
+  }
+  return tot - l;
+}
+
+fn child_open(t: u32, s: u32, rec: u32, side: u32) -> bool {
+  if (p.depth + 1u >= p.max_depth) { return false; }
+  let cnt = child_stat(t, s, rec, side, p.C - 1u);
+  if (cnt < p.mss || cnt < 2u * p.msl) { return false; }
+  if (p.crit != MSE) {
+    var w = 0u;
+    for (var k = 0u; k < p.K; k++) { w += child_stat(t, s, rec, side, k); }
+    for (var k = 0u; k < p.K; k++) {
+      if (child_stat(t, s, rec, side, k) == w) { return false; }
+    }
+  }
+  return true;
+}
+
+fn slot_splits(t: u32, s: u32) -> bool {
+  let sl = (t * p.S + s) * 4u;
+  if ((al_slots[sl + 1u] & OPEN) == 0u) { return false; }
+  return al_nodes[node_rec(p.tree0 + t, al_slots[sl])] != LEAF;
+}
+
+@compute @workgroup_size(256)
+fn alloc(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
+         @builtin(local_invocation_index) lid: u32) {
+  let t = linear(wid, nwg);
+  if (t >= p.T) { return; }
+  let tree = p.tree0 + t;
+  let first_node = al_meta[2u * tree];
+  let chunk = (p.S_cur + 255u) / 256u;
+  let s0 = min(lid * chunk, p.S_cur);
+  let s1 = min(s0 + chunk, p.S_cur);
+  var splits = 0u;
+  var pairs = 0u;
+  for (var s = s0; s < s1; s++) {
+    if (!slot_splits(t, s)) { continue; }
+    splits += 1u;
+    let rec = node_rec(tree, al_slots[(t * p.S + s) * 4u]);
+    if (child_open(t, s, rec, 0u) || child_open(t, s, rec, 1u)) { pairs += 1u; }
+  }
+  al_a[lid] = splits;
+  al_b[lid] = pairs;
+  workgroupBarrier();
+  for (var off = 1u; off < 256u; off *= 2u) {  // inclusive prefix sums
+    var va = 0u;
+    var vb = 0u;
+    if (lid >= off) {
+      va = al_a[lid - off];
+      vb = al_b[lid - off];
+    }
+    workgroupBarrier();
+    al_a[lid] += va;
+    al_b[lid] += vb;
+    workgroupBarrier();
+  }
+  let total_splits = al_a[255];
+  let total_pairs = al_b[255];
+  var nid = first_node + 2u * (al_a[lid] - splits);
+  var j = al_b[lid] - pairs;
+  for (var s = s0; s < s1; s++) {
+    if (!slot_splits(t, s)) { continue; }
+    let rec = node_rec(tree, al_slots[(t * p.S + s) * 4u]);
+    al_nodes[rec + 3u] = nid;
+    for (var side = 0u; side < 2u; side++) {
+      let crec = node_rec(tree, nid + side);
+      al_nodes[crec] = LEAF;
+      al_nodes[crec + 1u] = 0u;
+      al_nodes[crec + 2u] = 0u;
+      al_nodes[crec + 3u] = 0u;
+      for (var c = 0u; c < p.C; c++) { al_nodes[crec + 4u + c] = child_stat(t, s, rec, side, c); }
+    }
+    let cm = (t * p.S + s) * 2u;
+    let open_l = child_open(t, s, rec, 0u);
+    let open_r = child_open(t, s, rec, 1u);
+    al_childmap[cm] = DONE;
+    al_childmap[cm + 1u] = DONE;
+    if (open_l || open_r) {
+      let cl = child_stat(t, s, rec, 0u, p.C - 1u);
+      let cr = child_stat(t, s, rec, 1u, p.C - 1u);
+      let small = select(1u, 0u, cl <= cr);
+      for (var side = 0u; side < 2u; side++) {
+        let ns = 2u * j + side;
+        let open = select(open_l, open_r, side == 1u);
+        let flags = select(0u, OPEN, open) | select(0u, BUILT, side == small);
+        let e = (t * p.S + ns) * 4u;
+        al_next[e] = nid + side;
+        al_next[e + 1u] = flags;
+        al_next[e + 2u] = s;
+        al_next[e + 3u] = 0u;
+        if (flags != 0u) { al_childmap[cm + side] = ns; }
+      }
+      j += 1u;
+    }
+    nid += 2u;
+  }
+  for (var s = 2u * total_pairs + lid; s < p.S_next; s += 256u) { al_next[(t * p.S + s) * 4u + 1u] = 0u; }
+  if (lid == 0u) {
+    al_meta[2u * tree] = first_node + 2u * total_splits;
+    al_meta[2u * tree + 1u] = total_pairs;
+  }
+}
+
+// ---- route_rows: each row of a split node moves to its child's slot, or rests (DONE) ----------
+// 1 binned (n, FW) · 2 state (T, n) · 3 slots (T, S, 4) · 4 nodes · 5 childmap (T, S, 2).
+@group(0) @binding(1) var<storage, read> pa_binned: array<u32>;
+@group(0) @binding(2) var<storage, read_write> pa_state: array<u32>;
+@group(0) @binding(3) var<storage, read> pa_slots: array<u32>;
+@group(0) @binding(4) var<storage, read> pa_nodes: array<u32>;
+@group(0) @binding(5) var<storage, read> pa_childmap: array<u32>;
+
+@compute @workgroup_size(256)
+fn route_rows(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
+             @builtin(local_invocation_index) lid: u32) {
+  let i = linear(wid, nwg) * 256u + lid;
+  if (i >= p.T * p.n) { return; }
+  let st = pa_state[i];
+  let w = st & 255u;
+  let slot = st >> 8u;
+  if (w == 0u || slot == DONE) { return; }
+  let t = i / p.n;
+  let r = i % p.n;
+  let sl = (t * p.S + slot) * 4u;
+  var next = DONE;
+  if ((pa_slots[sl + 1u] & OPEN) != 0u) {
+    let rec = ((p.tree0 + t) * p.NC + pa_slots[sl]) * (4u + p.C);
+    let f = pa_nodes[rec];
+    if (f != LEAF) {
+      let b = (pa_binned[r * p.FW + f / 4u] >> (8u * (f % 4u))) & 255u;
+      next = pa_childmap[(t * p.S + slot) * 2u + select(0u, 1u, b > pa_nodes[rec + 1u])];
+    }
+  }
+  pa_state[i] = (next << 8u) | w;
+}
+
+// ---- finalize: the batch's trees in the form prediction reads ---------------------------------
+// 1 nodes · 2 meta · 3 edges (NB, 3) f32 · 4 fmeta · 5 ptree (T_all, NC, 3) · 6 pval (T_all, NC, K).
+// Threshold: halfway between the largest value of the left bin and the smallest of the right
+// one (scikit-learn's midpoint on small data), kept within the thresholds that give the same
+// partition. Values: mean of y, or class fractions (weighted by bootstrap counts).
+@group(0) @binding(1) var<storage, read> fi_nodes: array<u32>;
+@group(0) @binding(2) var<storage, read> fi_meta: array<u32>;
+@group(0) @binding(3) var<storage, read> fi_edges: array<f32>;
+@group(0) @binding(4) var<storage, read> fi_fmeta: array<u32>;
+@group(0) @binding(5) var<storage, read_write> fi_tree: array<u32>;
+@group(0) @binding(6) var<storage, read_write> fi_val: array<f32>;
+
+@compute @workgroup_size(256)
+fn finalize(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
+            @builtin(local_invocation_index) lid: u32) {
+  let i = linear(wid, nwg) * 256u + lid;
+  if (i >= p.T * p.NC) { return; }
+  let tree = p.tree0 + i / p.NC;
+  let node = i % p.NC;
+  if (node >= fi_meta[2u * tree]) { return; }
+  let rec = (tree * p.NC + node) * (4u + p.C);
+  let out = tree * p.NC + node;
+  let f = fi_nodes[rec];
+  fi_tree[3u * out] = f;
+  fi_tree[3u * out + 1u] = 0u;
+  fi_tree[3u * out + 2u] = 0u;
+  if (f != LEAF) {
+    let g = fi_fmeta[2u * f] + fi_nodes[rec + 1u];
+    let g2 = fi_fmeta[2u * f] + fi_nodes[rec + 2u];
+    let mid = (fi_edges[3u * g + 2u] + fi_edges[3u * g2 + 1u]) * 0.5;
+    let thr = clamp(mid, fi_edges[3u * g], fi_edges[3u * (g2 - 1u)]);
+    fi_tree[3u * out + 1u] = bitcast<u32>(thr);
+    fi_tree[3u * out + 2u] = fi_nodes[rec + 3u];
+  }
+  if (p.crit == MSE) {
+    let v = i64_to_f32(fi_nodes[rec + 4u], fi_nodes[rec + 5u]) / f32(fi_nodes[rec + 6u]);
+    fi_val[out] = v * p.inv_scale + p.mid;
+  } else {
+    var w = 0u;
+    for (var k = 0u; k < p.K; k++) { w += fi_nodes[rec + 4u + k]; }
+    for (var k = 0u; k < p.K; k++) { fi_val[out * p.K + k] = f32(fi_nodes[rec + 4u + k]) / f32(w); }
+  }
+}
+
+// ---- predict / oob: walk every tree for each row ----------------------------------------------
+// predict: 1 X (n, F) f32 · 2 ptree · 3 pval · 4 out (n, K) f32 = mean over T_all trees.
+// oob:     1 X · 2 ptree · 3 pval · 4 state (T, n) · 5 oob (n, K + 1) f32 += the batch's trees
+//          that did not draw the row, and their count.
+@group(0) @binding(2) var<storage, read> pr_tree: array<u32>;
+@group(0) @binding(3) var<storage, read> pr_val: array<f32>;
+@group(0) @binding(4) var<storage, read_write> pr_out: array<f32>;
+@group(0) @binding(4) var<storage, read> oob_state: array<u32>;
+@group(0) @binding(5) var<storage, read_write> oob_out: array<f32>;
+
+fn leaf_of(tree: u32, r: u32) -> u32 {
+  var node = 0u;
+  loop {
+    let e = 3u * (tree * p.NC + node);
+    let f = pr_tree[e];
+    if (f == LEAF) { break; }
+    let left = pr_tree[e + 2u];
+    node = select(left + 1u, left, X[r * p.F + f] <= bitcast<f32>(pr_tree[e + 1u]));
+  }
+  return tree * p.NC + node;
+}
+
+@compute @workgroup_size(256)
+fn predict(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
+           @builtin(local_invocation_index) lid: u32) {
+  let r = linear(wid, nwg) * 256u + lid;
+  if (r >= p.n) { return; }
+  var acc: array<f32, MAXK>;
+  for (var tree = 0u; tree < p.T_all; tree++) {
+    let leaf = leaf_of(tree, r);
+    for (var k = 0u; k < p.K; k++) { acc[k] += pr_val[leaf * p.K + k]; }
+  }
+  for (var k = 0u; k < p.K; k++) { pr_out[r * p.K + k] = acc[k] / f32(p.T_all); }
+}
+
+@compute @workgroup_size(256)
+fn oob(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
+       @builtin(local_invocation_index) lid: u32) {
+  let r = linear(wid, nwg) * 256u + lid;
+  if (r >= p.n) { return; }
+  let o = r * (p.K + 1u);
+  for (var t = 0u; t < p.T; t++) {
+    if ((oob_state[t * p.n + r] & 255u) != 0u) { continue; }
+    let leaf = leaf_of(p.tree0 + t, r);
+    for (var k = 0u; k < p.K; k++) { oob_out[o + k] += pr_val[leaf * p.K + k]; }
+    oob_out[o + p.K] += 1.0;
+  }
+}
