@@ -1,0 +1,75 @@
+"""Gradients of the recorded backward pass against central finite differences of the loss.
+
+On the reference backend (plain Python, the kernels' specification) with a tiny model; f32
+buffers, so the differences use a step of 3e-3 on weights scaled up (x6) to make every path matter,
+and a tolerance that f32 round-off allows.
+"""
+from __future__ import annotations
+
+import asyncio
+from array import array
+
+from py_core.transformer import TransformerConfig
+from py_core.transformer.model import GPT, Activations
+from py_core.transformer.params import init_weights
+
+CFG = TransformerConfig(n_layer=2, n_head=2, n_embd=8, block_size=5, batch_size=2, steps=1)
+VOCAB = 6
+
+
+def _model(backend, rng):
+    gpt = GPT(backend, CFG, VOCAB)
+    w = init_weights(gpt.layout, rng.getrandbits(32))
+    # 0.02-scale weights leave attention nearly uniform and the LayerNorm gains at 1: scale the
+    # weights up and jitter the gains and biases so that every term of the gradient is exercised
+    w = array("f", [v * 6 for v in w])
+    for p in gpt.layout:
+        if not p.decay:
+            for i in range(p.offset, p.offset + p.size):
+                w[i] += rng.uniform(-0.3, 0.3)
+    gpt.load(w)
+    gpt.allocate_optimizer()
+    return gpt, w
+
+
+async def _plans(backend, gpt, rng):
+    a = Activations(backend, CFG, VOCAB, CFG.batch_size, CFG.block_size)
+    n = a.rows
+    backend.write(a.idx, array("I", [rng.randrange(VOCAB) for _ in range(n)]))
+    backend.write(a.tgt, array("I", [rng.randrange(VOCAB) for _ in range(n)]))
+    sched = backend.buffer("u32", 8, uniform=True)
+    hist = backend.buffer("f32", 1)
+    loss_plan, grad_plan = backend.plan(), backend.plan()
+    for plan in (loss_plan, grad_plan):
+        await gpt.record_forward(plan, a)
+        await gpt.record_loss(plan, a, sched, hist)
+    await gpt.record_backward(grad_plan, a)
+    return loss_plan, grad_plan, hist
+
+
+async def _check(backend, rng):
+    gpt, w = _model(backend, rng)
+    loss_plan, grad_plan, hist = await _plans(backend, gpt, rng)
+    await backend.run(grad_plan)
+    grads = await backend.read(gpt.grads)
+    eps = 3e-3
+    worst = []
+    for p in gpt.layout:  # three coordinates of every tensor
+        for i in rng.sample(range(p.offset, p.offset + p.size), 3):
+            fx = []
+            for delta in (eps, -eps):
+                moved = array("f", w)
+                moved[i] += delta
+                gpt.load(moved)
+                await backend.run(loss_plan)
+                fx.append((await backend.read(hist))[0])
+            fd = (fx[0] - fx[1]) / (2 * eps)
+            err = abs(fd - grads[i])
+            worst.append((err / (5e-4 + 2e-2 * abs(fd)), p.name, i, grads[i], fd))
+    gpt.load(w)
+    return max(worst)
+
+
+def test_backward_matches_finite_differences(reference_backend, rng):
+    ratio, name, i, got, fd = asyncio.run(_check(reference_backend, rng))
+    assert ratio <= 1.0, f"{name}[{i}]: backward {got:.6g}, finite difference {fd:.6g}"
