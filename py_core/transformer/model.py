@@ -66,6 +66,20 @@ def memory_bytes(cfg: TransformerConfig, vocab_size: int) -> dict:
             "largest_buffer": largest}
 
 
+def check_fits(backend, cfg: TransformerConfig, vocab_size: int) -> None:
+    """Raise LimitError, naming the buffer and what to lower, when training needs a buffer larger
+    than the adapter binds (maxStorageBufferBindingSize, maxBufferSize)."""
+    cap = min(backend.limits["maxStorageBufferBindingSize"], backend.limits["maxBufferSize"])
+    n = ParamLayout(cfg, vocab_size).n
+    buffers = [("parameters", 4 * n, "n_embd, n_layer")] + [
+        (f"activation {name!r}", 4 * k, "batch_size, block_size or n_embd")
+        for name, _, k in activation_specs(cfg, vocab_size, cfg.batch_size, cfg.block_size, True)]
+    for what, nbytes, knobs in buffers:
+        if nbytes > cap:
+            raise LimitError(f"the transformer's {what} needs {nbytes / 2**20:.1f} MiB, but this "
+                             f"adapter binds at most {cap / 2**20:.1f} MiB a buffer: lower {knobs}")
+
+
 class Activations:
     """The buffers of one pass over `batch` sequences of `length` positions (attributes by name)."""
 

@@ -13,7 +13,7 @@ from array import array
 
 from ..kernels.transformer_embedding import SCHED
 from .config import TransformerConfig
-from .model import GPT, Activations
+from .model import GPT, Activations, check_fits
 from .params import init_weights
 from .rng import STREAM_TRAIN, STREAM_VAL, stream_key
 from .text import Vocab, split
@@ -43,6 +43,7 @@ class Trainer:
         """Allocate, upload the initial weights (nanoGPT init from config.seed unless given) and
         record the step and evaluation plans."""
         cfg, b = self.config, self.backend
+        check_fits(b, cfg, len(self.vocab))
         self.model = GPT(b, cfg, len(self.vocab))
         self.model.load(init_weights(self.model.layout, cfg.seed) if weights is None else weights)
         self.model.allocate_optimizer()
