@@ -4,6 +4,7 @@
      "params": {"preset": "tiny", "steps": 500, "seed": 1, ...config overrides,
                 "sample_chars": 200, "temperature": 0.8, "top_k": 200, "prompt": ""}}
 
+Pause and Stop: `ctx.pause_point()` before every step (it raises `Stopped`).
 Progress: {"stage", "fraction", "step", "loss", "val_loss", "tokens_per_s"} every log_interval
 steps (the page's live chart). The result: {"metrics": {"loss_curve": [[step, loss], ...],
 "val_loss", "val_curve": [[steps done, loss], ...], "n_params", ...}, "timings": {"step" (median
@@ -58,8 +59,11 @@ async def run(job: dict, backend, ctx) -> dict:
     time_every = max(1, cfg.steps // 20)  # about 20 timed steps, spread over the run
     read, t_eval = 0, 0.0
     t_train = t_mark = time.perf_counter()
+    pause_point = getattr(ctx, "pause_point", None)  # Pause / Stop from the page
     for step in range(cfg.steps):
-        if ctx.should_stop():
+        if pause_point is not None:
+            await pause_point()  # waits while paused; raises Stopped
+        elif ctx.should_stop():
             raise Stopped("stopped on request")
         timing = step % time_every == time_every // 2
         if timing:

@@ -1,0 +1,74 @@
+"""The transformer job through py_core.jobs: result shape, progress, stop, sampling, export."""
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from py_core import transformer_job
+from py_core.jobs import Context, JobError, Stopped, run_job
+from py_core.transformer import builtin_text, import_weights
+
+JOB = {"kind": "transformer", "text": "shakespeare",
+       "params": {"preset": "micro", "steps": 30, "log_interval": 10, "eval_interval": 15,
+                  "eval_steps": 2, "sample_chars": 40, "seed": 7}}
+
+
+@pytest.mark.native
+def test_job_result_and_progress(native_backend):
+    seen = []
+    ctx = Context(load_text=lambda i: builtin_text(i), progress=seen.append)
+    res = asyncio.run(run_job(JOB, native_backend, ctx))
+    m, t = res["metrics"], res["timings"]
+    assert [s for s, _ in m["loss_curve"]] == list(range(30))
+    assert [s for s, _ in m["val_curve"]] == [15, 30] and m["val_loss"] == m["val_curve"][-1][1]
+    assert m["n_params"] > 0 and m["vocab_size"] == 67
+    assert t["step"] > 0 and t["tokens_per_s"] == pytest.approx(4 * 16 / t["step"])
+    assert t["total"] >= t["train"] > 0
+    assert len(res["samples"]) == 40 and set(res["samples"]) <= set(builtin_text("shakespeare"))
+    training = [p for p in seen if p["stage"] == "training"]
+    assert [p["step"] for p in training] == [10, 20, 30]
+    assert all(p["tokens_per_s"] > 0 and p["loss"] > 0 for p in training)
+    assert training[-1]["fraction"] == 1.0 and training[-1]["val_loss"] == m["val_loss"]
+
+    # the model stays for the page: stream a sample, export the weights
+    chars = []
+
+    async def on_char(ch):
+        chars.append(ch)
+
+    text = asyncio.run(transformer_job.sample(None, "ROMEO:", 12, 0.8, 10, seed=1, on_char=on_char))
+    assert "".join(chars) == text and len(text) == 12
+    again = asyncio.run(transformer_job.sample(None, "ROMEO:", 12, 0.8, 10, seed=1))
+    assert again == text  # same seed, same text
+    cfg, vocab, flat = import_weights(asyncio.run(transformer_job.export()))
+    assert cfg.steps == 30 and len(flat) == m["n_params"] and len(vocab) == 67
+
+
+@pytest.mark.native
+def test_stop_is_clean(native_backend):
+    calls = []
+    ctx = Context(should_stop=lambda: calls.append(1) or len(calls) > 5)
+    with pytest.raises(Stopped):
+        asyncio.run(run_job(JOB, native_backend, ctx))  # a context without a loader: built-in text
+    assert len(calls) == 6
+
+
+def test_cpu_fallback_on_the_reference_backend(reference_backend):
+    job = {"kind": "transformer", "text": "t", "params": {
+        "preset": "micro", "n_layer": 1, "steps": 2, "eval_steps": 1, "sample_chars": 3}}
+    res = asyncio.run(run_job(job, reference_backend, Context(load_text=lambda i: "to be or not to be, " * 20)))
+    assert len(res["metrics"]["loss_curve"]) == 2 and len(res["samples"]) == 3
+
+
+@pytest.mark.parametrize("params, words", [({"n_head": 3}, "multiple"), ({"wat": 1}, "unknown"),
+                                            ({"block_size": 4096}, "too short|at least")])
+def test_bad_jobs_raise_job_errors(reference_backend, params, words):
+    job = {"kind": "transformer", "text": "shakespeare", "params": {"preset": "micro", **params}}
+    with pytest.raises(JobError, match=words):
+        asyncio.run(run_job(job, reference_backend, Context()))
+
+
+def test_missing_text_id(reference_backend):
+    with pytest.raises(JobError, match="text"):
+        asyncio.run(run_job({"kind": "transformer", "params": {}}, reference_backend, Context()))
