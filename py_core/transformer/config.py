@@ -9,6 +9,8 @@ import json
 import math
 from dataclasses import asdict, dataclass, fields, replace
 
+from .rng import cos_pi
+
 
 @dataclass(frozen=True)
 class TransformerConfig:
@@ -75,14 +77,15 @@ class TransformerConfig:
         return self
 
     def lr_at(self, step: int) -> float:
-        """nanoGPT's get_lr: linear warm-up, then cosine decay from lr to min_lr, then min_lr."""
+        """nanoGPT's get_lr: linear warm-up, then cosine decay from lr to min_lr, then min_lr.
+        (The cosine is rng.cos_pi, not math.cos, whose last bit differs between C libraries.)"""
         if step < self.warmup_steps:
             return self.lr * (step + 1) / (self.warmup_steps + 1)
         if step > self.decay_steps:
             return self.min_lr
         span = self.decay_steps - self.warmup_steps
         ratio = (step - self.warmup_steps) / span if span > 0 else 1.0
-        return self.min_lr + 0.5 * (1.0 + math.cos(math.pi * ratio)) * (self.lr - self.min_lr)
+        return self.min_lr + 0.5 * (1.0 + cos_pi(ratio)) * (self.lr - self.min_lr)
 
     # -- serialisation --------------------------------------------------------------------------
     def to_dict(self) -> dict:

@@ -17,7 +17,7 @@ from math import frexp, sqrt
 from ..kernels.transformer_embedding import MASK, batch_offset, hash32, mix32
 
 __all__ = ["STREAM_TRAIN", "STREAM_VAL", "STREAM_SAMPLE", "stream_key", "hash32", "uniform",
-           "normals", "batch_offsets"]
+           "normals", "batch_offsets", "cos_pi"]
 
 STREAM_TRAIN, STREAM_VAL, STREAM_SAMPLE = 1, 2, 3  # independent streams of one seed
 
@@ -79,6 +79,11 @@ def _sincos(quarter_turns: float) -> tuple[float, float]:
     if q == 2:
         return -c, -s
     return s, -c
+
+
+def cos_pi(x: float) -> float:
+    """cos(pi x) for 0 <= x <= 1, the same bits on every platform (the cosine schedule's)."""
+    return _sincos(2.0 * x)[0]
 
 
 def normals(seed: int, label: str, n: int, std: float = 1.0) -> array:
