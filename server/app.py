@@ -24,14 +24,14 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from server import datasets, runs, texts
+from server import comparisons, datasets, runs, texts
 from server.errors import EXCEPTION_HANDLERS
 from server.security import AccessMiddleware, SecurityHeadersMiddleware
 from server.settings import Settings, resolve_device
 from server.static import static_routes
 from server.store import Store
 
-FEATURES: list[ModuleType] = [runs, datasets, texts]
+FEATURES: list[ModuleType] = [runs, datasets, texts, comparisons]
 
 try:
     VERSION = metadata.version("webgpu-playground")

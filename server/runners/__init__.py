@@ -1,0 +1,51 @@
+"""Comparison runners: the same job the page ran, run again on the server's own hardware.
+
+Each runner is a module-level object with
+    name            what the API and the page call it ("sklearn", "py_core-cuda", ...)
+    kinds           the job kinds it runs ("random_forest", "transformer")
+    check(device)   a cheap reason it cannot run here (no heavy imports), or None
+    run(job, data_dir, device) -> {"runner", "device", "versions", "timings": {"fit",
+                    "predict", "total"}, "metrics", ...}; raises Unavailable(reason) when it
+                    finds out only then (no adapter, no GPU) that it cannot run here
+
+`execute` is what a worker process of server/comparisons.py runs: it never raises, it returns
+{"status": "done" | "failed" | "unavailable", "result" | "error": ...}, so nothing but plain data
+crosses the process boundary.
+"""
+from __future__ import annotations
+
+import traceback
+from pathlib import Path
+
+from .common import Unavailable
+
+
+def _registry() -> dict:
+    # Imported here, not at module level, so `from server.runners import Unavailable` stays light.
+    from . import cuml_runner, pycore_runner, sklearn_runner, torch_runner
+    runners = [sklearn_runner.RUNNER, cuml_runner.RUNNER, *pycore_runner.RUNNERS,
+               torch_runner.RUNNER]
+    return {r.name: r for r in runners}
+
+
+RUNNERS: dict = _registry()  # name -> runner, in the order the page lists them
+
+
+def runners_for(kind: str) -> list:
+    """The runners of a job kind, in display order (empty for kinds with none, e.g. selftest)."""
+    return [r for r in RUNNERS.values() if kind in r.kinds]
+
+
+def execute(name: str, job: dict, data_dir: str, device: str) -> dict:
+    """Run runner `name` on `job`; what a comparison worker process returns to the server."""
+    try:
+        runner = RUNNERS[name]
+        return {"status": "done", "result": runner.run(job, Path(data_dir), device)}
+    except Unavailable as exc:
+        return {"status": "unavailable", "error": str(exc)}
+    except Exception as exc:  # the job's own failure: reported on the comparison, never raised
+        return {"status": "failed", "error": f"{type(exc).__name__}: {exc}",
+                "traceback": traceback.format_exc(limit=20)}
+
+
+__all__ = ["RUNNERS", "Unavailable", "execute", "runners_for"]

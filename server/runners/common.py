@@ -1,0 +1,148 @@
+"""What the runners share: loading a job's data exactly as the page does, metrics, versions.
+
+The page prepares a random-forest job's data with py_core.data (`prepare`: features, target,
+seeded split, median imputation fit on the training rows). The runners call the same function
+with the same job fields, so every runner sees the browser's rows, in the browser's order.
+"""
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import math
+import os
+import platform
+import re
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import Callable
+
+from py_core.jobs import Context, JobError
+
+
+class Unavailable(Exception):
+    """This runner cannot run here; the message says why ("no CUDA device", "cuML not installed")."""
+
+
+@dataclass(frozen=True)
+class Runner:
+    name: str  # as the API shows it
+    kinds: tuple[str, ...]  # job kinds it runs
+    run: Callable  # (job, data_dir: Path, device: str) -> result dict
+    check: Callable = field(default=lambda device: None)  # (device) -> reason it cannot run, or None
+
+
+# -- data --------------------------------------------------------------------------------------
+
+def server_context(data_dir: Path) -> Context:
+    """A py_core job context that loads data sets and texts from the server's data dir."""
+    from server.datasets import dataset_path
+
+    def load_dataset(dataset_id: str) -> bytes:
+        try:
+            return dataset_path(data_dir, dataset_id).read_bytes()
+        except LookupError as exc:
+            raise JobError(str(exc)) from None
+
+    def load_text(text_id: str) -> str:
+        from py_core.transformer.text import BUILTIN_TEXTS, builtin_text
+        if text_id in BUILTIN_TEXTS:
+            return builtin_text(text_id)
+        # Uploads: server/texts.py stores each as <data_dir>/texts/<32 hex digits>.txt.
+        path = Path(data_dir) / "texts" / f"{text_id}.txt"
+        if not re.fullmatch(r"[0-9a-f]{32}", text_id) or not path.is_file():
+            raise JobError(f"no text {text_id!r}")
+        return path.read_text(encoding="utf-8")
+
+    return Context(load_dataset=load_dataset, load_text=load_text)
+
+
+def forest_data(job: dict, data_dir: Path):
+    """The job's table prepared as the page prepares it: a py_core.data `Prepared`."""
+    from py_core.data import prepare
+    for key in ("dataset", "target"):
+        if not isinstance(job.get(key), str):
+            raise JobError(f"a random_forest job needs a {key!r} string")
+    table = asyncio.run(server_context(data_dir).load_table(job["dataset"]))
+    split = job.get("split") or {}
+    return prepare(table, job["target"], features=job.get("features"), task=job.get("task"),
+                   test_size=split.get("test_size", 0.2), seed=split.get("seed", 42),
+                   stratify=split.get("stratify"))
+
+
+def as_numpy(prep):
+    """(X_train, y_train, X_test, y_test) as numpy arrays: float32 features, as the trees use."""
+    import numpy as np
+    nf = prep.n_features
+    X_train = np.asarray(prep.X_train, dtype=np.float32).reshape(-1, nf)
+    X_test = np.asarray(prep.X_test, dtype=np.float32).reshape(-1, nf)
+    ydt = np.float64 if prep.info["task"] == "regression" else np.int32
+    return X_train, np.asarray(prep.y_train, dtype=ydt), X_test, np.asarray(prep.y_test, dtype=ydt)
+
+
+def forest_metrics(task: str, y_true, pred=None, proba=None, n_classes: int = 0) -> dict:
+    """The page's metrics: regression mse, mae, r2; classification accuracy, f1 (macro), log_loss.
+
+    proba: (rows, n_classes) with a column for every class, in class-code order."""
+    from sklearn import metrics
+    if task == "regression":
+        return {"mse": float(metrics.mean_squared_error(y_true, pred)),
+                "mae": float(metrics.mean_absolute_error(y_true, pred)),
+                "r2": float(metrics.r2_score(y_true, pred))}
+    pred = proba.argmax(axis=1)
+    return {"accuracy": float(metrics.accuracy_score(y_true, pred)),
+            "f1": float(metrics.f1_score(y_true, pred, average="macro")),
+            "log_loss": float(metrics.log_loss(y_true, proba, labels=list(range(n_classes))))}
+
+
+def full_proba(proba, classes, n_classes: int):
+    """predict_proba's columns (for the classes seen in training) spread to all n_classes."""
+    import numpy as np
+    out = np.zeros((proba.shape[0], n_classes), dtype=np.float64)
+    out[:, np.asarray(classes, dtype=np.int64)] = proba
+    return out
+
+
+# -- description -------------------------------------------------------------------------------
+
+def versions(*packages: str) -> dict:
+    """{"python": ..., package: version or None} for the packages a runner used."""
+    out = {"python": platform.python_version()}
+    for name in packages:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = None
+    return out
+
+
+def cpu_name() -> str:
+    """The CPU as a person would name it, with its core count: 'AMD EPYC 9654 (16 cores)'."""
+    model = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"{model} ({os.cpu_count()} cores)"
+
+
+def installed(module: str) -> bool:
+    """Whether `module` can be imported, without importing it (PyTorch takes seconds)."""
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def finite(x):
+    """A float for JSON: NaN and infinities become None (SQLite's JSON and the page refuse them)."""
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    if isinstance(x, dict):
+        return {k: finite(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [finite(v) for v in x]
+    return x

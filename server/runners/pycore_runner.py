@@ -1,0 +1,127 @@
+"""py_core's own job, the very code the page ran, on a server backend:
+
+    py_core-cuda       the cuda backend (PyTorch; CUDA, or the CPU when the server runs on it)
+    py_core-native     wgpu-native: the same WGSL as the page, outside a browser
+    py_core-reference  the plain-Python reference (the executable specification), small jobs only
+
+For the same job and seed the forest is the same as the page's (the same trees, leaf values to
+float tolerance), so the comparison shows the hardware and the backend, not the algorithm.
+"""
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+from py_core.jobs import run_job
+
+from .common import Runner, Unavailable, finite, installed, server_context, versions
+
+# The reference backend is plain Python: a forest costs about rows x trees x features x levels
+# interpreted steps. Past this many rows x trees x features it would run for many minutes.
+REFERENCE_CELLS = 5_000_000
+JOB_MODULES = {"random_forest": "py_core.forest_job", "transformer": "py_core.transformer_job"}
+
+
+def _cuda_backend(device: str):
+    from py_core.gpu.cuda import CudaBackend
+    try:
+        return CudaBackend(device=device)
+    except RuntimeError as exc:  # no CUDA device although one was asked for
+        raise Unavailable(str(exc)) from None
+
+
+def _native_backend(device: str):
+    from py_core.gpu import GPUError
+    from py_core.gpu.native import NativeBackend
+    try:
+        return NativeBackend()
+    except GPUError as exc:
+        raise Unavailable(str(exc)) from None
+
+
+def _reference_backend(device: str):
+    from py_core.gpu.reference import ReferenceBackend
+    return ReferenceBackend()
+
+
+def _check_size(job: dict, data_dir: Path) -> None:
+    """Refuse reference jobs that would take many minutes, before loading anything big."""
+    if job.get("kind") != "random_forest":
+        raise Unavailable("the reference backend runs only random_forest comparisons (a "
+                          "transformer in plain Python would take hours)")
+    rows, cols = _shape(job.get("dataset"), data_dir)
+    trees = (job.get("params") or {}).get("n_estimators", 100)
+    trees = trees if isinstance(trees, int) else 100
+    if rows * cols * trees > REFERENCE_CELLS:
+        raise Unavailable(f"too large for the plain-Python reference backend ({rows} rows x "
+                          f"{cols} columns x {trees} trees; at most {REFERENCE_CELLS:,})")
+
+
+def _shape(dataset, data_dir: Path) -> tuple[int, int]:
+    """(rows, columns) of a data set, roughly and cheaply: no parsing, no generating."""
+    from urllib.parse import parse_qsl
+
+    from py_core.data import GENERATORS
+    from py_core.jobs import SYNTHETIC
+    from server.datasets import dataset_path
+    if not isinstance(dataset, str):
+        return 0, 0  # the job itself will say what is wrong
+    if dataset.startswith(SYNTHETIC):
+        name, _, query = dataset[len(SYNTHETIC):].partition("?")
+        params = {**(GENERATORS[name].params if name in GENERATORS else {}),
+                  **dict(parse_qsl(query))}
+        return int(float(params.get("n_samples", 0))), int(float(params.get("n_features", 2))) + 1
+    try:
+        data = dataset_path(data_dir, dataset).read_bytes()
+    except LookupError:
+        return 0, 0
+    return data.count(b"\n"), data[:data.find(b"\n")].count(b",") + 1
+
+
+def _device_name(backend) -> str:
+    if backend.name == "cuda":
+        return backend.device_type  # "cuda" or "cpu"
+    if backend.name == "native":
+        return "gpu" if not backend.adapter.get("is_fallback_adapter") else "cpu"
+    return "cpu"
+
+
+def make_run(name: str, make_backend, packages: tuple[str, ...]):
+    def run(job: dict, data_dir: Path, device: str) -> dict:
+        if name == "py_core-reference":
+            _check_size(job, data_dir)
+        module = JOB_MODULES.get(job.get("kind"))
+        if module and not installed(module):
+            raise Unavailable(f"not available yet: py_core has no {job['kind']} job ({module})")
+        t0 = time.perf_counter()
+        backend = make_backend(device)
+        t_setup = time.perf_counter() - t0
+        result = asyncio.run(run_job(job, backend, server_context(data_dir)))
+        timings = dict(result.get("timings") or {})
+        timings.setdefault("setup", t_setup)  # adapter / CUDA context, before the job's clock
+        out = {"runner": name, "device": _device_name(backend),
+               "hardware": (result.get("adapter") or {}).get("device"), "adapter": result.get("adapter"),
+               "versions": versions(*packages), "timings": timings,
+               "metrics": result.get("metrics") or {}}
+        fallbacks = getattr(backend, "fallbacks", None)
+        if fallbacks:  # kernels the cuda backend ran through the plain-Python reference
+            out["reference_kernels"] = sorted(fallbacks)
+        return finite(out)
+    return run
+
+
+def _needs(module: str, what: str):
+    return lambda device: None if installed(module) else f"{what} is not installed"
+
+
+RUNNERS = [
+    Runner("py_core-cuda", ("random_forest", "transformer"),
+           make_run("py_core-cuda", _cuda_backend, ("torch",)),
+           _needs("torch", "PyTorch (pip install '.[cuda]')")),
+    Runner("py_core-native", ("random_forest", "transformer"),
+           make_run("py_core-native", _native_backend, ("wgpu",)),
+           _needs("wgpu", "wgpu-py (pip install '.[native]')")),
+    Runner("py_core-reference", ("random_forest",),
+           make_run("py_core-reference", _reference_backend, ())),
+]

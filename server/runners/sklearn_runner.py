@@ -1,0 +1,65 @@
+"""scikit-learn's random forest on the server's CPU cores (n_jobs=-1): the baseline everyone knows.
+
+Same rows as the page (py_core.data `prepare`), the job's parameters mapped one to one, the
+page's metrics. `n_bins` has no scikit-learn counterpart (it splits on exact values) and is listed
+under "ignored".
+"""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from .common import Runner, as_numpy, cpu_name, forest_data, forest_metrics, full_proba, versions
+
+# job params -> RandomForest* keyword; values pass through (scikit-learn checks them itself).
+PARAMS = ("n_estimators", "max_depth", "min_samples_split", "min_samples_leaf", "max_features",
+          "bootstrap", "random_state", "oob_score")
+CRITERIA = {"regression": {"squared_error": "squared_error", "mse": "squared_error"},
+            "classification": {"gini": "gini", "entropy": "entropy"}}
+
+
+def estimator_kwargs(params: dict, task: str) -> tuple[dict, list[str]]:
+    """(keyword arguments for RandomForestRegressor/Classifier, params that have no counterpart)."""
+    kwargs = {name: params[name] for name in PARAMS if name in params}
+    criterion = params.get("criterion")
+    if criterion is not None:
+        if criterion not in CRITERIA[task]:
+            raise ValueError(f"criterion {criterion!r} is not one of {sorted(CRITERIA[task])} "
+                             f"for {task}")
+        kwargs["criterion"] = CRITERIA[task][criterion]
+    ignored = sorted(set(params) - set(PARAMS) - {"criterion"})
+    return kwargs, ignored
+
+
+def run(job: dict, data_dir: Path, device: str) -> dict:
+    t0 = time.perf_counter()
+    from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
+    prep = forest_data(job, data_dir)
+    task = prep.info["task"]
+    X_train, y_train, X_test, y_test = as_numpy(prep)
+    kwargs, ignored = estimator_kwargs(job.get("params") or {}, task)
+    cls = RandomForestRegressor if task == "regression" else RandomForestClassifier
+    model = cls(n_jobs=-1, **kwargs)
+    t_fit = time.perf_counter()
+    model.fit(X_train, y_train)
+    fit = time.perf_counter() - t_fit
+    t_pred = time.perf_counter()
+    if task == "regression":
+        pred, proba = model.predict(X_test), None
+    else:
+        pred, proba = None, model.predict_proba(X_test)
+    predict = time.perf_counter() - t_pred
+    n_classes = len(prep.info["classes"] or ())
+    if proba is not None:
+        proba = full_proba(proba, model.classes_, n_classes)
+    metrics = forest_metrics(task, y_test, pred, proba, n_classes)
+    if kwargs.get("oob_score"):
+        metrics["oob_score"] = float(model.oob_score_)
+    return {"runner": RUNNER.name, "device": "cpu", "hardware": cpu_name(),
+            "versions": versions("scikit-learn", "numpy"),
+            "timings": {"fit": fit, "predict": predict, "total": time.perf_counter() - t0},
+            "metrics": metrics, "params": {**kwargs, "n_jobs": -1}, "ignored": ignored,
+            "rows": {"train": len(y_train), "test": len(y_test)}}
+
+
+RUNNER = Runner("sklearn", ("random_forest",), run)

@@ -1,0 +1,46 @@
+"""The transformer in PyTorch (server/torch_gpt.py, the transformer issue's twin of py_core's
+GPT): same weights, batches and schedule as the page, on CUDA or the CPU."""
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+from .common import Runner, Unavailable, finite, installed, server_context, versions
+
+
+def check(device: str) -> str | None:
+    if not installed("torch"):
+        return "PyTorch is not installed (pip install '.[cuda]')"
+    if not installed("server.torch_gpt"):
+        return "not available yet: server/torch_gpt.py (the PyTorch GPT) is not there"
+    return None
+
+
+def run(job: dict, data_dir: Path, device: str) -> dict:
+    reason = check(device)
+    if reason:
+        raise Unavailable(reason)
+    from py_core.jobs import JobError
+    try:
+        from server.torch_gpt import train_torch
+    except ImportError as exc:
+        raise Unavailable(f"not available yet: {exc}") from None
+    text_id = job.get("text")
+    if not isinstance(text_id, str) or not text_id:
+        raise JobError('a transformer job needs "text": the id of a text')
+    text = asyncio.run(server_context(data_dir).load_text(text_id))
+    t0 = time.perf_counter()
+    result = train_torch(text, job.get("params") or {}, device)
+    total = time.perf_counter() - t0
+    timings = dict(result.get("timings") or {})
+    timings.setdefault("fit", timings.get("total", total))  # training, sampling included
+    timings.setdefault("predict", None)
+    import torch
+    hardware = torch.cuda.get_device_name(0) if device == "cuda" else None
+    return finite({"runner": RUNNER.name, "device": device, "hardware": hardware,
+                   "versions": versions("torch"), "timings": timings,
+                   "metrics": result.get("metrics") or {}, "samples": result.get("samples")})
+
+
+RUNNER = Runner("torch", ("transformer",), run, check)
