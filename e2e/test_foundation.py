@@ -11,13 +11,16 @@ def test_page_ready_with_webgpu_adapter(page):
     info = wait_ready(page)
     assert info["backend"] == "webgpu", page.console_messages
     assert info["adapter"]["vendor"]  # SwiftShader reports "google"
+    page.click("#tab-gpu")
     assert page.locator("#adapter-panel").inner_text().count("WebGPU") >= 1
+    assert page.evaluate("() => self.crossOriginIsolated")  # Stop and Pause use shared memory
     assert page.locator("#gpu-problem").is_hidden()
 
 
 def test_selftest_runs_on_webgpu_and_is_stored(page, server):
     page.goto("/")
     wait_ready(page)
+    page.click("#tab-gpu")
     page.click("#check-gpu")
     page.wait_for_selector("#selftest-table", timeout=120_000)
     status = page.locator("#selftest-status").inner_text()

@@ -37,7 +37,8 @@ async def run(job_json: str, hooks) -> str:
 
     ctx = Context(load_dataset=load_dataset, load_text=load_text,
                   progress=lambda info: hooks.progress(json.dumps(info)),
-                  should_stop=lambda: bool(hooks.shouldStop()))
+                  should_stop=lambda: bool(hooks.shouldStop()),
+                  is_paused=lambda: bool(hooks.isPaused()))
     result = await run_job(job, _backend, ctx)
     return json.dumps(result, allow_nan=False, default=_jsonable)
 
@@ -61,6 +62,35 @@ def describe_synthetic(dataset_id: str, hooks=None) -> str:
 def generators(hooks=None) -> str:
     from .data import GENERATORS
     return json.dumps({name: {"params": g.params, "task": g.task} for name, g in GENERATORS.items()})
+
+
+def transformer_size(params_json: str, vocab_size: int, hooks=None) -> str:
+    """Parameter count and GPU memory of a transformer config, against this adapter's limits."""
+    from .transformer import memory_bytes
+    from .transformer.config import parse_job_params
+    try:
+        cfg, _ = parse_job_params(json.loads(params_json))
+    except (ValueError, TypeError) as exc:
+        return json.dumps({"error": str(exc)})
+    mem = memory_bytes(cfg, int(vocab_size))
+    cap = min(_backend.limits["maxStorageBufferBindingSize"], _backend.limits["maxBufferSize"])
+    return json.dumps({**mem, "binding_limit": cap, "fits": mem["largest_buffer"] <= cap,
+                       "config": cfg.to_dict()})
+
+
+async def sample_text(prompt: str, n: int, temperature: float, top_k: int, seed: int, hooks) -> str:
+    """Samples from the last trained transformer, streaming each character through progress."""
+    from . import transformer_job
+    text = await transformer_job.sample(None, prompt, int(n), float(temperature), int(top_k) or None,
+                                        int(seed), on_char=lambda ch: hooks.progress(json.dumps({"char": ch})))
+    return json.dumps({"text": text})
+
+
+async def export_transformer(hooks=None) -> str:
+    """The last trained transformer as safetensors, base64 (JSON carries it to the page)."""
+    import base64
+    from . import transformer_job
+    return json.dumps({"safetensors": base64.b64encode(await transformer_job.export()).decode()})
 
 
 def _jsonable(value):

@@ -10,7 +10,9 @@ seconds. The runner gets a context that hides where it runs (browser worker or s
   tab and on the server for the same parameters);
 - `await ctx.load_text(id) -> str`: a text for the transformer;
 - `ctx.progress(dict)`: `{"stage": str, "fraction": 0..1, ...}` for the page's progress bar;
-- `ctx.should_stop() -> bool`: the person pressed Stop; the runner raises `Stopped`.
+- `ctx.should_stop() -> bool`: the person pressed Stop; the runner raises `Stopped`;
+- `await ctx.pause_point()`: returns at once unless the person pressed Pause, then waits for
+  Resume (or Stop, raising `Stopped`).
 """
 from __future__ import annotations
 
@@ -28,9 +30,10 @@ class JobError(ValueError):
 class Context:
     """Defaults for running outside a page: no progress, never stopped, data from callables."""
 
-    def __init__(self, load_dataset=None, load_text=None, progress=None, should_stop=None):
+    def __init__(self, load_dataset=None, load_text=None, progress=None, should_stop=None,
+                 is_paused=None):
         self._load_dataset, self._load_text = load_dataset, load_text
-        self._progress, self._should_stop = progress, should_stop
+        self._progress, self._should_stop, self._is_paused = progress, should_stop, is_paused
 
     async def load_dataset(self, dataset_id: str) -> bytes:
         if self._load_dataset is None:
@@ -58,6 +61,13 @@ class Context:
     def check_stop(self) -> None:
         if self.should_stop():
             raise Stopped("stopped on request")
+
+    async def pause_point(self) -> None:
+        import asyncio
+        while self._is_paused is not None and self._is_paused():
+            self.check_stop()
+            await asyncio.sleep(0.1)
+        self.check_stop()
 
 
 SYNTHETIC = "synthetic:"

@@ -42,6 +42,10 @@ SECURITY_HEADERS = [
     (b"content-security-policy", CSP.encode()),
     (b"x-content-type-options", b"nosniff"),
     (b"referrer-policy", b"no-referrer"),  # keeps a ?token= URL out of Referer headers
+    # Cross-origin isolation: the page may then share a SharedArrayBuffer with its worker, which
+    # Python reads synchronously for Stop and Pause while a job runs. Everything is same-origin.
+    (b"cross-origin-opener-policy", b"same-origin"),
+    (b"cross-origin-embedder-policy", b"require-corp"),
 ]
 
 

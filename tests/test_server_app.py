@@ -27,7 +27,9 @@ def test_security_headers_on_every_response(client):
         assert "connect-src 'self'" in csp and "default-src 'self'" in csp
         assert "unsafe-eval'" not in csp.replace("'wasm-unsafe-eval'", "")
         assert r.headers["x-content-type-options"] == "nosniff"
-        assert "cross-origin-opener-policy" not in r.headers
+        # Cross-origin isolated, so Stop and Pause can reach a running job through shared memory.
+        assert r.headers["cross-origin-opener-policy"] == "same-origin"
+        assert r.headers["cross-origin-embedder-policy"] == "require-corp"
 
 
 def test_unknown_route_and_method_are_json_errors(client):

@@ -15,7 +15,8 @@ const forced = params.get("backend");           // "reference" forces the CPU fa
 // --- the worker ----------------------------------------------------------------------------
 const worker = new Worker(new URL("./worker.js", import.meta.url), { type: "module" });
 const pending = new Map();                       // job id -> {resolve, reject, onProgress}
-const stopBuffer = self.crossOriginIsolated ? new SharedArrayBuffer(4) : null;
+// [stop, pause] flags the worker's Python reads synchronously (cross-origin isolated pages only).
+const stopBuffer = self.crossOriginIsolated ? new SharedArrayBuffer(8) : null;
 let readyResolve, readyReject;
 const ready = new Promise((res, rej) => { readyResolve = res; readyReject = rej; });
 const state = { info: null, listeners: new Set() };
@@ -96,6 +97,11 @@ function stop() {
   worker.postMessage({ type: "stop" });
 }
 
+function pause(on) {
+  if (stopBuffer) Atomics.store(new Int32Array(stopBuffer), 1, on ? 1 : 0);
+  worker.postMessage({ type: "pause", paused: on });
+}
+
 function environment() {
   return { user_agent: navigator.userAgent, hardware_concurrency: navigator.hardwareConcurrency,
            pyodide: state.info?.pyodideVersion, wheel: state.info?.wheel, startup: state.info?.timings,
@@ -118,7 +124,7 @@ async function run(job, opts = {}) {
 }
 
 window.playground = {
-  ready, run, compute, stop, call,
+  ready, run, compute, stop, pause, call,
   selection: null,   // the data set, target, features and split chosen in the Data tab
   events: new EventTarget(),   // "selection" when it changes
   post: (run) => postRun({ env: environment(), ...run }),

@@ -10,6 +10,7 @@ let pyodide = null;
 let browserGlue = null;          // the py_core.browser module (a PyProxy)
 let stopFlag = null;             // Int32Array over a SharedArrayBuffer when the page is isolated
 let stopRequested = false;       // fallback flag, seen while Python awaits the GPU
+let paused = false;             // Pause: the job waits at its next pause point
 let queue = Promise.resolve();   // jobs run one at a time, in order
 
 const post = (msg) => self.postMessage(msg);
@@ -53,10 +54,12 @@ async function init({ webgpu, stopBuffer }) {
 
 function runJob(id, job) {
   stopRequested = false;
-  if (stopFlag) Atomics.store(stopFlag, 0, 0);
+  paused = false;
+  if (stopFlag) { Atomics.store(stopFlag, 0, 0); Atomics.store(stopFlag, 1, 0); }
   const hooks = {
     progress: (json) => post({ type: "progress", id, info: JSON.parse(json) }),
     shouldStop: () => stopRequested || (stopFlag !== null && Atomics.load(stopFlag, 0) === 1),
+    isPaused: () => paused || (stopFlag !== null && Atomics.load(stopFlag, 1) === 1),
     fetchBytes: async (url) => {
       const res = await fetch(url);
       if (!res.ok) {
@@ -98,5 +101,8 @@ self.onmessage = (ev) => {
     });
   } else if (msg.type === "stop") {
     stopRequested = true;
+    paused = false;
+  } else if (msg.type === "pause") {
+    paused = Boolean(msg.paused);
   }
 };
