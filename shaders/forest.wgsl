@@ -131,11 +131,12 @@ fn bootstrap(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: ve
   atomicAdd(&bs_state[t * p.n + row], 1u);
 }
 
-// ---- init_trees: root slot open and built, root node a leaf until it splits ------------------
-// 1 slots (T, S, 4) · 2 nodes · 3 meta. Thread per (tree, slot).
+// ---- init_trees: root slot open and built (histogram zeroed), root node a leaf for now -------
+// 1 slots (T, S, 4) · 2 nodes · 3 meta · 4 hist (T, S, NB, C). Thread per (tree, slot).
 @group(0) @binding(1) var<storage, read_write> it_slots: array<u32>;
 @group(0) @binding(2) var<storage, read_write> it_nodes: array<u32>;
 @group(0) @binding(3) var<storage, read_write> it_meta: array<u32>;
+@group(0) @binding(4) var<storage, read_write> it_hist: array<u32>;
 
 @compute @workgroup_size(256)
 fn init_trees(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
@@ -154,25 +155,8 @@ fn init_trees(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: v
     for (var c = 1u; c < 4u + p.C; c++) { it_nodes[rec + c] = 0u; }
     it_meta[2u * tree] = 1u;
     it_meta[2u * tree + 1u] = 1u;
-  }
-}
-
-// ---- hist_zero: clear the histograms of this level's built slots -----------------------------
-// 1 slots (T, S, 4) · 2 hist (T, S, NB, C). Thread per word of the level's slots.
-@group(0) @binding(1) var<storage, read> hz_slots: array<u32>;
-@group(0) @binding(2) var<storage, read_write> hz_hist: array<u32>;
-
-@compute @workgroup_size(256)
-fn hist_zero(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
-             @builtin(local_invocation_index) lid: u32) {
-  let i = linear(wid, nwg) * 256u + lid;
-  let W = p.NB * p.C;
-  if (i >= p.T * p.S_cur * W) { return; }
-  let t = i / (p.S_cur * W);
-  let rem = i % (p.S_cur * W);
-  let s = rem / W;
-  if ((hz_slots[(t * p.S + s) * 4u + 1u] & BUILT) != 0u) {
-    hz_hist[(t * p.S + s) * W + rem % W] = 0u;
+    let W = p.NB * p.C;
+    for (var e = 0u; e < W; e++) { it_hist[i * W + e] = 0u; }
   }
 }
 
@@ -223,64 +207,28 @@ fn hist_build(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: v
   }
 }
 
-// ---- hist_derive: the larger child's histogram is its parent's minus its built sibling's -----
-// 1 slots (T, S, 4) · 2 hist_prev (parent level) · 3 hist. Thread per (tree, slot, bin).
-@group(0) @binding(1) var<storage, read> hd_slots: array<u32>;
-@group(0) @binding(2) var<storage, read> hd_prev: array<u32>;
-@group(0) @binding(3) var<storage, read_write> hd_hist: array<u32>;
-
-@compute @workgroup_size(256)
-fn hist_derive(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
-               @builtin(local_invocation_index) lid: u32) {
-  let i = linear(wid, nwg) * 256u + lid;
-  if (i >= p.T * p.S_cur * p.NB) { return; }
-  let t = i / (p.S_cur * p.NB);
-  let rem = i % (p.S_cur * p.NB);
-  let s = rem / p.NB;
-  let g = rem % p.NB;
-  let sl = (t * p.S + s) * 4u;
-  let flags = hd_slots[sl + 1u];
-  if ((flags & OPEN) == 0u || (flags & BUILT) != 0u) { return; }
-  let me = ((t * p.S + s) * p.NB + g) * p.C;
-  let sib = ((t * p.S + (s ^ 1u)) * p.NB + g) * p.C;
-  let par = ((t * p.S + hd_slots[sl + 2u]) * p.NB + g) * p.C;
-  var c0 = 0u;
-  if (p.crit == MSE) {
-    let a = hd_prev[par];
-    let b = hd_hist[sib];
-    hd_hist[me] = a - b;
-    hd_hist[me + 1u] = hd_prev[par + 1u] - hd_hist[sib + 1u] - select(0u, 1u, a < b);
-    c0 = 2u;
-  }
-  for (var c = c0; c < p.C; c++) { hd_hist[me + c] = hd_prev[par + c] - hd_hist[sib + c]; }
-}
-
-// ---- split_find: the best (feature, bin) of each open slot ------------------------------------
-// 1 fmeta (F, 2) · 2 slots (T, S, 4) · 3 hist (T, S, NB, C) · 4 nodes · 5 left (T, S, C)
-// · 6 xlogx (n + 1) f32: x ln x, for entropy. Workgroup of 64 per (tree, slot).
+// ---- split_scan: the best split of one feature of one open slot ------------------------------
+// 1 fmeta (F, 2) · 2 slots (T, S, 4) · 3 hist (T, S, NB, C) · 4 nodes · 5 cand (T, S, F, 4): score
+// bits, bin, next bin, flags (1: has a split, 2: the feature varies in the node) · 6 xlogx
+// (n + 1) f32: x ln x, for entropy · 7 hist_prev (the parent level's). Thread per (tree, slot,
+// feature). A slot not built by atomics first gets this feature's bins as parent - sibling.
 // Candidates: a split after each non-empty bin b, the right side starting at the next non-empty
 // bin b2 (only such splits differ). Score (larger is better, f32 in this order):
 //   squared error  sl*sl/wl + sr*sr/wr      (sl, sr: sums of w*y, wl, wr: weights)
 //   gini           sum_k cl_k*cl_k/wl + sum_k cr_k*cr_k/wr, each term divided, added in k order
 //   entropy        sum_k xlogx(cl_k) + sum_k xlogx(cr_k) - xlogx(wl) - xlogx(wr)
-// Ties: lowest feature, then lowest bin. Features: those of rank < mf in a per-node random
-// permutation; if none of them varies in the node, the first that does (as scikit-learn).
-@group(0) @binding(1) var<storage, read> sf_fmeta: array<u32>;
-@group(0) @binding(2) var<storage, read> sf_slots: array<u32>;
-@group(0) @binding(3) var<storage, read> sf_hist: array<u32>;
-@group(0) @binding(4) var<storage, read_write> sf_nodes: array<u32>;
-@group(0) @binding(5) var<storage, read_write> sf_left: array<u32>;
-@group(0) @binding(6) var<storage, read> sf_xlogx: array<f32>;
+// Ties go to the lowest bin. Features scanned: rank < mf in a per-node random permutation.
+@group(0) @binding(1) var<storage, read> sp_fmeta: array<u32>;
+@group(0) @binding(2) var<storage, read> sp_slots: array<u32>;
+@group(0) @binding(3) var<storage, read_write> sp_hist: array<u32>;
+@group(0) @binding(4) var<storage, read_write> sp_nodes: array<u32>;
+@group(0) @binding(5) var<storage, read_write> sp_cand: array<u32>;
+@group(0) @binding(6) var<storage, read> sp_xlogx: array<f32>;
+@group(0) @binding(7) var<storage, read> sp_prev: array<u32>;
+@group(0) @binding(7) var<storage, read_write> sp_left: array<u32>;
 
 struct Best { score: f32, f: u32, b: u32, b2: u32 }
-
-var<workgroup> sf_tot: array<u32, 68>;  // the node's channels, then its weight (classes)
-var<workgroup> sf_go: u32;
-var<workgroup> sf_score: array<f32, 64>;
-var<workgroup> sf_f: array<u32, 64>;
-var<workgroup> sf_b: array<u32, 64>;
-var<workgroup> sf_b2: array<u32, 64>;
-var<workgroup> sf_nc: array<u32, 64>;
+alias Stats = array<u32, 68>;  // a node's C channels, then (classes) its total weight
 
 // A bijection of [0, 2^(2 hb)) (4-round Feistel), walked until it lands below F: a random
 // permutation of the features per key, with O(1) state.
@@ -310,225 +258,241 @@ fn better(a: Best, b: Best) -> bool {
   return a.b < b.b;
 }
 
-fn score_mse(plo: u32, phi: u32, pw: u32) -> f32 {
-  let rlo = sf_tot[0] - plo;
-  let rhi = sf_tot[1] - phi - select(0u, 1u, sf_tot[0] < plo);
-  let sl = i64_to_f32(plo, phi);
-  let sr = i64_to_f32(rlo, rhi);
-  return (sl * sl) / f32(pw) + (sr * sr) / f32(sf_tot[2] - pw);
+// Adds bin h's channels into st (the sum's low word carries into its high word).
+fn add_bin(st: ptr<function, Stats>, h: u32) {
+  var c0 = 0u;
+  if (p.crit == MSE) {
+    let nlo = (*st)[0] + sp_hist[h];
+    (*st)[1] = (*st)[1] + sp_hist[h + 1u] + select(0u, 1u, nlo < (*st)[0]);
+    (*st)[0] = nlo;
+    c0 = 2u;
+  }
+  for (var c = c0; c < p.C; c++) { (*st)[c] += sp_hist[h + c]; }
 }
 
-fn score_classes(pk: ptr<function, array<u32, MAXK>>, pw: u32) -> f32 {
-  let tw = sf_tot[p.C];
+fn class_weight(st: ptr<function, Stats>) {
+  if (p.crit != MSE) {
+    (*st)[p.C] = 0u;
+    for (var k = 0u; k < p.K; k++) { (*st)[p.C] += (*st)[k]; }
+  }
+}
+
+fn bin_totals(hbase: u32, st: ptr<function, Stats>) {  // feature 0's bins hold every row once
+  for (var j = 0u; j < sp_fmeta[1]; j++) { add_bin(st, (hbase + j) * p.C); }
+  class_weight(st);
+}
+
+fn node_totals(rec: u32, st: ptr<function, Stats>) {
+  for (var c = 0u; c < p.C; c++) { (*st)[c] = sp_nodes[rec + 4u + c]; }
+  class_weight(st);
+}
+
+fn eligible(st: ptr<function, Stats>) -> bool {
+  let cnt = (*st)[p.C - 1u];
+  if (cnt < p.mss || cnt < 2u * p.msl || p.depth >= p.max_depth) { return false; }
+  if (p.crit != MSE) {
+    for (var k = 0u; k < p.K; k++) {
+      if ((*st)[k] == (*st)[p.C]) { return false; }  // pure
+    }
+  }
+  return true;
+}
+
+fn score_mse(tot: ptr<function, Stats>, l: ptr<function, Stats>) -> f32 {
+  let rlo = (*tot)[0] - (*l)[0];
+  let rhi = (*tot)[1] - (*l)[1] - select(0u, 1u, (*tot)[0] < (*l)[0]);
+  let sl = i64_to_f32((*l)[0], (*l)[1]);
+  let sr = i64_to_f32(rlo, rhi);
+  return (sl * sl) / f32((*l)[2]) + (sr * sr) / f32((*tot)[2] - (*l)[2]);
+}
+
+fn score_classes(tot: ptr<function, Stats>, l: ptr<function, Stats>) -> f32 {
+  var wl = 0u;
+  for (var k = 0u; k < p.K; k++) { wl += (*l)[k]; }
+  let wr = (*tot)[p.C] - wl;
   if (p.crit == GINI) {
-    let wl = f32(pw);
-    let wr = f32(tw - pw);
     var sl = 0.0;
     for (var k = 0u; k < p.K; k++) {
-      let c = f32((*pk)[k]);
-      sl = sl + (c * c) / wl;
+      let c = f32((*l)[k]);
+      sl = sl + (c * c) / f32(wl);
     }
     var sr = 0.0;
     for (var k = 0u; k < p.K; k++) {
-      let c = f32(sf_tot[k] - (*pk)[k]);
-      sr = sr + (c * c) / wr;
+      let c = f32((*tot)[k] - (*l)[k]);
+      sr = sr + (c * c) / f32(wr);
     }
     return sl + sr;
   }
   var acc = 0.0;
-  for (var k = 0u; k < p.K; k++) { acc = acc + sf_xlogx[(*pk)[k]]; }
-  for (var k = 0u; k < p.K; k++) { acc = acc + sf_xlogx[sf_tot[k] - (*pk)[k]]; }
-  acc = acc - sf_xlogx[pw];
-  acc = acc - sf_xlogx[tw - pw];
+  for (var k = 0u; k < p.K; k++) { acc = acc + sp_xlogx[(*l)[k]]; }
+  for (var k = 0u; k < p.K; k++) { acc = acc + sp_xlogx[(*tot)[k] - (*l)[k]]; }
+  acc = acc - sp_xlogx[wl];
+  acc = acc - sp_xlogx[wr];
   return acc;
 }
 
-// Scans feature f's bins, updating *best; returns 1 when the feature varies in the node.
-fn scan_feature(hbase: u32, f: u32, best: ptr<function, Best>) -> u32 {
-  let off = sf_fmeta[2u * f];
-  let nb = sf_fmeta[2u * f + 1u];
+// Scans feature f's bins into *best (feature f's best split); returns 1 when f varies here.
+fn scan_feature(hbase: u32, f: u32, tot: ptr<function, Stats>, best: ptr<function, Best>) -> u32 {
+  let off = sp_fmeta[2u * f];
+  let nb = sp_fmeta[2u * f + 1u];
   let cc = p.C - 1u;
-  let totc = sf_tot[cc];
-  var pk: array<u32, MAXK>;
-  var pc = 0u;
-  var pw = 0u;
-  var plo = 0u;
-  var phi = 0u;
+  var l: Stats;  // the left side: bins up to the previous non-empty one
   var prev = LEAF;
   var nonempty = 0u;
   for (var j = 0u; j < nb; j++) {
     let h = (hbase + off + j) * p.C;
-    let cj = sf_hist[h + cc];
-    if (cj == 0u) { continue; }
+    if (sp_hist[h + cc] == 0u) { continue; }
     nonempty += 1u;
-    if (prev != LEAF && pc >= p.msl && totc - pc >= p.msl) {
+    if (prev != LEAF && l[cc] >= p.msl && (*tot)[cc] - l[cc] >= p.msl) {
       var score: f32;
-      if (p.crit == MSE) { score = score_mse(plo, phi, pw); } else { score = score_classes(&pk, pw); }
+      if (p.crit == MSE) { score = score_mse(tot, &l); } else { score = score_classes(tot, &l); }
       if ((*best).f == LEAF || score > (*best).score) { *best = Best(score, f, prev, j); }
     }
-    pc += cj;
-    if (p.crit == MSE) {
-      let nlo = plo + sf_hist[h];
-      phi = phi + sf_hist[h + 1u] + select(0u, 1u, nlo < plo);
-      plo = nlo;
-      pw += sf_hist[h + 2u];
-    } else {
-      for (var k = 0u; k < p.K; k++) {
-        let v = sf_hist[h + k];
-        pk[k] += v;
-        pw += v;
-      }
-    }
+    add_bin(&l, h);
     prev = j;
   }
   return select(0u, 1u, nonempty >= 2u);
 }
 
-fn varies(hbase: u32, f: u32) -> bool {
-  let off = sf_fmeta[2u * f];
+fn varies(hbase: u32, f: u32) -> u32 {
+  let off = sp_fmeta[2u * f];
   var nonempty = 0u;
-  for (var j = 0u; j < sf_fmeta[2u * f + 1u]; j++) {
-    if (sf_hist[(hbase + off + j) * p.C + p.C - 1u] != 0u) {
+  for (var j = 0u; j < sp_fmeta[2u * f + 1u]; j++) {
+    if (sp_hist[(hbase + off + j) * p.C + p.C - 1u] != 0u) {
       nonempty += 1u;
-      if (nonempty == 2u) { return true; }
+      if (nonempty == 2u) { return 1u; }
     }
   }
-  return false;
+  return 0u;
 }
 
-@compute @workgroup_size(64)
-fn split_find(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
+@compute @workgroup_size(256)
+fn split_scan(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
               @builtin(local_invocation_index) lid: u32) {
-  let id = linear(wid, nwg);
-  if (id >= p.T * p.S_cur) { return; }
-  let t = id / p.S_cur;
-  let s = id % p.S_cur;
+  let i = linear(wid, nwg) * 256u + lid;
+  if (i >= p.T * p.S_cur * p.F) { return; }
+  let f = i % p.F;
+  let t = i / p.F / p.S_cur;
+  let s = i / p.F % p.S_cur;
   let sl = (t * p.S + s) * 4u;
-  if ((sf_slots[sl + 1u] & OPEN) == 0u) { return; }
-  let node = sf_slots[sl];
-  let rec = ((p.tree0 + t) * p.NC + node) * (4u + p.C);
+  let flags = sp_slots[sl + 1u];
+  if ((flags & OPEN) == 0u) { return; }
   let hbase = (t * p.S + s) * p.NB;
-  if (lid == 0u) {
-    // The node's totals: feature 0's bins hold every row once.
-    for (var c = 0u; c <= p.C; c++) { sf_tot[c] = 0u; }
-    for (var j = 0u; j < sf_fmeta[1]; j++) {
-      let h = (hbase + j) * p.C;
+  let off = sp_fmeta[2u * f];
+  if ((flags & BUILT) == 0u) {  // parent - sibling, for this feature's bins
+    let sib = (t * p.S + (s ^ 1u)) * p.NB + off;
+    let par = (t * p.S + sp_slots[sl + 2u]) * p.NB + off;
+    for (var j = 0u; j < sp_fmeta[2u * f + 1u]; j++) {
+      let me = (hbase + off + j) * p.C;
+      let a = (par + j) * p.C;
+      let b = (sib + j) * p.C;
       var c0 = 0u;
       if (p.crit == MSE) {
-        let nlo = sf_tot[0] + sf_hist[h];
-        sf_tot[1] = sf_tot[1] + sf_hist[h + 1u] + select(0u, 1u, nlo < sf_tot[0]);
-        sf_tot[0] = nlo;
+        sp_hist[me] = sp_prev[a] - sp_hist[b];
+        sp_hist[me + 1u] = sp_prev[a + 1u] - sp_hist[b + 1u] - select(0u, 1u, sp_prev[a] < sp_hist[b]);
         c0 = 2u;
       }
-      for (var c = c0; c < p.C; c++) { sf_tot[c] += sf_hist[h + c]; }
+      for (var c = c0; c < p.C; c++) { sp_hist[me + c] = sp_prev[a + c] - sp_hist[b + c]; }
     }
-    var pure = false;
-    if (p.crit != MSE) {
-      for (var k = 0u; k < p.K; k++) { sf_tot[p.C] += sf_tot[k]; }
-      for (var k = 0u; k < p.K; k++) { pure = pure || sf_tot[k] == sf_tot[p.C]; }
-    }
-    for (var c = 0u; c < p.C; c++) { sf_nodes[rec + 4u + c] = sf_tot[c]; }
-    let cnt = sf_tot[p.C - 1u];
-    sf_go = select(0u, 1u, cnt >= p.mss && cnt >= 2u * p.msl && p.depth < p.max_depth && !pure);
   }
-  if (workgroupUniformLoad(&sf_go) == 0u) { return; }
+  let node = sp_slots[sl];
+  let rec = ((p.tree0 + t) * p.NC + node) * (4u + p.C);
+  var tot: Stats;
+  if (p.depth == 0u) {  // the root: its totals from the histogram, recorded once
+    bin_totals(hbase, &tot);
+    if (f == 0u) {
+      for (var c = 0u; c < p.C; c++) { sp_nodes[rec + 4u + c] = tot[c]; }
+    }
+  } else {
+    node_totals(rec, &tot);
+  }
+  var best = Best(0.0, LEAF, 0u, 0u);
+  var out = 0u;
+  if (eligible(&tot)) {
+    let key = hash3(p.seed, 2u * (p.tree0 + t) + 1u, node);
+    if (p.mf >= p.F || feature_rank(key, f) < p.mf) {
+      out = scan_feature(hbase, f, &tot, &best) << 1u;
+    } else {
+      out = varies(hbase, f) << 1u;
+    }
+    out |= select(0u, 1u, best.f != LEAF);
+  }
+  let e = 4u * ((t * p.S + s) * p.F + f);
+  sp_cand[e] = bitcast<u32>(best.score);
+  sp_cand[e + 1u] = best.b;
+  sp_cand[e + 2u] = best.b2;
+  sp_cand[e + 3u] = out;
+}
 
+// ---- split_pick: each open slot's split among its features' candidates ----------------------
+// 1 fmeta · 2 slots · 3 hist · 4 nodes · 5 cand · 6 xlogx · 7 left (T, S, C): the left child's
+// channels. Thread per (tree, slot). Ties: lowest feature. If no scanned feature varies in the
+// node, the first feature of the permutation that does is scanned here (as scikit-learn).
+@compute @workgroup_size(256)
+fn split_pick(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
+              @builtin(local_invocation_index) lid: u32) {
+  let i = linear(wid, nwg) * 256u + lid;
+  if (i >= p.T * p.S_cur) { return; }
+  let t = i / p.S_cur;
+  let s = i % p.S_cur;
+  let sl = (t * p.S + s) * 4u;
+  if ((sp_slots[sl + 1u] & OPEN) == 0u) { return; }
+  let node = sp_slots[sl];
+  let rec = ((p.tree0 + t) * p.NC + node) * (4u + p.C);
+  var tot: Stats;
+  node_totals(rec, &tot);
+  if (!eligible(&tot)) { return; }
   let key = hash3(p.seed, 2u * (p.tree0 + t) + 1u, node);
   let subset = p.mf < p.F;
+  let cbase = (t * p.S + s) * p.F;
   var best = Best(0.0, LEAF, 0u, 0u);
-  var varied = 0u;
-  for (var f = lid; f < p.F; f += 64u) {
+  var any = 0u;
+  for (var f = 0u; f < p.F; f++) {
     if (subset && feature_rank(key, f) >= p.mf) { continue; }
-    varied |= scan_feature(hbase, f, &best);
-  }
-  sf_score[lid] = best.score;
-  sf_f[lid] = best.f;
-  sf_b[lid] = best.b;
-  sf_b2[lid] = best.b2;
-  sf_nc[lid] = varied;
-  workgroupBarrier();
-  if (lid == 0u) {
-    var any = 0u;
-    for (var i = 0u; i < 64u; i++) {
-      any |= sf_nc[i];
-      let b = Best(sf_score[i], sf_f[i], sf_b[i], sf_b2[i]);
-      if (better(b, best)) { best = b; }
+    let e = 4u * (cbase + f);
+    any |= sp_cand[e + 3u] >> 1u;
+    if ((sp_cand[e + 3u] & 1u) != 0u) {
+      let c = Best(bitcast<f32>(sp_cand[e]), f, sp_cand[e + 1u], sp_cand[e + 2u]);
+      if (better(c, best)) { best = c; }
     }
-    sf_f[0] = best.f;
-    sf_b[0] = best.b;
-    sf_b2[0] = best.b2;
-    sf_go = any;
   }
-  if (workgroupUniformLoad(&sf_go) == 0u) {
-    // No selected feature varies here: take the first one in the permutation that does.
-    var rank = LEAF;
+  let hbase = (t * p.S + s) * p.NB;
+  if (any == 0u) {
+    var first = LEAF;
     var pick = 0u;
-    for (var f = lid; f < p.F; f += 64u) {
-      if (varies(hbase, f)) {
+    for (var f = 0u; f < p.F; f++) {
+      if ((sp_cand[4u * (cbase + f) + 3u] & 2u) != 0u) {
         var r = f;
         if (subset) { r = feature_rank(key, f); }
-        if (r < rank) { rank = r; pick = f; }
+        if (r < first) { first = r; pick = f; }
       }
     }
-    sf_b[lid] = rank;
-    sf_f[lid] = pick;
-    workgroupBarrier();
-    if (lid == 0u) {
-      var pick_rank = LEAF;
-      var pick_f = 0u;
-      for (var i = 0u; i < 64u; i++) {
-        if (sf_b[i] < pick_rank) { pick_rank = sf_b[i]; pick_f = sf_f[i]; }
-      }
-      var fb = Best(0.0, LEAF, 0u, 0u);
-      if (pick_rank != LEAF) { scan_feature(hbase, pick_f, &fb); }
-      sf_f[0] = fb.f;
-      sf_b[0] = fb.b;
-      sf_b2[0] = fb.b2;
-    }
-    workgroupBarrier();
+    if (first != LEAF) { scan_feature(hbase, pick, &tot, &best); }
   }
-  if (lid == 0u && sf_f[0] != LEAF) {
-    let f = sf_f[0];
-    let b = sf_b[0];
-    sf_nodes[rec] = f;
-    sf_nodes[rec + 1u] = b;
-    sf_nodes[rec + 2u] = sf_b2[0];
-    // The left child's channels: bins 0..b of the chosen feature.
-    let lout = (t * p.S + s) * p.C;
-    let off = sf_fmeta[2u * f];
-    var c0 = 0u;
-    if (p.crit == MSE) {
-      var lo = 0u;
-      var hi = 0u;
-      for (var j = 0u; j <= b; j++) {
-        let h = (hbase + off + j) * p.C;
-        let nlo = lo + sf_hist[h];
-        hi = hi + sf_hist[h + 1u] + select(0u, 1u, nlo < lo);
-        lo = nlo;
-      }
-      sf_left[lout] = lo;
-      sf_left[lout + 1u] = hi;
-      c0 = 2u;
-    }
-    for (var c = c0; c < p.C; c++) {
-      var acc = 0u;
-      for (var j = 0u; j <= b; j++) { acc += sf_hist[(hbase + off + j) * p.C + c]; }
-      sf_left[lout + c] = acc;
-    }
-  }
+  if (best.f == LEAF) { return; }
+  sp_nodes[rec] = best.f;
+  sp_nodes[rec + 1u] = best.b;
+  sp_nodes[rec + 2u] = best.b2;
+  var l: Stats;
+  let off = sp_fmeta[2u * best.f];
+  for (var j = 0u; j <= best.b; j++) { add_bin(&l, (hbase + off + j) * p.C); }
+  for (var c = 0u; c < p.C; c++) { sp_left[(t * p.S + s) * p.C + c] = l[c]; }
 }
 
 // ---- alloc: number the children of this level's splits; give open children next-level slots --
 // 1 slots (T, S, 4) · 2 nodes · 3 left (T, S, C) · 4 slots_next (T, S, 4) · 5 childmap (T, S, 2)
-// · 6 meta (T_all, 2). Workgroup of 256 per tree: a prefix sum over the level's slots, so node
-// numbers are the same on every backend. A split whose children are both closed takes no slot;
-// otherwise the pair (2j, 2j+1): the child with fewer rows is built, the other (if open) derived.
+// · 6 meta (T_all, 2) · 7 hist_next (T, S, NB, C). Workgroup of 256 per tree: a prefix sum over
+// the level's slots, so node numbers are the same on every backend. A split whose children are
+// both closed takes no slot; otherwise the pair (2j, 2j+1): the child with fewer rows is built,
+// the other (if open) derived. The pairs' histograms are zeroed for the next level's atomics
+// (the parent level's histograms, which that buffer held, are no longer needed).
 @group(0) @binding(1) var<storage, read> al_slots: array<u32>;
 @group(0) @binding(2) var<storage, read_write> al_nodes: array<u32>;
 @group(0) @binding(3) var<storage, read> al_left: array<u32>;
 @group(0) @binding(4) var<storage, read_write> al_next: array<u32>;
 @group(0) @binding(5) var<storage, read_write> al_childmap: array<u32>;
 @group(0) @binding(6) var<storage, read_write> al_meta: array<u32>;
+@group(0) @binding(7) var<storage, read_write> al_hist: array<u32>;
 
 var<workgroup> al_a: array<u32, 256>;
 var<workgroup> al_b: array<u32, 256>;
@@ -641,6 +605,8 @@ fn alloc(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
     nid += 2u;
   }
   for (var s = 2u * total_pairs + lid; s < p.S_next; s += 256u) { al_next[(t * p.S + s) * 4u + 1u] = 0u; }
+  let W = p.NB * p.C;
+  for (var e = lid; e < 2u * total_pairs * W; e += 256u) { al_hist[t * p.S * W + e] = 0u; }
   if (lid == 0u) {
     al_meta[2u * tree] = first_node + 2u * total_splits;
     al_meta[2u * tree + 1u] = total_pairs;

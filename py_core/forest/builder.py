@@ -32,8 +32,8 @@ CHECK_EVERY = 8  # levels between the small readbacks that end a max_depth=None 
 MAX_ROWS = 2**24 - 1  # weights and counts stay exact in f32
 Y_BITS = 23  # regression targets as signed fixed point of this many bits (w * y fits in i32)
 
-KERNELS = ("bin_features", "bootstrap", "init_trees", "hist_zero", "hist_build", "hist_derive",
-           "split_find", "alloc", "route_rows", "finalize", "predict", "oob")
+KERNELS = ("bin_features", "bootstrap", "init_trees", "hist_build", "split_scan", "split_pick",
+           "alloc", "route_rows", "finalize", "predict", "oob")
 
 
 @dataclass
@@ -175,10 +175,11 @@ class Grower:
         slots = [b.buffer("u32", Tb * S * 4) for _ in range(2)]
         childmap = b.buffer("u32", Tb * S * 2)
         left = b.buffer("u32", Tb * S * C)
+        cand = b.buffer("u32", Tb * S * F * 4)
 
         init = (b.plan().clear(state)
                 .dispatch(k["bootstrap"], [P0, state], self._grid(Tb * n))
-                .dispatch(k["init_trees"], [P0, slots[0], nodes, meta], self._grid(Tb * S)))
+                .dispatch(k["init_trees"], [P0, slots[0], nodes, meta, hist[0]], self._grid(Tb * S)))
         final = b.plan().dispatch(k["finalize"], [P0, nodes, meta, eb, fb, ptree, pval],
                                   self._grid(Tb * NC))
         if oobb is not None:
@@ -198,17 +199,15 @@ class Grower:
                              data=PARAMS.pack(**self._params(e, s_cur, s_next, *batch)))
                 cur, other = e % 2, 1 - e % 2
                 plan = (b.plan()
-                        .dispatch(k["hist_zero"], [P, slots[cur], hist[cur]],
-                                  self._grid(Tb * s_cur * NB * C))
                         .dispatch(k["hist_build"], [P, binned, fb, tgt, state, slots[cur], hist[cur]],
-                                  self._grid(Tb * n)))
-                if e > 0:
-                    plan.dispatch(k["hist_derive"], [P, slots[cur], hist[other], hist[cur]],
-                                  self._grid(Tb * s_cur * NB))
-                plan.dispatch(k["split_find"], [P, fb, slots[cur], hist[cur], nodes, left, xlogx],
-                              grid(Tb * s_cur, b.limits["maxComputeWorkgroupsPerDimension"]))
-                plan.dispatch(k["alloc"], [P, slots[cur], nodes, left, slots[other], childmap, meta],
-                              grid(Tb, b.limits["maxComputeWorkgroupsPerDimension"]))
+                                  self._grid(Tb * n))
+                        .dispatch(k["split_scan"], [P, fb, slots[cur], hist[cur], nodes, cand, xlogx,
+                                                    hist[other]], self._grid(Tb * s_cur * F))
+                        .dispatch(k["split_pick"], [P, fb, slots[cur], hist[cur], nodes, cand, xlogx,
+                                                    left], self._grid(Tb * s_cur))
+                        .dispatch(k["alloc"], [P, slots[cur], nodes, left, slots[other], childmap, meta,
+                                               hist[other]],
+                                  grid(Tb, b.limits["maxComputeWorkgroupsPerDimension"])))
                 if not last:
                     plan.dispatch(k["route_rows"], [P, binned, state, slots[cur], nodes, childmap],
                                   self._grid(Tb * n))
@@ -245,7 +244,7 @@ class Grower:
         node_words, counts = await b.read(nodes), await b.read(meta)
         tree_words, values = await b.read(ptree), await b.read(pval)
         oob = await b.read(oobb) if oobb is not None else None
-        for buf in [state, *hist, *slots, childmap, left, binned, tgt, xlogx, nodes, meta, Xb,
+        for buf in [state, *hist, *slots, childmap, left, cand, binned, tgt, xlogx, nodes, meta, Xb,
                     eb, fb, P0] + [P for P, _, _ in level_params] + ([oobb] if oobb else []):
             b.free(buf)
         trees = _host_trees(node_words, counts, tree_words, values, T, NC, C, K)

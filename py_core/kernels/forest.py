@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from array import array
 from bisect import bisect_left
-from itertools import accumulate, compress
+from itertools import accumulate
 
 from ..gpu.layout import Struct
 from . import reference
@@ -120,28 +120,18 @@ def bootstrap(bufs, grid_, constants):
 
 @reference("forest", "init_trees")
 def init_trees(bufs, grid_, constants):
-    _, slots, nodes, meta = bufs
+    _, slots, nodes, meta, hist = bufs
     p = _unpack(bufs)
     S, NC, NW = p["S"], p["NC"], 4 + p["C"]
+    W = p["NB"] * p["C"]
     for t in range(p["T"]):
+        hist[t * S * W:(t * S + 1) * W] = array("I", bytes(4 * W))
         slots[t * S * 4:(t + 1) * S * 4] = array("I", bytes(16 * S))
         slots[t * S * 4 + 1] = OPEN | BUILT
         tree = p["tree0"] + t
         rec = tree * NC * NW
         nodes[rec:rec + NW] = array("I", [LEAF] + [0] * (NW - 1))
         meta[2 * tree:2 * tree + 2] = array("I", [1, 1])
-
-
-@reference("forest", "hist_zero")
-def hist_zero(bufs, grid_, constants):
-    _, slots, hist = bufs
-    p = _unpack(bufs)
-    S, W = p["S"], p["NB"] * p["C"]
-    zeros = array("I", bytes(4 * W))
-    for t in range(p["T"]):
-        for s in range(p["S_cur"]):
-            if slots[(t * S + s) * 4 + 1] & BUILT:
-                hist[(t * S + s) * W:(t * S + s + 1) * W] = zeros
 
 
 def _row_bins(binned, r, FW, F):
@@ -195,45 +185,48 @@ def hist_build(bufs, grid_, constants):
                 hist[h] = (hist[h] + v) & M32
 
 
-@reference("forest", "hist_derive")
-def hist_derive(bufs, grid_, constants):
-    _, slots, prev, hist = bufs
-    p = _unpack(bufs)
-    NB, C, S = p["NB"], p["C"], p["S"]
-    W = NB * C
-    for t in range(p["T"]):
-        for s in range(p["S_cur"]):
-            sl = (t * S + s) * 4
-            flags = slots[sl + 1]
-            if not flags & OPEN or flags & BUILT:
-                continue
-            me, sib, par = (t * S + s) * W, (t * S + (s ^ 1)) * W, (t * S + slots[sl + 2]) * W
-            a, b = prev[par:par + W], hist[sib:sib + W]
-            out = [(x - y) & M32 for x, y in zip(a, b)]
-            if p["crit"] == MSE:  # borrow from the low word of each bin's sum
-                borrow = [1 if x < y else 0 for x, y in zip(a[0::C], b[0::C])]
-                out[1::C] = [(x - c) & M32 for x, c in zip(out[1::C], borrow)]
-            hist[me:me + W] = array("I", out)
+def _derive(p, slots, prev, hist, t, s):
+    """The slot's histogram as its parent's minus its sibling's."""
+    S, C, W = p["S"], p["C"], p["NB"] * p["C"]
+    sl = (t * S + s) * 4
+    me, sib, par = (t * S + s) * W, (t * S + (s ^ 1)) * W, (t * S + slots[sl + 2]) * W
+    a, b = prev[par:par + W], hist[sib:sib + W]
+    out = [(x - y) & M32 for x, y in zip(a, b)]
+    if p["crit"] == MSE:  # borrow from the low word of each bin's sum
+        borrow = [1 if x < y else 0 for x, y in zip(a[0::C], b[0::C])]
+        out[1::C] = [(x - c) & M32 for x, c in zip(out[1::C], borrow)]
+    hist[me:me + W] = array("I", out)
+
+
+def _bin_totals(p, hist, fmeta, hbase):
+    C, nb0 = p["C"], fmeta[1]
+    h0, h1 = hbase * C, (hbase + nb0) * C
+    tot = [sum(hist[h0 + c:h1:C]) & M32 for c in range(C)]
+    if p["crit"] == MSE:
+        s = sum(signed64(lo, hi) for lo, hi in zip(hist[h0:h1:C], hist[h0 + 1:h1:C]))
+        tot[0], tot[1] = s & M32, (s >> 32) & M32
+    return tot
+
+
+def _sum_bins(p, hist, h0, h1):
+    """Channels summed over bins [h0, h1) (word offsets), with 64-bit sums for squared error."""
+    return _bin_totals(p, hist, array("I", [0, (h1 - h0) // p["C"]]), h0 // p["C"])
 
 
 class _Node:
-    """What split_find reads of one slot's histogram, and its scoring in f32 as the shader."""
+    """One open slot's histogram, its totals, and the split scan in f32 as the shader does it."""
 
-    def __init__(self, p, hist, fmeta, xlogx, hbase):
+    def __init__(self, p, hist, fmeta, xlogx, hbase, tot):
         self.p, self.hist, self.fmeta, self.xlogx, self.hbase = p, hist, fmeta, xlogx, hbase
-        C = p["C"]
-        nb0 = fmeta[1]
-        h0 = hbase * C
-        if p["crit"] == MSE:
-            s = sum(signed64(lo, hi) for lo, hi in zip(hist[h0:h0 + nb0 * C:C],
-                                                       hist[h0 + 1:h0 + nb0 * C:C]))
-            s &= (1 << 64) - 1
-            self.tot = [s & M32, s >> 32] + [sum(hist[h0 + c:h0 + nb0 * C:C]) & M32
-                                              for c in range(2, C)]
-            self.weight = self.tot[2]
-        else:
-            self.tot = [sum(hist[h0 + c:h0 + nb0 * C:C]) & M32 for c in range(C)]
-            self.weight = sum(self.tot[:p["K"]]) & M32
+        self.tot = tot
+        self.weight = tot[2] if p["crit"] == MSE else sum(tot[:p["K"]]) & M32
+
+    def eligible(self):
+        p, C = self.p, self.p["C"]
+        cnt = self.tot[C - 1]
+        if cnt < p["mss"] or cnt < 2 * p["msl"] or p["depth"] >= p["max_depth"]:
+            return False
+        return p["crit"] == MSE or all(self.tot[k] != self.weight for k in range(p["K"]))
 
     def scan(self, f):
         """(best (score, b, b2) or None, whether the feature varies in the node)."""
@@ -244,14 +237,13 @@ class _Node:
         counts = hist[h0 + C - 1:h1:C]
         nz = [j for j, c in enumerate(counts) if c]
         if len(nz) < 2:
-            return None, len(nz) >= 2
+            return None, False
         msl, totc = p["msl"], self.tot[C - 1]
         pc = list(accumulate(counts[j] for j in nz))
         # Candidate i splits after non-empty bin nz[i] (left: the prefix through it).
-        valid = [pc[i] >= msl and totc - pc[i] >= msl for i in range(len(nz) - 1)]
-        if not any(valid):
+        idx = [i for i in range(len(nz) - 1) if pc[i] >= msl and totc - pc[i] >= msl]
+        if not idx:
             return None, True
-        idx = list(compress(range(len(nz) - 1), valid))
         if p["crit"] == MSE:
             scores = self._score_mse(h0, h1, nz, idx)
         else:
@@ -310,58 +302,90 @@ class _Node:
         return len(counts) - counts.count(0) >= 2
 
 
-@reference("forest", "split_find")
-def split_find(bufs, grid_, constants):
-    _, fmeta, slots, hist, nodes, left, xlogx = bufs
-    p = _unpack(bufs)
-    F, C, S, NC, K = p["F"], p["C"], p["S"], p["NC"], p["K"]
-    xl = xlogx.tolist() if p["crit"] == ENTROPY else None
-    subset = p["mf"] < F
+def _open_slots(p, slots):
+    S = p["S"]
     for t in range(p["T"]):
         for s in range(p["S_cur"]):
             sl = (t * S + s) * 4
-            if not slots[sl + 1] & OPEN:
-                continue
-            node = slots[sl]
-            rec = ((p["tree0"] + t) * NC + node) * (4 + C)
-            hbase = (t * S + s) * p["NB"]
-            nd = _Node(p, hist, fmeta, xl, hbase)
-            nodes[rec + 4:rec + 4 + C] = array("I", nd.tot)
-            cnt = nd.tot[C - 1]
-            pure = p["crit"] != MSE and any(nd.tot[k] == nd.weight for k in range(K))
-            if not (cnt >= p["mss"] and cnt >= 2 * p["msl"] and p["depth"] < p["max_depth"]
-                    and not pure):
-                continue
-            key = hash3(p["seed"], 2 * (p["tree0"] + t) + 1, node)
-            rank = (lambda f: feature_rank(key, f, p["hb"], F)) if subset else (lambda f: f)
-            best, varied = None, False
+            if slots[sl + 1] & OPEN:
+                yield t, s, slots[sl], slots[sl + 1]
+
+
+def _ranker(p, t, node):
+    if p["mf"] >= p["F"]:
+        return None
+    key = hash3(p["seed"], 2 * (p["tree0"] + t) + 1, node)
+    return lambda f: feature_rank(key, f, p["hb"], p["F"])
+
+
+@reference("forest", "split_scan")
+def split_scan(bufs, grid_, constants):
+    _, fmeta, slots, hist, nodes, cand, xlogx, prev = bufs
+    p = _unpack(bufs)
+    F, C, S, NC = p["F"], p["C"], p["S"], p["NC"]
+    xl = xlogx.tolist() if p["crit"] == ENTROPY else None
+    for t, s, node, flags in _open_slots(p, slots):
+        if not flags & BUILT:
+            _derive(p, slots, prev, hist, t, s)
+        rec = ((p["tree0"] + t) * NC + node) * (4 + C)
+        hbase = (t * S + s) * p["NB"]
+        if p["depth"] == 0:
+            tot = _bin_totals(p, hist, fmeta, hbase)
+            nodes[rec + 4:rec + 4 + C] = array("I", tot)
+        else:
+            tot = nodes[rec + 4:rec + 4 + C].tolist()
+        nd = _Node(p, hist, fmeta, xl, hbase, tot)
+        out = [0] * (4 * F)
+        if nd.eligible():
+            rank = _ranker(p, t, node)
             for f in range(F):
-                if subset and rank(f) >= p["mf"]:
-                    continue
-                got, v = nd.scan(f)
-                varied = varied or v
-                if got is not None and (best is None or got[0] > best[1]):
-                    best = (f,) + got
-            if not varied:
-                firsts = [(rank(f), f) for f in range(F) if nd.varies(f)]
-                best = None
-                if firsts:
-                    f = min(firsts)[1]
-                    got, _ = nd.scan(f)
-                    best = None if got is None else (f,) + got
-            if best is None:
+                if rank is None or rank(f) < p["mf"]:
+                    got, v = nd.scan(f)
+                    if got is not None:
+                        top, b, b2 = got
+                        out[4 * f:4 * f + 4] = [array("I", array("f", [top]).tobytes())[0], b, b2, 1]
+                    out[4 * f + 3] |= 2 if v else 0
+                else:
+                    out[4 * f + 3] = 2 if nd.varies(f) else 0
+        e = 4 * (t * S + s) * F
+        cand[e:e + 4 * F] = array("I", out)
+
+
+@reference("forest", "split_pick")
+def split_pick(bufs, grid_, constants):
+    _, fmeta, slots, hist, nodes, cand, xlogx, left = bufs
+    p = _unpack(bufs)
+    F, C, S, NC = p["F"], p["C"], p["S"], p["NC"]
+    xl = xlogx.tolist() if p["crit"] == ENTROPY else None
+    for t, s, node, flags in _open_slots(p, slots):
+        rec = ((p["tree0"] + t) * NC + node) * (4 + C)
+        hbase = (t * S + s) * p["NB"]
+        nd = _Node(p, hist, fmeta, xl, hbase, nodes[rec + 4:rec + 4 + C].tolist())
+        if not nd.eligible():
+            continue
+        rank = _ranker(p, t, node)
+        e = 4 * (t * S + s) * F
+        cands = cand[e:e + 4 * F].tolist()
+        scores = array("f", array("I", cands[0::4]).tobytes()).tolist()
+        best, varied = None, False
+        for f in range(F):
+            if rank is not None and rank(f) >= p["mf"]:
                 continue
-            f, _, b, b2 = best
-            nodes[rec:rec + 3] = array("I", [f, b, b2])
-            h0 = (hbase + fmeta[2 * f]) * C
-            h1 = h0 + (b + 1) * C
-            if p["crit"] == MSE:
-                total = sum(signed64(lo, hi) for lo, hi in zip(hist[h0:h1:C], hist[h0 + 1:h1:C]))
-                total &= (1 << 64) - 1
-                sums = [total & M32, total >> 32] + [sum(hist[h0 + c:h1:C]) & M32 for c in range(2, C)]
-            else:
-                sums = [sum(hist[h0 + c:h1:C]) & M32 for c in range(C)]
-            left[(t * S + s) * C:(t * S + s + 1) * C] = array("I", sums)
+            varied = varied or bool(cands[4 * f + 3] & 2)
+            if cands[4 * f + 3] & 1 and (best is None or scores[f] > best[1]):
+                best = (f, scores[f], cands[4 * f + 1], cands[4 * f + 2])
+        if not varied:
+            firsts = [((rank or (lambda x: x))(f), f) for f in range(F) if cands[4 * f + 3] & 2]
+            if firsts:
+                f = min(firsts)[1]
+                got, _ = nd.scan(f)
+                best = None if got is None else (f,) + got
+        if best is None:
+            continue
+        f, _, b, b2 = best
+        nodes[rec:rec + 3] = array("I", [f, b, b2])
+        h0 = (hbase + fmeta[2 * f]) * C
+        left[(t * S + s) * C:(t * S + s + 1) * C] = array("I", _sum_bins(p, hist, h0, h0 + (b + 1) * C))
 
 
 def _child_stats(p, nodes, left, t, s, rec):
@@ -390,9 +414,10 @@ def _child_open(p, stats):
 
 @reference("forest", "alloc")
 def alloc(bufs, grid_, constants):
-    _, slots, nodes, left, nxt, childmap, meta = bufs
+    _, slots, nodes, left, nxt, childmap, meta, hist_next = bufs
     p = _unpack(bufs)
     S, NC, C = p["S"], p["NC"], p["C"]
+    W = p["NB"] * C
     NW = 4 + C
     for t in range(p["T"]):
         tree = p["tree0"] + t
@@ -425,6 +450,7 @@ def alloc(bufs, grid_, constants):
             nid += 2
         for s in range(2 * j, p["S_next"]):
             nxt[(t * S + s) * 4 + 1] = 0
+        hist_next[t * S * W:(t * S + 2 * j) * W] = array("I", bytes(8 * j * W))
         meta[2 * tree:2 * tree + 2] = array("I", [nid, j])
 
 
