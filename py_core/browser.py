@@ -64,6 +64,11 @@ def generators(hooks=None) -> str:
     return json.dumps({name: {"params": g.params, "task": g.task} for name, g in GENERATORS.items()})
 
 
+def transformer_presets(hooks=None) -> str:
+    from .transformer import PRESETS
+    return json.dumps(PRESETS)
+
+
 def transformer_size(params_json: str, vocab_size: int, hooks=None) -> str:
     """Parameter count and GPU memory of a transformer config, against this adapter's limits."""
     from .transformer import memory_bytes

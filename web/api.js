@@ -40,14 +40,16 @@ export const listDatasets = async () => json(await fetch("/api/datasets"));
 export const getDataset = async (id) => json(await fetch(`/api/datasets/${encodeURIComponent(id)}`));
 
 // Uploads a file (multipart, field "file"); XHR rather than fetch for upload progress.
-export function uploadDataset(file, { name, delimiter, onProgress } = {}) {
+export function uploadDataset(file, opts = {}) { return uploadTo("/api/datasets", file, opts); }
+
+function uploadTo(url, file, { name, delimiter, onProgress } = {}) {
   return new Promise((resolve, reject) => {
     const form = new FormData();
     form.append("file", file, file.name);
     if (name) form.append("name", name);
     if (delimiter) form.append("delimiter", delimiter);
     const xhr = new XMLHttpRequest();
-    xhr.open("POST", "/api/datasets");
+    xhr.open("POST", url);
     xhr.upload.onprogress = (e) => e.lengthComputable && onProgress?.(e.loaded / e.total);
     xhr.onload = () => {
       let body = null;
@@ -64,3 +66,7 @@ export function uploadDataset(file, { name, delimiter, onProgress } = {}) {
     xhr.send(form);
   });
 }
+
+export const listTexts = async () => json(await fetch("/api/texts"));
+export const getText = async (id) => json(await fetch(`/api/texts/${encodeURIComponent(id)}`));
+export function uploadText(file, opts = {}) { return uploadTo("/api/texts", file, opts); }

@@ -6,8 +6,10 @@
 import { postRun } from "./api.js";
 import { $, el } from "./ui.js";
 import { mountDataPanel } from "./panels/data.js";
+import { mountForestPanel } from "./panels/forest.js";
 import { mountGpuPanel } from "./panels/gpu.js";
 import { mountRunsPanel } from "./panels/runs.js";
+import { mountTransformerPanel } from "./panels/transformer.js";
 
 const params = new URLSearchParams(location.search);
 const forced = params.get("backend");           // "reference" forces the CPU fallback
@@ -154,6 +156,8 @@ function select(id) {
 }
 
 addPanel("data", "Data", mountDataPanel);
+addPanel("forest", "Random forest", mountForestPanel);
+addPanel("transformer", "Transformer", mountTransformerPanel);
 addPanel("gpu", "GPU", mountGpuPanel);
 addPanel("runs", "Runs", mountRunsPanel);
 
