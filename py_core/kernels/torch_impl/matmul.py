@@ -4,6 +4,8 @@ from __future__ import annotations
 from ..matmul import ACCUMULATE, PARAMS, TILE, TRANS_A, TRANS_B
 from . import params, torch_kernel
 
+WRITTEN_FOR = "cbb137f1334dcb38"  # fingerprint of matmul.wgsl and kernels/matmul.py mirrored here
+
 
 @torch_kernel("matmul", "matmul")
 def matmul(bufs, grid, constants):
