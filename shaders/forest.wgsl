@@ -155,9 +155,12 @@ fn init_trees(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: v
     for (var c = 1u; c < 4u + p.C; c++) { it_nodes[rec + c] = 0u; }
     it_meta[2u * tree] = 1u;
     it_meta[2u * tree + 1u] = 1u;
-    let W = p.NB * p.C;
-    for (var e = 0u; e < W; e++) { it_hist[i * W + e] = 0u; }
   }
+  // The root's histogram (slot 0), zeroed by the tree's S threads together.
+  let W = p.NB * p.C;
+  let chunk = (W + p.S - 1u) / p.S;
+  let root = (i - s) * W;
+  for (var e = s * chunk; e < min(W, (s + 1u) * chunk); e++) { it_hist[root + e] = 0u; }
 }
 
 // ---- hist_build: each in-bag row of a built slot adds itself to (slot, feature, bin) ----------
@@ -207,20 +210,48 @@ fn hist_build(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: v
   }
 }
 
+// ---- hist_prefix: built histograms become cumulative along each feature's bins ---------------
+// 1 fmeta (F, 2) · 2 slots (T, S, 4) · 3 hist (T, S, NB, C). Thread per (tree, slot, feature).
+// From here on every histogram is cumulative: bin j holds bins 0..j, so a split's left side is
+// one bin's channels, the last bin holds the node's totals, and parent - sibling stays exact.
+@group(0) @binding(1) var<storage, read> sp_fmeta: array<u32>;
+@group(0) @binding(2) var<storage, read> sp_slots: array<u32>;
+@group(0) @binding(3) var<storage, read_write> sp_hist: array<u32>;
+
+@compute @workgroup_size(256)
+fn hist_prefix(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
+               @builtin(local_invocation_index) lid: u32) {
+  let i = linear(wid, nwg) * 256u + lid;
+  if (i >= p.T * p.S_cur * p.F) { return; }
+  let f = i % p.F;
+  let t = i / p.F / p.S_cur;
+  let s = i / p.F % p.S_cur;
+  if ((sp_slots[(t * p.S + s) * 4u + 1u] & BUILT) == 0u) { return; }
+  let h0 = ((t * p.S + s) * p.NB + sp_fmeta[2u * f]) * p.C;
+  for (var j = 1u; j < sp_fmeta[2u * f + 1u]; j++) {
+    let h = h0 + j * p.C;
+    var c0 = 0u;
+    if (p.crit == MSE) {
+      let lo = sp_hist[h] + sp_hist[h - 4u];
+      sp_hist[h + 1u] = sp_hist[h + 1u] + sp_hist[h - 3u] + select(0u, 1u, lo < sp_hist[h]);
+      sp_hist[h] = lo;
+      c0 = 2u;
+    }
+    for (var c = c0; c < p.C; c++) { sp_hist[h + c] += sp_hist[h - p.C + c]; }
+  }
+}
+
 // ---- split_scan: the best split of one feature of one open slot ------------------------------
-// 1 fmeta (F, 2) · 2 slots (T, S, 4) · 3 hist (T, S, NB, C) · 4 nodes · 5 cand (T, S, F, 4): score
-// bits, bin, next bin, flags (1: has a split, 2: the feature varies in the node) · 6 xlogx
-// (n + 1) f32: x ln x, for entropy · 7 hist_prev (the parent level's). Thread per (tree, slot,
-// feature). A slot not built by atomics first gets this feature's bins as parent - sibling.
+// 1 fmeta · 2 slots · 3 hist · 4 nodes · 5 cand (T, S, F, 4): score bits, bin, next bin, flags
+// (1: has a split, 2: the feature varies in the node) · 6 xlogx (n + 1) f32: x ln x, for entropy
+// · 7 hist_prev (the parent level's). Thread per (tree, slot, feature). A slot not built by
+// atomics first gets this feature's bins as parent - sibling.
 // Candidates: a split after each non-empty bin b, the right side starting at the next non-empty
 // bin b2 (only such splits differ). Score (larger is better, f32 in this order):
 //   squared error  sl*sl/wl + sr*sr/wr      (sl, sr: sums of w*y, wl, wr: weights)
 //   gini           sum_k cl_k*cl_k/wl + sum_k cr_k*cr_k/wr, each term divided, added in k order
 //   entropy        sum_k xlogx(cl_k) + sum_k xlogx(cr_k) - xlogx(wl) - xlogx(wr)
 // Ties go to the lowest bin. Features scanned: rank < mf in a per-node random permutation.
-@group(0) @binding(1) var<storage, read> sp_fmeta: array<u32>;
-@group(0) @binding(2) var<storage, read> sp_slots: array<u32>;
-@group(0) @binding(3) var<storage, read_write> sp_hist: array<u32>;
 @group(0) @binding(4) var<storage, read_write> sp_nodes: array<u32>;
 @group(0) @binding(5) var<storage, read_write> sp_cand: array<u32>;
 @group(0) @binding(6) var<storage, read> sp_xlogx: array<f32>;
@@ -228,7 +259,6 @@ fn hist_build(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: v
 @group(0) @binding(7) var<storage, read_write> sp_left: array<u32>;
 
 struct Best { score: f32, f: u32, b: u32, b2: u32 }
-alias Stats = array<u32, 68>;  // a node's C channels, then (classes) its total weight
 
 // A bijection of [0, 2^(2 hb)) (4-round Feistel), walked until it lands below F: a random
 // permutation of the features per key, with O(1) state.
@@ -258,107 +288,98 @@ fn better(a: Best, b: Best) -> bool {
   return a.b < b.b;
 }
 
-// Adds bin h's channels into st (the sum's low word carries into its high word).
-fn add_bin(st: ptr<function, Stats>, h: u32) {
-  var c0 = 0u;
-  if (p.crit == MSE) {
-    let nlo = (*st)[0] + sp_hist[h];
-    (*st)[1] = (*st)[1] + sp_hist[h + 1u] + select(0u, 1u, nlo < (*st)[0]);
-    (*st)[0] = nlo;
-    c0 = 2u;
-  }
-  for (var c = c0; c < p.C; c++) { (*st)[c] += sp_hist[h + c]; }
+fn weight_at(h: u32) -> u32 {  // a bin's weight: the sum over classes, or the weight channel
+  if (p.crit == MSE) { return sp_hist[h + 2u]; }
+  var w = 0u;
+  for (var k = 0u; k < p.K; k++) { w += sp_hist[h + k]; }
+  return w;
 }
 
-fn class_weight(st: ptr<function, Stats>) {
-  if (p.crit != MSE) {
-    (*st)[p.C] = 0u;
-    for (var k = 0u; k < p.K; k++) { (*st)[p.C] += (*st)[k]; }
-  }
-}
-
-fn bin_totals(hbase: u32, st: ptr<function, Stats>) {  // feature 0's bins hold every row once
-  for (var j = 0u; j < sp_fmeta[1]; j++) { add_bin(st, (hbase + j) * p.C); }
-  class_weight(st);
-}
-
-fn node_totals(rec: u32, st: ptr<function, Stats>) {
-  for (var c = 0u; c < p.C; c++) { (*st)[c] = sp_nodes[rec + 4u + c]; }
-  class_weight(st);
-}
-
-fn eligible(st: ptr<function, Stats>) -> bool {
-  let cnt = (*st)[p.C - 1u];
+// A node with totals at word `tot` (a feature's last cumulative bin, or a node record's stats).
+fn eligible_at(buf_is_nodes: bool, tot: u32) -> bool {
+  var cnt: u32;
+  if (buf_is_nodes) { cnt = sp_nodes[tot + p.C - 1u]; } else { cnt = sp_hist[tot + p.C - 1u]; }
   if (cnt < p.mss || cnt < 2u * p.msl || p.depth >= p.max_depth) { return false; }
   if (p.crit != MSE) {
+    var w = 0u;
     for (var k = 0u; k < p.K; k++) {
-      if ((*st)[k] == (*st)[p.C]) { return false; }  // pure
+      if (buf_is_nodes) { w += sp_nodes[tot + k]; } else { w += sp_hist[tot + k]; }
+    }
+    for (var k = 0u; k < p.K; k++) {
+      var c: u32;
+      if (buf_is_nodes) { c = sp_nodes[tot + k]; } else { c = sp_hist[tot + k]; }
+      if (c == w) { return false; }  // pure
     }
   }
   return true;
 }
 
-fn score_mse(tot: ptr<function, Stats>, l: ptr<function, Stats>) -> f32 {
-  let rlo = (*tot)[0] - (*l)[0];
-  let rhi = (*tot)[1] - (*l)[1] - select(0u, 1u, (*tot)[0] < (*l)[0]);
-  let sl = i64_to_f32((*l)[0], (*l)[1]);
-  let sr = i64_to_f32(rlo, rhi);
-  return (sl * sl) / f32((*l)[2]) + (sr * sr) / f32((*tot)[2] - (*l)[2]);
-}
-
-fn score_classes(tot: ptr<function, Stats>, l: ptr<function, Stats>) -> f32 {
-  var wl = 0u;
-  for (var k = 0u; k < p.K; k++) { wl += (*l)[k]; }
-  let wr = (*tot)[p.C] - wl;
+// Score of the split whose left side is the cumulative bin at word hl; totals at word ht.
+fn score(hl: u32, ht: u32) -> f32 {
+  if (p.crit == MSE) {
+    let llo = sp_hist[hl];
+    let lhi = sp_hist[hl + 1u];
+    let tlo = sp_hist[ht];
+    let sl = i64_to_f32(llo, lhi);
+    let sr = i64_to_f32(tlo - llo, sp_hist[ht + 1u] - lhi - select(0u, 1u, tlo < llo));
+    let lw = sp_hist[hl + 2u];
+    return (sl * sl) / f32(lw) + (sr * sr) / f32(sp_hist[ht + 2u] - lw);
+  }
+  let wl = weight_at(hl);
+  let wr = weight_at(ht) - wl;
   if (p.crit == GINI) {
     var sl = 0.0;
     for (var k = 0u; k < p.K; k++) {
-      let c = f32((*l)[k]);
+      let c = f32(sp_hist[hl + k]);
       sl = sl + (c * c) / f32(wl);
     }
     var sr = 0.0;
     for (var k = 0u; k < p.K; k++) {
-      let c = f32((*tot)[k] - (*l)[k]);
+      let c = f32(sp_hist[ht + k] - sp_hist[hl + k]);
       sr = sr + (c * c) / f32(wr);
     }
     return sl + sr;
   }
   var acc = 0.0;
-  for (var k = 0u; k < p.K; k++) { acc = acc + sp_xlogx[(*l)[k]]; }
-  for (var k = 0u; k < p.K; k++) { acc = acc + sp_xlogx[(*tot)[k] - (*l)[k]]; }
+  for (var k = 0u; k < p.K; k++) { acc = acc + sp_xlogx[sp_hist[hl + k]]; }
+  for (var k = 0u; k < p.K; k++) { acc = acc + sp_xlogx[sp_hist[ht + k] - sp_hist[hl + k]]; }
   acc = acc - sp_xlogx[wl];
   acc = acc - sp_xlogx[wr];
   return acc;
 }
 
-// Scans feature f's bins into *best (feature f's best split); returns 1 when f varies here.
-fn scan_feature(hbase: u32, f: u32, tot: ptr<function, Stats>, best: ptr<function, Best>) -> u32 {
-  let off = sp_fmeta[2u * f];
+// Scans feature f's cumulative bins into *best; returns 1 when f varies in the node.
+fn scan_feature(hbase: u32, f: u32, best: ptr<function, Best>) -> u32 {
+  let h0 = (hbase + sp_fmeta[2u * f]) * p.C;
   let nb = sp_fmeta[2u * f + 1u];
   let cc = p.C - 1u;
-  var l: Stats;  // the left side: bins up to the previous non-empty one
+  let ht = h0 + (nb - 1u) * p.C;
+  let total = sp_hist[ht + cc];
+  var seen = 0u;  // rows in the bins before j
   var prev = LEAF;
   var nonempty = 0u;
   for (var j = 0u; j < nb; j++) {
-    let h = (hbase + off + j) * p.C;
-    if (sp_hist[h + cc] == 0u) { continue; }
+    let upto = sp_hist[h0 + j * p.C + cc];
+    if (upto == seen) { continue; }
     nonempty += 1u;
-    if (prev != LEAF && l[cc] >= p.msl && (*tot)[cc] - l[cc] >= p.msl) {
-      var score: f32;
-      if (p.crit == MSE) { score = score_mse(tot, &l); } else { score = score_classes(tot, &l); }
-      if ((*best).f == LEAF || score > (*best).score) { *best = Best(score, f, prev, j); }
+    if (prev != LEAF && seen >= p.msl && total - seen >= p.msl) {
+      let sc = score(h0 + prev * p.C, ht);
+      if ((*best).f == LEAF || sc > (*best).score) { *best = Best(sc, f, prev, j); }
     }
-    add_bin(&l, h);
+    seen = upto;
     prev = j;
   }
   return select(0u, 1u, nonempty >= 2u);
 }
 
 fn varies(hbase: u32, f: u32) -> u32 {
-  let off = sp_fmeta[2u * f];
+  let h0 = (hbase + sp_fmeta[2u * f]) * p.C + p.C - 1u;
+  var seen = 0u;
   var nonempty = 0u;
   for (var j = 0u; j < sp_fmeta[2u * f + 1u]; j++) {
-    if (sp_hist[(hbase + off + j) * p.C + p.C - 1u] != 0u) {
+    let upto = sp_hist[h0 + j * p.C];
+    if (upto != seen) {
+      seen = upto;
       nonempty += 1u;
       if (nonempty == 2u) { return 1u; }
     }
@@ -379,39 +400,35 @@ fn split_scan(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: v
   if ((flags & OPEN) == 0u) { return; }
   let hbase = (t * p.S + s) * p.NB;
   let off = sp_fmeta[2u * f];
+  let nb = sp_fmeta[2u * f + 1u];
   if ((flags & BUILT) == 0u) {  // parent - sibling, for this feature's bins
-    let sib = (t * p.S + (s ^ 1u)) * p.NB + off;
-    let par = (t * p.S + sp_slots[sl + 2u]) * p.NB + off;
-    for (var j = 0u; j < sp_fmeta[2u * f + 1u]; j++) {
-      let me = (hbase + off + j) * p.C;
-      let a = (par + j) * p.C;
-      let b = (sib + j) * p.C;
+    let me = (hbase + off) * p.C;
+    let sib = ((t * p.S + (s ^ 1u)) * p.NB + off) * p.C;
+    let par = ((t * p.S + sp_slots[sl + 2u]) * p.NB + off) * p.C;
+    for (var e = 0u; e < nb * p.C; e += p.C) {
       var c0 = 0u;
       if (p.crit == MSE) {
-        sp_hist[me] = sp_prev[a] - sp_hist[b];
-        sp_hist[me + 1u] = sp_prev[a + 1u] - sp_hist[b + 1u] - select(0u, 1u, sp_prev[a] < sp_hist[b]);
+        let a = sp_prev[par + e];
+        let b = sp_hist[sib + e];
+        sp_hist[me + e] = a - b;
+        sp_hist[me + e + 1u] = sp_prev[par + e + 1u] - sp_hist[sib + e + 1u] - select(0u, 1u, a < b);
         c0 = 2u;
       }
-      for (var c = c0; c < p.C; c++) { sp_hist[me + c] = sp_prev[a + c] - sp_hist[b + c]; }
+      for (var c = c0; c < p.C; c++) { sp_hist[me + e + c] = sp_prev[par + e + c] - sp_hist[sib + e + c]; }
     }
   }
   let node = sp_slots[sl];
-  let rec = ((p.tree0 + t) * p.NC + node) * (4u + p.C);
-  var tot: Stats;
-  if (p.depth == 0u) {  // the root: its totals from the histogram, recorded once
-    bin_totals(hbase, &tot);
-    if (f == 0u) {
-      for (var c = 0u; c < p.C; c++) { sp_nodes[rec + 4u + c] = tot[c]; }
-    }
-  } else {
-    node_totals(rec, &tot);
+  let ht = (hbase + off + nb - 1u) * p.C;  // this feature's last bin: the node's totals
+  if (p.depth == 0u && f == 0u) {  // the root's totals, recorded once
+    let rec = ((p.tree0 + t) * p.NC + node) * (4u + p.C);
+    for (var c = 0u; c < p.C; c++) { sp_nodes[rec + 4u + c] = sp_hist[ht + c]; }
   }
   var best = Best(0.0, LEAF, 0u, 0u);
   var out = 0u;
-  if (eligible(&tot)) {
+  if (eligible_at(false, ht)) {
     let key = hash3(p.seed, 2u * (p.tree0 + t) + 1u, node);
     if (p.mf >= p.F || feature_rank(key, f) < p.mf) {
-      out = scan_feature(hbase, f, &tot, &best) << 1u;
+      out = scan_feature(hbase, f, &best) << 1u;
     } else {
       out = varies(hbase, f) << 1u;
     }
@@ -439,9 +456,7 @@ fn split_pick(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: v
   if ((sp_slots[sl + 1u] & OPEN) == 0u) { return; }
   let node = sp_slots[sl];
   let rec = ((p.tree0 + t) * p.NC + node) * (4u + p.C);
-  var tot: Stats;
-  node_totals(rec, &tot);
-  if (!eligible(&tot)) { return; }
+  if (!eligible_at(true, rec + 4u)) { return; }
   let key = hash3(p.seed, 2u * (p.tree0 + t) + 1u, node);
   let subset = p.mf < p.F;
   let cbase = (t * p.S + s) * p.F;
@@ -467,24 +482,22 @@ fn split_pick(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: v
         if (r < first) { first = r; pick = f; }
       }
     }
-    if (first != LEAF) { scan_feature(hbase, pick, &tot, &best); }
+    if (first != LEAF) { scan_feature(hbase, pick, &best); }
   }
   if (best.f == LEAF) { return; }
   sp_nodes[rec] = best.f;
   sp_nodes[rec + 1u] = best.b;
   sp_nodes[rec + 2u] = best.b2;
-  var l: Stats;
-  let off = sp_fmeta[2u * best.f];
-  for (var j = 0u; j <= best.b; j++) { add_bin(&l, (hbase + off + j) * p.C); }
-  for (var c = 0u; c < p.C; c++) { sp_left[(t * p.S + s) * p.C + c] = l[c]; }
+  let hl = (hbase + sp_fmeta[2u * best.f] + best.b) * p.C;
+  for (var c = 0u; c < p.C; c++) { sp_left[(t * p.S + s) * p.C + c] = sp_hist[hl + c]; }
 }
 
 // ---- alloc: number the children of this level's splits; give open children next-level slots --
 // 1 slots (T, S, 4) · 2 nodes · 3 left (T, S, C) · 4 slots_next (T, S, 4) · 5 childmap (T, S, 2)
 // · 6 meta (T_all, 2) · 7 hist_next (T, S, NB, C). Workgroup of 256 per tree: a prefix sum over
 // the level's slots, so node numbers are the same on every backend. A split whose children are
-// both closed takes no slot; otherwise the pair (2j, 2j+1): the child with fewer rows is built,
-// the other (if open) derived. The pairs' histograms are zeroed for the next level's atomics
+// both closed takes no slot; otherwise the pair (2j, 2j+1): the child with fewer rows is built
+// (slot 2j), the other (if open) derived. The built histograms are zeroed for the next level's atomics
 // (the parent level's histograms, which that buffer held, are no longer needed).
 @group(0) @binding(1) var<storage, read> al_slots: array<u32>;
 @group(0) @binding(2) var<storage, read_write> al_nodes: array<u32>;
@@ -590,7 +603,7 @@ fn alloc(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
       let cr = child_stat(t, s, rec, 1u, p.C - 1u);
       let small = select(1u, 0u, cl <= cr);
       for (var side = 0u; side < 2u; side++) {
-        let ns = 2u * j + side;
+        let ns = 2u * j + select(1u, 0u, side == small);  // the built child takes the even slot
         let open = select(open_l, open_r, side == 1u);
         let flags = select(0u, OPEN, open) | select(0u, BUILT, side == small);
         let e = (t * p.S + ns) * 4u;
@@ -606,7 +619,9 @@ fn alloc(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   }
   for (var s = 2u * total_pairs + lid; s < p.S_next; s += 256u) { al_next[(t * p.S + s) * 4u + 1u] = 0u; }
   let W = p.NB * p.C;
-  for (var e = lid; e < 2u * total_pairs * W; e += 256u) { al_hist[t * p.S * W + e] = 0u; }
+  for (var e = lid; e < total_pairs * W; e += 256u) {  // the built (even) slots
+    al_hist[(t * p.S + 2u * (e / W)) * W + e % W] = 0u;
+  }
   if (lid == 0u) {
     al_meta[2u * tree] = first_node + 2u * total_splits;
     al_meta[2u * tree + 1u] = total_pairs;

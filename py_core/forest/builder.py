@@ -32,7 +32,8 @@ CHECK_EVERY = 8  # levels between the small readbacks that end a max_depth=None 
 MAX_ROWS = 2**24 - 1  # weights and counts stay exact in f32
 Y_BITS = 23  # regression targets as signed fixed point of this many bits (w * y fits in i32)
 
-KERNELS = ("bin_features", "bootstrap", "init_trees", "hist_build", "split_scan", "split_pick",
+KERNELS = ("bin_features", "bootstrap", "init_trees", "hist_build", "hist_prefix", "split_scan",
+           "split_pick",
            "alloc", "route_rows", "finalize", "predict", "oob")
 
 
@@ -201,6 +202,8 @@ class Grower:
                 plan = (b.plan()
                         .dispatch(k["hist_build"], [P, binned, fb, tgt, state, slots[cur], hist[cur]],
                                   self._grid(Tb * n))
+                        .dispatch(k["hist_prefix"], [P, fb, slots[cur], hist[cur]],
+                                  self._grid(Tb * s_cur * F))
                         .dispatch(k["split_scan"], [P, fb, slots[cur], hist[cur], nodes, cand, xlogx,
                                                     hist[other]], self._grid(Tb * s_cur * F))
                         .dispatch(k["split_pick"], [P, fb, slots[cur], hist[cur], nodes, cand, xlogx,

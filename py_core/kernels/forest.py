@@ -185,8 +185,38 @@ def hist_build(bufs, grid_, constants):
                 hist[h] = (hist[h] + v) & M32
 
 
+def _feature_range(p, fmeta, hbase, f):
+    """Word offsets [h0, h1) of feature f's bins in a slot whose first bin is `hbase`."""
+    h0 = (hbase + fmeta[2 * f]) * p["C"]
+    return h0, h0 + fmeta[2 * f + 1] * p["C"]
+
+
+def _cumsum(p, hist, h0, h1):
+    """Bins [h0, h1) (word offsets) made cumulative, channel by channel."""
+    C, c0 = p["C"], 0
+    if p["crit"] == MSE:  # one 64-bit running sum in the (lo, hi) channels
+        sums = list(accumulate(signed64(lo, hi) for lo, hi in zip(hist[h0:h1:C], hist[h0 + 1:h1:C])))
+        hist[h0:h1:C] = array("I", [v & M32 for v in sums])
+        hist[h0 + 1:h1:C] = array("I", [(v >> 32) & M32 for v in sums])
+        c0 = 2
+    for c in range(c0, C):
+        hist[h0 + c:h1:C] = array("I", [v & M32 for v in accumulate(hist[h0 + c:h1:C])])
+
+
+@reference("forest", "hist_prefix")
+def hist_prefix(bufs, grid_, constants):
+    _, fmeta, slots, hist = bufs
+    p = _unpack(bufs)
+    S, NB = p["S"], p["NB"]
+    for t in range(p["T"]):
+        for s in range(p["S_cur"]):
+            if slots[(t * S + s) * 4 + 1] & BUILT:
+                for f in range(p["F"]):
+                    _cumsum(p, hist, *_feature_range(p, fmeta, (t * S + s) * NB, f))
+
+
 def _derive(p, slots, prev, hist, t, s):
-    """The slot's histogram as its parent's minus its sibling's."""
+    """The slot's (cumulative) histogram as its parent's minus its sibling's."""
     S, C, W = p["S"], p["C"], p["NB"] * p["C"]
     sl = (t * S + s) * 4
     me, sib, par = (t * S + s) * W, (t * S + (s ^ 1)) * W, (t * S + slots[sl + 2]) * W
@@ -198,96 +228,74 @@ def _derive(p, slots, prev, hist, t, s):
     hist[me:me + W] = array("I", out)
 
 
-def _bin_totals(p, hist, fmeta, hbase):
-    C, nb0 = p["C"], fmeta[1]
-    h0, h1 = hbase * C, (hbase + nb0) * C
-    tot = [sum(hist[h0 + c:h1:C]) & M32 for c in range(C)]
+def _eligible(p, tot):
+    C, K = p["C"], p["K"]
+    cnt = tot[C - 1]
+    if cnt < p["mss"] or cnt < 2 * p["msl"] or p["depth"] >= p["max_depth"]:
+        return False
     if p["crit"] == MSE:
-        s = sum(signed64(lo, hi) for lo, hi in zip(hist[h0:h1:C], hist[h0 + 1:h1:C]))
-        tot[0], tot[1] = s & M32, (s >> 32) & M32
-    return tot
+        return True
+    w = sum(tot[:K]) & M32
+    return all(c != w for c in tot[:K])
 
 
-def _sum_bins(p, hist, h0, h1):
-    """Channels summed over bins [h0, h1) (word offsets), with 64-bit sums for squared error."""
-    return _bin_totals(p, hist, array("I", [0, (h1 - h0) // p["C"]]), h0 // p["C"])
+class _Slot:
+    """One open slot's cumulative histogram and the split scan in f32, as the shader does it."""
 
-
-class _Node:
-    """One open slot's histogram, its totals, and the split scan in f32 as the shader does it."""
-
-    def __init__(self, p, hist, fmeta, xlogx, hbase, tot):
+    def __init__(self, p, hist, fmeta, xlogx, hbase):
         self.p, self.hist, self.fmeta, self.xlogx, self.hbase = p, hist, fmeta, xlogx, hbase
-        self.tot = tot
-        self.weight = tot[2] if p["crit"] == MSE else sum(tot[:p["K"]]) & M32
-
-    def eligible(self):
-        p, C = self.p, self.p["C"]
-        cnt = self.tot[C - 1]
-        if cnt < p["mss"] or cnt < 2 * p["msl"] or p["depth"] >= p["max_depth"]:
-            return False
-        return p["crit"] == MSE or all(self.tot[k] != self.weight for k in range(p["K"]))
 
     def scan(self, f):
         """(best (score, b, b2) or None, whether the feature varies in the node)."""
         p, hist, C = self.p, self.hist, self.p["C"]
-        off, nb = self.fmeta[2 * f], self.fmeta[2 * f + 1]
-        h0 = (self.hbase + off) * C
-        h1 = h0 + nb * C
-        counts = hist[h0 + C - 1:h1:C]
-        nz = [j for j, c in enumerate(counts) if c]
+        h0, h1 = _feature_range(p, self.fmeta, self.hbase, f)
+        upto = hist[h0 + C - 1:h1:C].tolist()
+        nz = [j for j, c in enumerate(upto) if c != (upto[j - 1] if j else 0)]
         if len(nz) < 2:
             return None, False
-        msl, totc = p["msl"], self.tot[C - 1]
-        pc = list(accumulate(counts[j] for j in nz))
-        # Candidate i splits after non-empty bin nz[i] (left: the prefix through it).
-        idx = [i for i in range(len(nz) - 1) if pc[i] >= msl and totc - pc[i] >= msl]
+        msl, total = p["msl"], upto[-1]
+        # Candidate i splits after non-empty bin nz[i]: its left side is cumulative bin nz[i].
+        idx = [i for i in range(len(nz) - 1) if upto[nz[i]] >= msl and total - upto[nz[i]] >= msl]
         if not idx:
             return None, True
-        if p["crit"] == MSE:
-            scores = self._score_mse(h0, h1, nz, idx)
-        else:
-            scores = self._score_classes(h0, h1, nz, idx)
+        lefts = [h0 + nz[i] * C for i in idx]
+        ht = h1 - C
+        scores = self._mse(lefts, ht) if p["crit"] == MSE else self._classes(lefts, ht)
         top = max(scores)
         i = idx[scores.index(top)]  # first of the best: the lowest bin
         return (top, nz[i], nz[i + 1]), True
 
-    def _score_mse(self, h0, h1, nz, idx):
-        hist, C = self.hist, self.p["C"]
-        lo, hi, wt = hist[h0:h1:C], hist[h0 + 1:h1:C], hist[h0 + 2:h1:C]
-        ps = list(accumulate(signed64(lo[j], hi[j]) for j in nz))
-        pw = list(accumulate(wt[j] for j in nz))
-        total = signed64(self.tot[0], self.tot[1])
-        sl = f32([float(ps[i]) for i in idx])
-        sr = f32([float(total - ps[i]) for i in idx])
-        wl = [float(pw[i]) for i in idx]
-        wr = [float(self.weight - pw[i]) for i in idx]
+    def _mse(self, lefts, ht):
+        hist = self.hist
+        total = signed64(hist[ht], hist[ht + 1])
+        s = [signed64(hist[h], hist[h + 1]) for h in lefts]
+        wl = [float(hist[h + 2]) for h in lefts]
+        wr = [float(hist[ht + 2] - w) for w in wl]
+        sl = f32([float(v) for v in s])
+        sr = f32([float(total - v) for v in s])
         a = f32([x / w for x, w in zip(f32([x * x for x in sl]), wl)])
         b = f32([x / w for x, w in zip(f32([x * x for x in sr]), wr)])
         return f32([x + y for x, y in zip(a, b)])
 
-    def _score_classes(self, h0, h1, nz, idx):
-        hist, C, K = self.hist, self.p["C"], self.p["K"]
-        left = []
-        for k in range(K):
-            ch = hist[h0 + k:h1:C]
-            pre = list(accumulate(ch[j] for j in nz))
-            left.append([pre[i] for i in idx])
-        wl = [sum(col) for col in zip(*left)]
-        wr = [self.weight - w for w in wl]
-        right = [[self.tot[k] - v for v in left[k]] for k in range(K)]
+    def _classes(self, lefts, ht):
+        hist, K = self.hist, self.p["K"]
+        left = [[hist[h + k] for h in lefts] for k in range(K)]
+        right = [[hist[ht + k] - v for v in left[k]] for k in range(K)]
+        wl = [sum(col) & M32 for col in zip(*left)]
+        total = sum(hist[ht:ht + K]) & M32
+        wr = [total - w for w in wl]
         if self.p["crit"] == GINI:
-            total = None
+            score = None
             for side, w in ((left, wl), (right, wr)):
                 acc = None
                 for k in range(K):
                     c = [float(v) for v in side[k]]
                     q = f32([x / y for x, y in zip(f32([x * x for x in c]), w)])
                     acc = q if acc is None else f32([x + y for x, y in zip(acc, q)])
-                total = acc if total is None else f32([x + y for x, y in zip(total, acc)])
-            return total
+                score = acc if score is None else f32([x + y for x, y in zip(score, acc)])
+            return score
         xl = self.xlogx
-        acc = [0.0] * len(idx)
+        acc = [0.0] * len(lefts)
         for side in (left, right):
             for k in range(K):
                 acc = f32([a + xl[v] for a, v in zip(acc, side[k])])
@@ -296,10 +304,8 @@ class _Node:
 
     def varies(self, f):
         C = self.p["C"]
-        off, nb = self.fmeta[2 * f], self.fmeta[2 * f + 1]
-        h0 = (self.hbase + off) * C
-        counts = self.hist[h0 + C - 1:h0 + nb * C:C]
-        return len(counts) - counts.count(0) >= 2
+        h0, h1 = _feature_range(self.p, self.fmeta, self.hbase, f)
+        return len(set(self.hist[h0 + C - 1:h1:C]) - {0}) >= 2  # one new count per non-empty bin
 
 
 def _open_slots(p, slots):
@@ -327,26 +333,24 @@ def split_scan(bufs, grid_, constants):
     for t, s, node, flags in _open_slots(p, slots):
         if not flags & BUILT:
             _derive(p, slots, prev, hist, t, s)
-        rec = ((p["tree0"] + t) * NC + node) * (4 + C)
         hbase = (t * S + s) * p["NB"]
+        ht = _feature_range(p, fmeta, hbase, 0)[1] - C  # feature 0's last bin: the totals
+        tot = hist[ht:ht + C].tolist()
         if p["depth"] == 0:
-            tot = _bin_totals(p, hist, fmeta, hbase)
+            rec = ((p["tree0"] + t) * NC + node) * (4 + C)
             nodes[rec + 4:rec + 4 + C] = array("I", tot)
-        else:
-            tot = nodes[rec + 4:rec + 4 + C].tolist()
-        nd = _Node(p, hist, fmeta, xl, hbase, tot)
         out = [0] * (4 * F)
-        if nd.eligible():
-            rank = _ranker(p, t, node)
+        if _eligible(p, tot):
+            slot, rank = _Slot(p, hist, fmeta, xl, hbase), _ranker(p, t, node)
             for f in range(F):
                 if rank is None or rank(f) < p["mf"]:
-                    got, v = nd.scan(f)
+                    got, v = slot.scan(f)
                     if got is not None:
                         top, b, b2 = got
                         out[4 * f:4 * f + 4] = [array("I", array("f", [top]).tobytes())[0], b, b2, 1]
                     out[4 * f + 3] |= 2 if v else 0
                 else:
-                    out[4 * f + 3] = 2 if nd.varies(f) else 0
+                    out[4 * f + 3] = 2 if slot.varies(f) else 0
         e = 4 * (t * S + s) * F
         cand[e:e + 4 * F] = array("I", out)
 
@@ -359,9 +363,7 @@ def split_pick(bufs, grid_, constants):
     xl = xlogx.tolist() if p["crit"] == ENTROPY else None
     for t, s, node, flags in _open_slots(p, slots):
         rec = ((p["tree0"] + t) * NC + node) * (4 + C)
-        hbase = (t * S + s) * p["NB"]
-        nd = _Node(p, hist, fmeta, xl, hbase, nodes[rec + 4:rec + 4 + C].tolist())
-        if not nd.eligible():
+        if not _eligible(p, nodes[rec + 4:rec + 4 + C].tolist()):
             continue
         rank = _ranker(p, t, node)
         e = 4 * (t * S + s) * F
@@ -374,18 +376,19 @@ def split_pick(bufs, grid_, constants):
             varied = varied or bool(cands[4 * f + 3] & 2)
             if cands[4 * f + 3] & 1 and (best is None or scores[f] > best[1]):
                 best = (f, scores[f], cands[4 * f + 1], cands[4 * f + 2])
+        hbase = (t * S + s) * p["NB"]
         if not varied:
             firsts = [((rank or (lambda x: x))(f), f) for f in range(F) if cands[4 * f + 3] & 2]
             if firsts:
                 f = min(firsts)[1]
-                got, _ = nd.scan(f)
+                got, _ = _Slot(p, hist, fmeta, xl, hbase).scan(f)
                 best = None if got is None else (f,) + got
         if best is None:
             continue
         f, _, b, b2 = best
         nodes[rec:rec + 3] = array("I", [f, b, b2])
-        h0 = (hbase + fmeta[2 * f]) * C
-        left[(t * S + s) * C:(t * S + s + 1) * C] = array("I", _sum_bins(p, hist, h0, h0 + (b + 1) * C))
+        hl = (hbase + fmeta[2 * f] + b) * C
+        left[(t * S + s) * C:(t * S + s + 1) * C] = hist[hl:hl + C]
 
 
 def _child_stats(p, nodes, left, t, s, rec):
@@ -440,7 +443,7 @@ def alloc(bufs, grid_, constants):
             if any(opens):
                 small = 0 if stats[0][C - 1] <= stats[1][C - 1] else 1
                 for side in (0, 1):
-                    ns = 2 * j + side
+                    ns = 2 * j + (0 if side == small else 1)
                     flags = (OPEN if opens[side] else 0) | (BUILT if side == small else 0)
                     e = (t * S + ns) * 4
                     nxt[e:e + 4] = array("I", [nid + side, flags, s, 0])
@@ -450,7 +453,8 @@ def alloc(bufs, grid_, constants):
             nid += 2
         for s in range(2 * j, p["S_next"]):
             nxt[(t * S + s) * 4 + 1] = 0
-        hist_next[t * S * W:(t * S + 2 * j) * W] = array("I", bytes(8 * j * W))
+        for q in range(j):  # the built (even) slots
+            hist_next[(t * S + 2 * q) * W:(t * S + 2 * q + 1) * W] = array("I", bytes(4 * W))
         meta[2 * tree:2 * tree + 2] = array("I", [nid, j])
 
 
