@@ -2,7 +2,7 @@
 
 cuML bins features into quantiles as py_core does (`n_bins`, up to 256 here and there), so it is
 the closest GPU counterpart. Its wheels are large and tied to a CUDA version, hence not part of
-the `cuda` extra: `pip install --extra-index-url=https://pypi.nvidia.com cuml-cu12` (README).
+the `cuda` extra: `pip install cuml-cu12` (or cuml-cu13, matching the server's CUDA; README).
 """
 from __future__ import annotations
 
@@ -20,8 +20,7 @@ def check(device: str) -> str | None:
     if device != "cuda":
         return "no CUDA device (the server runs its comparisons on the CPU)"
     if not installed("cuml"):
-        return ("cuML is not installed (pip install --extra-index-url=https://pypi.nvidia.com "
-                "cuml-cu12)")
+        return "cuML is not installed (pip install cuml-cu12, or cuml-cu13 for CUDA 13)"
     return None
 
 
@@ -65,10 +64,15 @@ def run(job: dict, data_dir: Path, device: str) -> dict:
         proba = full_proba(_numpy(proba), _numpy(model.classes_), n_classes)
     metrics = forest_metrics(task, y_test, None if pred is None else _numpy(pred), proba, n_classes)
     return {"runner": RUNNER.name, "device": "cuda", "hardware": _gpu_name(),
-            "versions": versions("cuml-cu12", "cuml", "numpy"),
+            "versions": {**versions("numpy"), "cuml": _cuml_version()},
             "timings": {"fit": fit, "predict": predict, "total": time.perf_counter() - t0},
             "metrics": metrics, "params": kwargs, "ignored": ignored,
             "rows": {"train": len(y_train), "test": len(y_test)}}
+
+
+def _cuml_version() -> str | None:
+    import cuml
+    return getattr(cuml, "__version__", None)
 
 
 def _numpy(x):
