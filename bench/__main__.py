@@ -1,0 +1,130 @@
+"""`make bench SUITE=quick|full`: start the server, drive headless Chromium through a suite with
+Playwright (`window.playground.run`), wait for the server's comparison runs, write the report.
+
+Suites are `web/suites/NAME.json`, the same files the page runs by itself with `/?suite=NAME`
+(how the lent GPU machine runs them, where Playwright does not fit beside the browser: see
+tools/gpu/run_suite.sh, then `python -m bench.report --runs runs.json`).
+
+Fair timing: each job runs `warmup` times unposted first, then `repeat` timed runs; the page's
+runners drain the GPU queue before reading a clock; Pyodide start-up and data loading are
+reported apart from training (`startup`, `timings.load`).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+
+from .report import environment, write_report
+
+ROOT = Path(__file__).resolve().parent.parent
+FLAGS = ["--headless", "--no-sandbox", "--enable-unsafe-webgpu", "--disable-background-networking",
+         "--disable-component-update", "--disable-sync", "--no-first-run"]
+FINAL = {"done", "failed", "unavailable", "skipped"}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_server(data_dir: Path, port: int, device: str) -> subprocess.Popen:
+    log = open(data_dir / "server.log", "w")
+    proc = subprocess.Popen([sys.executable, "-m", "server", "--port", str(port), "--data-dir", str(data_dir),
+                             "--device", device], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+    for _ in range(240):
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/api/health", timeout=2).status_code == 200:
+                return proc
+        except httpx.HTTPError:
+            pass
+        if proc.poll() is not None:
+            break
+        time.sleep(0.25)
+    raise SystemExit(f"the server did not start: {(data_dir / 'server.log').read_text()[-2000:]}")
+
+
+def wait_comparisons(base: str, run_id: str, timeout_s: float) -> list:
+    """The server's comparison runs of `run_id`, once each has finished (or the time is up)."""
+    deadline = time.time() + timeout_s
+    while True:
+        res = httpx.get(f"{base}/api/runs/{run_id}/comparisons", timeout=10)
+        if res.status_code == 404:
+            return []
+        comps = res.json().get("comparisons", [])
+        if all(c.get("status") in FINAL for c in comps) or time.time() > deadline:
+            return comps
+        time.sleep(1)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--suite", default="quick", help="web/suites/NAME.json (quick: CI, full: the issues' figures)")
+    ap.add_argument("--out", type=Path, help="report folder (default bench/out/SUITE-DATE)")
+    ap.add_argument("--device", default="auto", help="the server's device for its comparison runs")
+    ap.add_argument("--comparison-timeout", type=float, default=1800, help="seconds to wait for each run's comparisons")
+    ap.add_argument("--chromium", default=os.environ.get("CHROMIUM_BIN") or shutil.which("chromium"))
+    args = ap.parse_args(argv)
+    suite = json.loads((ROOT / "web" / "suites" / f"{args.suite}.json").read_text())
+    out = args.out or ROOT / "bench" / "out" / f"{args.suite}-{time.strftime('%Y%m%d-%H%M%S')}"
+    out.mkdir(parents=True, exist_ok=True)
+
+    from playwright.sync_api import sync_playwright
+    data_dir = Path(tempfile.mkdtemp(prefix="bench-data-"))
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    server = start_server(data_dir, port, args.device)
+    results, errors = [], []
+    try:
+        with sync_playwright() as p:
+            flags = FLAGS + os.environ.get("CHROMIUM_GPU_FLAGS", "").split()
+            browser = p.chromium.launch(executable_path=args.chromium, args=flags)
+            page = browser.new_page()
+            page.goto(base + "/")
+            ready = page.evaluate("() => window.playground.ready")
+            print(f"page ready: {ready['backend']} on {ready['adapter'].get('vendor')} "
+                  f"{ready['adapter'].get('architecture')} (Pyodide {ready['timings']['pyodide']:.2f} s)")
+            for i, entry in enumerate(suite["jobs"]):
+                label = entry.get("label") or f"{entry['job']['kind']} {i + 1}"
+                runs = []
+                try:
+                    for w in range(entry.get("warmup", 1)):
+                        print(f"{label}: warm-up {w + 1}")
+                        page.evaluate("(job) => window.playground.compute(job).done.then(() => null)", entry["job"])
+                    for r in range(entry.get("repeat", 1)):
+                        t0 = time.perf_counter()
+                        run = page.evaluate("([job, extra]) => window.playground.run(job, {extra})",
+                                            [entry["job"], {"suite": suite["name"], "label": label, "rep": r}])
+                        run.pop("result", None)
+                        runs.append(run)
+                        print(f"{label}: run {r + 1}/{entry.get('repeat', 1)} in {time.perf_counter() - t0:.2f} s "
+                              f"(timings {json.dumps({k: round(v, 4) for k, v in run['timings'].items() if isinstance(v, (int, float))})})")
+                except Exception as exc:  # a failed job is reported, and the suite goes on
+                    errors.append({"label": label, "message": str(exc).splitlines()[0][:500]})
+                    print(f"{label}: FAILED {errors[-1]['message']}")
+                comps = [wait_comparisons(base, r["id"], args.comparison_timeout) for r in runs]
+                results.append({"label": label, "job": entry["job"], "runs": runs, "comparisons": comps})
+            env = environment(ready, browser.version)
+            browser.close()
+    finally:
+        server.terminate()
+        server.wait(30)
+    report = {"suite": suite["name"], "description": suite.get("description", ""),
+              "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "env": env, "jobs": results, "errors": errors}
+    paths = write_report(report, out)
+    print("report:", ", ".join(str(p) for p in paths))
+    return 1 if errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
