@@ -34,6 +34,19 @@ def _rows_grid(rows: int) -> tuple[int, int, int]:
     return (min(rows, ew.MAX_GROUPS), -(-rows // ew.MAX_GROUPS), 1)
 
 
+def split_k(n: int, k: int, rows: int) -> int:
+    """How many slices a weight gradient dW = dy^T x (n x k, summed over `rows`) is split into.
+    Few output tiles over a long sum leave most of a large GPU idle (the LM head's V x C gradient
+    is a dozen tiles summed over B*T rows), so the rows are cut into equal slices, each slice's
+    product goes to its own slab, and a column sum adds the slabs (deterministic, no atomics).
+    The slice count divides `rows`, so every slice has the same length."""
+    tiles = -(-n // mm.TILE) * -(-k // mm.TILE)
+    if tiles >= 128 or rows < 1024 or n * k > 64 * ew.MAX_GROUPS:
+        return 1
+    want = min(rows // 512, -(-256 // tiles))
+    return max(d for d in range(1, want + 1) if rows % d == 0)
+
+
 def activation_specs(cfg: TransformerConfig, vocab_size: int, batch: int, length: int,
                      backward: bool, head_rows: int | None = None) -> list[tuple[str, str, int]]:
     """(name, dtype, elements) of every activation buffer of a batch x length pass."""
@@ -49,9 +62,10 @@ def activation_specs(cfg: TransformerConfig, vocab_size: int, batch: int, length
               ("logits", "f32", (head_rows or m) * v), ("losses", "f32", m)]
     if backward:
         chunks = -(-m // CHUNK)
+        slabs = max([split_k(n, k, m) * n * k for n, k in ((3 * c, c), (c, c), (f, c), (c, f), (v, c))])
         specs += [("dres", "f32", m * c), ("dln", "f32", m * c), ("dqkv", "f32", 3 * m * c),
                   ("dfc", "f32", m * f), ("datt", "f32", batch * h * length * length),
-                  ("part", "f32", chunks * max(f, 3 * c))]
+                  ("part", "f32", chunks * max(f, 3 * c)), ("slabs", "f32", slabs)]
     return specs
 
 
@@ -247,14 +261,28 @@ class GPT:
         await r("transformer_elementwise", "colsum", ew.COLSUM, dict(rows=chunks, cols=cols, chunk=chunks,
                 out_off=out_off), [a.part, self.grads], (-(-cols // 64), 1, 1))
 
+    async def _weight_grad(self, r, a, dy, x, rows, n, k, c_off):
+        """grads[c_off:+n*k] = dy^T x for dy (rows, n) and x (rows, k); split along the rows
+        (see split_k) when the output alone would not fill the GPU."""
+        s = split_k(n, k, rows)
+        if s == 1:
+            await r("transformer_matmul", "matmul", mm.PARAMS, mm.params(
+                n, k, rows, mm.TRANS_A, c_off=c_off), [dy, x, self.grads, x], mm.grid(n, k))
+            return
+        part = rows // s  # slab z = dy[z*part:(z+1)*part]^T x[z*part:(z+1)*part]
+        await r("transformer_matmul", "matmul", mm.PARAMS, mm.params(
+            n, k, part, mm.TRANS_A, lda=n, ldb=k, a_so=part * n, b_so=part * k, c_so=n * k),
+            [dy, x, a.slabs, x], mm.grid(n, k, s))
+        await r("transformer_elementwise", "colsum", ew.COLSUM, dict(rows=s, cols=n * k, chunk=s, out_off=c_off),
+                [a.slabs, self.grads], (-(-n * k // 64), 1, 1))
+
     async def _linear_backward(self, r, a, dy, x, w, bias, dx, rows, n, k, accumulate=False):
         """For y = x W^T + b with dy (rows, n): dx (+)= dy W; dW = dy^T x; db = colsum(dy)."""
         L = self.layout
         await r("transformer_matmul", "matmul", mm.PARAMS, mm.params(
             rows, k, n, mm.ACCUMULATE if accumulate else 0, b_off=L.offset(w)),
             [dy, self.params, dx, self.params], mm.grid(rows, k))
-        await r("transformer_matmul", "matmul", mm.PARAMS, mm.params(
-            n, k, rows, mm.TRANS_A, c_off=L.offset(w)), [dy, x, self.grads, x], mm.grid(n, k))
+        await self._weight_grad(r, a, dy, x, rows, n, k, L.offset(w))
         if bias:
             await self._colsum(r, a, dy, rows, n, L.offset(bias))
 
@@ -282,8 +310,7 @@ class GPT:
         # head: dlnf = dlogits wte; dwte = dlogits^T lnf (the embedding's part is added below)
         await r("transformer_matmul", "matmul", mm.PARAMS, mm.params(m, c, v, 0, b_off=wte),
                 [a.logits, self.params, a.dln, self.params], mm.grid(m, c))
-        await r("transformer_matmul", "matmul", mm.PARAMS, mm.params(v, c, m, mm.TRANS_A, c_off=wte),
-                [a.logits, a.lnf, self.grads, a.lnf], mm.grid(v, c))
+        await self._weight_grad(r, a, a.logits, a.lnf, m, v, c, wte)
         last = a.layer(cfg.n_layer - 1, "out") if cfg.n_layer else a.x0
         await self._layernorm_backward(r, a, last, "transformer.ln_f", a.statsf, a.dln, accumulate=False)
         for i in reversed(range(cfg.n_layer)):
