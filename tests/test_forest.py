@@ -1,0 +1,237 @@
+"""The forest estimators: scikit-learn's contract, binning, export, and the same forest on every
+backend for the same seed."""
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+from array import array
+
+import numpy as np
+import pytest
+from sklearn.datasets import load_breast_cancer, load_diabetes, load_iris, load_wine
+from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
+
+from py_core.forest import RandomForestClassifier, RandomForestRegressor, as_matrix
+from py_core.forest.binning import bin_edges, feature_bins
+from py_core.gpu import LimitError
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+@pytest.fixture(scope="module")
+def diabetes():
+    X, y = load_diabetes(return_X_y=True)
+    return X.tolist(), y.tolist()
+
+
+def test_init_only_stores_and_defaults_follow_sklearn():
+    r = RandomForestRegressor(max_depth="nonsense", random_state=7)
+    assert r.max_depth == "nonsense" and r.random_state == 7  # validated by fit, not here
+    assert r.get_params()["max_features"] == 1.0 and r.criterion == "squared_error"
+    c = RandomForestClassifier()
+    assert c.max_features == "sqrt" and c.criterion == "gini" and c.n_estimators == 100
+    assert c.set_params(n_estimators=3) is c and c.n_estimators == 3
+    with pytest.raises(ValueError, match="unknown parameter"):
+        c.set_params(depth=3)
+
+
+@pytest.mark.parametrize("kw, match", [
+    (dict(n_estimators=0), "n_estimators"), (dict(max_depth=0), "max_depth"),
+    (dict(min_samples_split=1), "min_samples_split"), (dict(min_samples_leaf=0), "min_samples_leaf"),
+    (dict(max_features="half"), "max_features"), (dict(max_features=99), "max_features"),
+    (dict(n_bins=257), "n_bins"), (dict(criterion="gini"), "criterion"),
+    (dict(oob_score=True, bootstrap=False), "oob_score"), (dict(random_state="x"), "random_state"),
+])
+def test_fit_validates_parameters(kw, match):
+    with pytest.raises(ValueError, match=match):
+        run(RandomForestRegressor(**kw).fit([[0.0], [1.0], [2.0]], [0.0, 1.0, 2.0]))
+
+
+def test_fit_validates_data():
+    f = RandomForestRegressor(n_estimators=2)
+    with pytest.raises(ValueError, match="NaN"):
+        run(f.fit([[0.0], [math.nan]], [1.0, 2.0]))
+    with pytest.raises(ValueError, match="y has 1"):
+        run(f.fit([[0.0], [1.0]], [1.0]))
+    with pytest.raises(ValueError, match="row 1"):
+        run(f.fit([[0.0, 1.0], [1.0]], [1.0, 2.0]))
+    with pytest.raises(ValueError, match="n_features"):
+        run(f.fit(array("d", [1, 2, 3, 4]), [1.0, 2.0]))
+    with pytest.raises(RuntimeError, match="not fitted"):
+        run(RandomForestRegressor().predict([[1.0]]))
+
+
+def test_inputs_as_rows_flat_arrays_and_numpy_agree(diabetes):
+    X, y = diabetes
+    X, y = X[:80], y[:80]
+    flat = array("d", [v for row in X for v in row])
+    preds = []
+    for data, kw in ((X, {}), (flat, {"n_features": 10}), (np.array(X), {})):
+        f = run(RandomForestRegressor(n_estimators=3, random_state=1, max_depth=4).fit(data, y, **kw))
+        preds.append(list(run(f.predict(data, **kw))))
+    assert preds[0] == preds[1] == preds[2]
+    assert as_matrix(X)[1:] == (80, 10)
+
+
+def test_binning_small_data_has_sklearn_midpoints():
+    values = sorted(array("f", [3.0, 1.0, 2.0, 2.0, 10.0]).tolist())
+    thresholds, lo, hi = feature_bins(values, 256)
+    assert thresholds == [1.5, 2.5, 6.5] and lo == hi == [1.0, 2.0, 3.0, 10.0]
+    # More distinct values than bins: percentile cuts, each bin non-empty, sorted.
+    values = sorted(array("f", [i * 0.37 for i in range(1000)]).tolist())
+    thresholds, lo, hi = feature_bins(values, 16)
+    assert len(thresholds) == 15 and thresholds == sorted(set(thresholds))
+    assert all(a <= b for a, b in zip(lo, hi))
+    X = array("f", [0, 5, 1, 5, 2, 5])
+    edges, fmeta, _ = bin_edges(X, 3, 2, 256)
+    assert list(fmeta) == [0, 3, 3, 1]  # feature 1 is constant: one bin
+    assert list(edges)[:9] == [0.5, 0.0, 0.0, 1.5, 1.0, 1.0, math.inf, 2.0, 2.0]
+
+
+@pytest.mark.parametrize("task", ["regression", "classification"])
+def test_one_tree_without_bootstrap_is_sklearns_tree(task):
+    """Small data (at most n_bins distinct values a feature), all features, no bootstrap: the same
+    splits and thresholds as scikit-learn (up to ties, which it breaks at random)."""
+    if task == "regression":
+        X, y = load_diabetes(return_X_y=True)
+        X, y = X[:250], y[:250]
+        sk = DecisionTreeRegressor(max_depth=4, random_state=0).fit(X, y)
+        ours = RandomForestRegressor(n_estimators=1, max_depth=4, bootstrap=False, random_state=0)
+    else:
+        X, y = load_breast_cancer(return_X_y=True)
+        X, y = X[:250], y[:250]
+        sk = DecisionTreeClassifier(max_depth=3, random_state=0).fit(X, y)
+        ours = RandomForestClassifier(n_estimators=1, max_depth=3, bootstrap=False, max_features=None,
+                                      random_state=0)
+    run(ours.fit(X.tolist(), y.tolist()))
+    tree = ours.to_dict()["trees"][0]
+
+    X32 = X.astype(np.float32)
+
+    def walk(i_sk, i_ours, rows):  # node by node; a tie may pick another feature, same partition
+        f = sk.tree_.feature[i_sk]
+        assert (tree["feature"][i_ours] < 0) == (f < 0)
+        if f < 0:
+            return
+        go_left = X32[rows, f] <= sk.tree_.threshold[i_sk]
+        if tree["feature"][i_ours] == f:
+            assert tree["threshold"][i_ours] == pytest.approx(sk.tree_.threshold[i_sk], rel=1e-6)
+        else:
+            ours_left = X32[rows, tree["feature"][i_ours]] <= tree["threshold"][i_ours]
+            if (ours_left == ~go_left).all():  # the mirror split: children swap
+                walk(sk.tree_.children_left[i_sk], tree["right"][i_ours], rows[go_left])
+                walk(sk.tree_.children_right[i_sk], tree["left"][i_ours], rows[~go_left])
+                return
+            assert (ours_left == go_left).all(), f"node {i_sk}: a different partition"
+        walk(sk.tree_.children_left[i_sk], tree["left"][i_ours], rows[go_left])
+        walk(sk.tree_.children_right[i_sk], tree["right"][i_ours], rows[~go_left])
+
+    walk(0, 0, np.arange(len(y)))
+    got = run(ours.predict(X.tolist())) if task == "regression" else run(ours.predict_proba(X.tolist()))
+    want = sk.predict(X) if task == "regression" else sk.predict_proba(X)
+    assert np.allclose(np.array(got, dtype=float), want, rtol=1e-5, atol=1e-5)
+
+
+def _forest(kind, **kw):
+    return (RandomForestRegressor if kind == "regression" else RandomForestClassifier)(**kw)
+
+
+@pytest.mark.parametrize("kind, data, kw", [
+    ("regression", "diabetes", dict(n_estimators=6, max_depth=9, max_features=0.6, oob_score=True)),
+    ("classification", "wine", dict(n_estimators=8, criterion="gini", oob_score=True)),
+    ("classification", "iris", dict(n_estimators=8, criterion="entropy", min_samples_leaf=2)),
+    ("regression", "diabetes", dict(n_estimators=3, bootstrap=False, n_bins=16, min_samples_split=6)),
+])
+def test_same_seed_same_forest_on_reference_and_native(native_backend, reference_backend, kind, data, kw):
+    X, y = {"diabetes": load_diabetes, "wine": load_wine, "iris": load_iris}[data](return_X_y=True)
+    X, y = X.tolist(), y.tolist()
+    fits = [run(_forest(kind, random_state=123, backend=b, **kw).fit(X, y))
+            for b in (reference_backend, native_backend)]
+    ref, nat = (f.to_dict() for f in fits)
+    for t, (a, b) in enumerate(zip(ref["trees"], nat["trees"])):
+        assert a["feature"] == b["feature"], f"tree {t}: split features differ"
+        assert a["threshold"] == b["threshold"], f"tree {t}: thresholds differ"
+        assert a["left"] == b["left"] and a["right"] == b["right"]
+        va, vb = np.array(a["value"], dtype=float), np.array(b["value"], dtype=float)
+        assert np.allclose(va, vb, rtol=1e-6, atol=1e-6 * np.abs(va).max()), f"tree {t}: values"
+    assert ref["feature_importances"] == pytest.approx(nat["feature_importances"], rel=1e-9)
+    if kw.get("oob_score"):
+        assert ref["oob_score"] == pytest.approx(nat["oob_score"], rel=1e-5)
+    pa, pb = (run(f.predict(X[:50])) for f in fits)
+    if kind == "regression":
+        assert np.allclose(pa, pb, rtol=1e-5)
+    else:
+        assert pa == pb
+
+
+def test_export_round_trip_through_json(diabetes, native_backend):
+    X, y = diabetes
+    f = run(RandomForestRegressor(n_estimators=4, max_depth=6, random_state=3).fit(X, y))
+    data = json.loads(json.dumps(f.to_dict()))
+    assert data["format"] == "py_core.forest" and len(data["trees"]) == 4
+    g = RandomForestRegressor.from_dict(data, backend=native_backend)
+    assert g.n_estimators == 4 and g.feature_importances_ == f.feature_importances_
+    assert np.allclose(run(g.predict(X[:30])), run(f.predict(X[:30])), rtol=1e-6)
+    with pytest.raises(ValueError, match="RandomForestRegressor"):
+        RandomForestClassifier.from_dict(data)
+    data["trees"][0]["left"][0] = 10**6
+    with pytest.raises(ValueError, match="tree 0"):
+        RandomForestRegressor.from_dict(data)
+
+
+def test_classifier_attributes_and_string_labels():
+    X, y = load_iris(return_X_y=True)
+    names = ["setosa", "versicolor", "virginica"]
+    labels = [names[v] for v in y]
+    f = run(RandomForestClassifier(n_estimators=10, random_state=0, oob_score=True).fit(X.tolist(), labels))
+    assert f.classes_ == names and f.n_classes_ == 3 and f.n_features_in_ == 4
+    proba = run(f.predict_proba(X.tolist()))
+    assert all(abs(sum(p) - 1) < 1e-5 for p in proba)
+    assert run(f.score(X.tolist(), labels)) > 0.95
+    assert 0.85 < f.oob_score_ <= 1.0
+    imp = f.feature_importances_
+    assert abs(sum(imp) - 1) < 1e-9 and max(range(4), key=imp.__getitem__) in (2, 3)  # petals
+    assert RandomForestClassifier.from_dict(f.to_dict()).classes_ == names
+
+
+def test_importances_and_oob_close_to_sklearn(diabetes, native_backend):
+    from sklearn.ensemble import RandomForestRegressor as SkForest
+    X, y = diabetes
+    f = run(RandomForestRegressor(n_estimators=40, random_state=0, oob_score=True, max_depth=8,
+                                  backend=native_backend).fit(X, y))
+    sk = SkForest(n_estimators=40, random_state=0, oob_score=True, max_depth=8).fit(X, y)
+    assert abs(f.oob_score_ - sk.oob_score_) < 0.05
+    assert np.abs(np.array(f.feature_importances_) - sk.feature_importances_).max() < 0.05
+    assert len(f.oob_prediction_) == len(y)
+
+
+def test_random_state_none_differs_and_int_repeats(diabetes):
+    X, y = diabetes
+    X, y = X[:100], y[:100]
+    fits = [run(RandomForestRegressor(n_estimators=2, random_state=rs).fit(X, y)).to_dict()["trees"]
+            for rs in (5, 5, None)]
+    assert fits[0] == fits[1] and fits[0] != fits[2]
+
+
+def test_a_forest_too_big_for_the_adapter_is_refused_clearly(native_backend):
+    f = RandomForestRegressor(n_estimators=2, backend=native_backend, min_samples_leaf=1)
+    native_backend_limits = dict(native_backend.limits)
+    try:
+        native_backend.limits["maxStorageBufferBindingSize"] = 2**16
+        with pytest.raises(LimitError, match="MiB"):
+            run(f.fit([[float(i), float(i % 7)] for i in range(400)], [float(i) for i in range(400)]))
+    finally:
+        native_backend.limits.update(native_backend_limits)
+
+
+def test_progress_and_stop(diabetes):
+    from py_core.jobs import Stopped
+    X, y = diabetes
+    seen = []
+    run(RandomForestRegressor(n_estimators=3, max_depth=3).fit(X, y, progress=seen.append))
+    assert seen[-1]["fraction"] == 1.0 and seen[0]["stage"].startswith("level")
+    with pytest.raises(Stopped):
+        run(RandomForestRegressor(n_estimators=3).fit(X, y, should_stop=lambda: True))
