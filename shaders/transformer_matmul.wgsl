@@ -110,3 +110,73 @@ fn matmul(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) lid: v
     }
   }
 }
+
+// matmul_big: the same contract on 128 x 128 tiles of C, each invocation owning 8 x 8 outputs
+// strided by 16 (rows lid.y + 16 i, columns lid.x + 16 j: neighbours read neighbouring workgroup
+// memory words and write neighbouring C entries). Twice the multiply-adds per workgroup-memory
+// read of `matmul`, for large products; the causal flags act on these 128 x 128 tiles.
+// Tiles of 16 x 128 floats take 16 KiB of workgroup memory, WebGPU's guaranteed minimum.
+// Grid: (ceil(N / 128), ceil(M / 128), batches).
+const BM = 128u;
+const BN = 128u;
+const BK = 16u;
+var<workgroup> Ab: array<f32, 2048>;  // [BK][BM]
+var<workgroup> Bb: array<f32, 2048>;  // [BK][BN]
+
+@compute @workgroup_size(16, 16)
+fn matmul_big(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) lid: vec3u) {
+  let row0 = wg.y * BM;
+  let col0 = wg.x * BN;
+  if ((p.flags & 16u) != 0u && col0 > row0 + BM - 1u) { return; }
+  let outer = wg.z / p.inner;
+  let inner = wg.z % p.inner;
+  let a_base = p.a_off + outer * p.a_so + inner * p.a_si;
+  let b_base = p.b_off + outer * p.b_so + inner * p.b_si;
+  let c_base = p.c_off + outer * p.c_so + inner * p.c_si;
+  let trans_a = (p.flags & 1u) != 0u;
+  let trans_b = (p.flags & 2u) != 0u;
+  var k_begin = 0u;
+  var k_end = p.K;
+  if ((p.flags & 32u) != 0u) { k_end = min(p.K, row0 + BM); }
+  if ((p.flags & 64u) != 0u) { k_begin = row0; }
+  let t = lid.y * 16u + lid.x;
+  var acc: array<f32, 64>;
+  for (var k0 = k_begin; k0 < k_end; k0 += BK) {
+    for (var i = 0u; i < 8u; i++) {
+      let e = t + i * 256u;
+      var m = e % BM; var kk = e / BM;
+      if (!trans_a) { kk = e % BK; m = e / BK; }
+      Ab[kk * BM + m] = load_a(a_base, row0 + m, k0 + kk);
+      var n = e % BN; var kb = e / BN;
+      if (trans_b) { kb = e % BK; n = e / BK; }
+      Bb[kb * BN + n] = load_b(b_base, k0 + kb, col0 + n);
+    }
+    workgroupBarrier();
+    for (var kk = 0u; kk < BK; kk++) {
+      var a: array<f32, 8>;
+      var b: array<f32, 8>;
+      for (var i = 0u; i < 8u; i++) {
+        a[i] = Ab[kk * BM + lid.y + 16u * i];
+        b[i] = Bb[kk * BN + lid.x + 16u * i];
+      }
+      for (var i = 0u; i < 8u; i++) {
+        for (var j = 0u; j < 8u; j++) {
+          acc[i * 8u + j] = fma(a[i], b[j], acc[i * 8u + j]);
+        }
+      }
+    }
+    workgroupBarrier();
+  }
+  for (var i = 0u; i < 8u; i++) {
+    let r = row0 + lid.y + 16u * i;
+    if (r >= p.M) { continue; }
+    for (var j = 0u; j < 8u; j++) {
+      let c = col0 + lid.x + 16u * j;
+      if (c >= p.N) { continue; }
+      var v = p.alpha * acc[i * 8u + j];
+      if ((p.flags & 8u) != 0u) { v += bias[p.bias_off + c]; }
+      let at = c_base + r * p.ldc + c;
+      if ((p.flags & 4u) != 0u) { C[at] += v; } else { C[at] = v; }
+    }
+  }
+}

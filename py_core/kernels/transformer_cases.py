@@ -27,9 +27,9 @@ def _rows_grid(rows: int):
     return (min(rows, ew.MAX_GROUPS), -(-rows // ew.MAX_GROUPS), 1)
 
 
-def _matmul_case(m, n, k, flags, batches=1):
+def _matmul_case(m, n, k, flags, batches=1, entry="matmul"):
     async def setup(backend, rng):
-        kern = await backend.kernel("transformer_matmul", "matmul")
+        kern = await backend.kernel("transformer_matmul", entry)
         # operands sit at offsets inside bigger buffers, with padded leading dimensions
         lda = (m if flags & mm.TRANS_A else k) + 3
         ldb = (k if flags & mm.TRANS_B else n) + 5
@@ -43,7 +43,8 @@ def _matmul_case(m, n, k, flags, batches=1):
             bias_off=11 + batches * rows_b * ldb, inner=2 if batches % 2 == 0 else 1,
             a_so=2 * rows_a * lda, a_si=rows_a * lda, b_so=2 * rows_b * ldb, b_si=rows_b * ldb,
             c_so=2 * m * (n + 1), c_si=m * (n + 1)))
-        plan = backend.plan().dispatch(kern, [prm, a, b, c, b], mm.grid(m, n, batches))
+        tile = mm.BIG_TILE if entry == "matmul_big" else mm.TILE
+        plan = backend.plan().dispatch(kern, [prm, a, b, c, b], mm.grid(m, n, batches, tile))
         return plan, [c], 2 * m * n * k * batches
     return setup
 
@@ -59,6 +60,16 @@ case("transformer matmul k<=row 130x8x130", atol=1e-5, rtol=1e-4)(
     _matmul_case(130, 8, 130, mm.K_UPTO_ROW))
 case("transformer matmul k>=row A^T 130x8x130", atol=1e-5, rtol=1e-4)(
     _matmul_case(130, 8, 130, mm.TRANS_A | mm.K_FROM_ROW))
+case("transformer matmul 128-tile bias 150x140x37", atol=1e-5, rtol=1e-4)(
+    _matmul_case(150, 140, 37, mm.BIAS, entry="matmul_big"))
+case("transformer matmul 128-tile A^T B^T accumulate 2x 131x129x20", atol=1e-5, rtol=1e-4)(
+    _matmul_case(131, 129, 20, mm.TRANS_A | mm.TRANS_B | mm.ACCUMULATE, batches=2, entry="matmul_big"))
+case("transformer matmul 128-tile causal 260x260x5", atol=1e-5, rtol=1e-4)(
+    _matmul_case(260, 260, 5, mm.TRANS_B | mm.SKIP_UPPER, entry="matmul_big"))
+case("transformer matmul 128-tile k<=row 260x5x260", atol=1e-5, rtol=1e-4)(
+    _matmul_case(260, 5, 260, mm.K_UPTO_ROW, entry="matmul_big"))
+case("transformer matmul 128-tile k>=row A^T 260x5x260", atol=1e-5, rtol=1e-4)(
+    _matmul_case(260, 5, 260, mm.TRANS_A | mm.K_FROM_ROW, entry="matmul_big"))
 
 
 def _attention_buffers(backend, rng, b_, h_, t_, d_):

@@ -11,12 +11,23 @@ PARAMS = Struct("M:u32 N:u32 K:u32 flags:u32 alpha:f32 inner:u32 lda:u32 ldb:u32
                 "b_si:u32 c_so:u32 c_si:u32")
 TRANS_A, TRANS_B, ACCUMULATE, BIAS = 1, 2, 4, 8
 SKIP_UPPER, K_UPTO_ROW, K_FROM_ROW = 16, 32, 64
-TILE = 64  # rows and columns of C per workgroup
-WRITES = {("transformer_matmul", "matmul"): {3}}  # bindings a dispatch writes
+TILE = 64        # rows and columns of C per workgroup of `matmul`
+BIG_TILE = 128   # ... of `matmul_big`
+BIG_MIN_GROUPS = 96  # matmul_big only when its 128 x 128 tiles still give this many workgroups
+WRITES = {("transformer_matmul", "matmul"): {3}, ("transformer_matmul", "matmul_big"): {3}}
 
 
-def grid(m: int, n: int, batches: int = 1) -> tuple[int, int, int]:
-    return (-(-n // TILE), -(-m // TILE), batches)
+def grid(m: int, n: int, batches: int = 1, tile: int = TILE) -> tuple[int, int, int]:
+    return (-(-n // tile), -(-m // tile), batches)
+
+
+def pick(m: int, n: int, batches: int = 1, big: bool = True) -> tuple[str, tuple[int, int, int]]:
+    """(entry point, grid) for an m x n product: 128 x 128 tiles when the product is large
+    enough to keep a big GPU busy with them, else 64 x 64."""
+    if big and m >= BIG_TILE and n >= BIG_TILE and grid(m, n, batches, BIG_TILE)[0] * \
+            grid(m, n, batches, BIG_TILE)[1] * batches >= BIG_MIN_GROUPS:
+        return "matmul_big", grid(m, n, batches, BIG_TILE)
+    return "matmul", grid(m, n, batches)
 
 
 def params(m, n, k, flags=0, alpha=1.0, lda=None, ldb=None, ldc=None, inner=1, a_off=0,
@@ -33,6 +44,15 @@ def params(m, n, k, flags=0, alpha=1.0, lda=None, ldb=None, ldc=None, inner=1, a
 
 @reference("transformer_matmul", "matmul")
 def matmul(bufs, grid_, constants):
+    _matmul(bufs, grid_, TILE)
+
+
+@reference("transformer_matmul", "matmul_big")
+def matmul_big(bufs, grid_, constants):
+    _matmul(bufs, grid_, BIG_TILE)
+
+
+def _matmul(bufs, grid_, tile):
     prm, a, b, c, bias = bufs
     p = PARAMS.unpack(prm)
     m, n, k, flags, alpha = p["M"], p["N"], p["K"], p["flags"], p["alpha"]
@@ -48,16 +68,16 @@ def matmul(bufs, grid_, constants):
         else:
             b_rows = [b[bb + kk * ldb:bb + kk * ldb + n] for kk in range(k)]
         for i in range(m):
-            row0 = i // TILE * TILE
+            row0 = i // tile * tile
             k_begin = row0 if flags & K_FROM_ROW else 0
-            k_end = min(k, row0 + TILE) if flags & K_UPTO_ROW else k
+            k_end = min(k, row0 + tile) if flags & K_UPTO_ROW else k
             acc = [0.0] * n
             for kk in range(k_begin, k_end):
                 aik = a[ab + kk * lda + i] if flags & TRANS_A else a[ab + i * lda + kk]
                 if aik:
                     acc = [x + aik * y for x, y in zip(acc, b_rows[kk])]
             for j in range(n):
-                if flags & SKIP_UPPER and j // TILE * TILE > row0 + TILE - 1:
+                if flags & SKIP_UPPER and j // tile * tile > row0 + tile - 1:
                     continue
                 v = alpha * acc[j]
                 if flags & BIAS:

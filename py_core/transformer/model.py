@@ -27,7 +27,7 @@ from .params import ParamLayout
 WRITES = {**mm.WRITES, **ln.WRITES, **att.WRITES, **ew.WRITES, **emb.WRITES, **loss.WRITES, **adam.WRITES}
 CHUNK = 64          # rows each first-pass column sum adds up
 NORM_GROUP = 4096   # gradient elements each first-pass norm workgroup squares and adds
-WORKGROUP_BYTES = 8192  # the matmul's tiles: the most workgroup memory any kernel here uses
+WORKGROUP_BYTES = 8192  # matmul's tiles: the workgroup memory every kernel here fits in (matmul_big: 16 KiB)
 
 
 def _rows_grid(rows: int) -> tuple[int, int, int]:
@@ -149,6 +149,8 @@ class GPT:
             raise LimitError("the transformer's kernels bind 5 storage buffers; this adapter allows "
                              f"{lim['maxStorageBuffersPerShaderStage']}")
         self.params = self.grads = self.m1 = self.m2 = None
+        # large products on matmul_big's 128 x 128 tiles (mm.pick); they need 16 KiB of workgroup memory
+        self.big_tiles = lim["maxComputeWorkgroupStorageSize"] >= 16384
 
     @property
     def n_params(self) -> int:
@@ -184,13 +186,18 @@ class GPT:
             dict(B=a.batch, T=t, n_windows=n_windows, key=key), [sched, tokens, a.idx, a.tgt],
             (-(-a.rows // 64), 1, 1))
 
+    async def _mm(self, r, values: dict, bufs: list, batches: int = 1):
+        """A transformer_matmul dispatch, on 128- or 64-wide tiles as its size suits (mm.pick)."""
+        entry, grid = mm.pick(values["M"], values["N"], batches, self.big_tiles)
+        return await r("transformer_matmul", entry, mm.PARAMS, values, bufs, grid)
+
     async def _linear(self, r, x, w, out, rows, n, k, bias=None, accumulate=False, a_off=0):
         """out (+)= x W^T (+ b): x (rows, k), W (n, k) and b (n) in the parameter buffer."""
         L = self.layout
         flags = mm.TRANS_B | (mm.BIAS if bias else 0) | (mm.ACCUMULATE if accumulate else 0)
-        return await r("transformer_matmul", "matmul", mm.PARAMS, mm.params(
+        return await self._mm(r, mm.params(
             rows, n, k, flags, a_off=a_off, b_off=L.offset(w), bias_off=L.offset(bias) if bias else 0),
-            [x, self.params, out, self.params], mm.grid(rows, n))
+            [x, self.params, out, self.params])
 
     async def _layernorm(self, r, x, name, y, stats, rows):
         await r("transformer_layernorm", "layernorm_forward", ln.PARAMS, dict(
@@ -222,17 +229,17 @@ class GPT:
             await self._layernorm(r, x, p + "ln_1", A("ln1"), A("stats1"), m)
             await self._linear(r, A("ln1"), p + "attn.c_attn.weight", A("qkv"), m, 3 * c, c, p + "attn.c_attn.bias")
             # att = softmax(q k^T / sqrt(d)) per (sequence, head): (B, H, T, T)
-            await r("transformer_matmul", "matmul", mm.PARAMS, mm.params(
+            await self._mm(r, mm.params(
                 t, t, d, mm.TRANS_B | mm.SKIP_UPPER, alpha=1 / math.sqrt(d), lda=3 * c, ldb=3 * c,
                 inner=h, b_off=c, a_so=sq["so"], a_si=sq["si"], b_so=sq["so"], b_si=sq["si"],
-                c_so=st["so"], c_si=st["si"]), [A("qkv"), A("qkv"), A("att"), A("qkv")], mm.grid(t, t, bt * h))
+                c_so=st["so"], c_si=st["si"]), [A("qkv"), A("qkv"), A("att"), A("qkv")], bt * h)
             await r("transformer_attention", "softmax_causal", att.PARAMS, dict(
                 T=t, rows=bt * h * t, scale=1.0, pad=0), [A("att")], _rows_grid(bt * h * t))
             # atty = att v, heads side by side: (M, C)
-            await r("transformer_matmul", "matmul", mm.PARAMS, mm.params(
+            await self._mm(r, mm.params(
                 t, d, t, mm.K_UPTO_ROW, lda=t, ldb=3 * c, ldc=c, inner=h, b_off=2 * c,
                 a_so=st["so"], a_si=st["si"], b_so=sq["so"], b_si=sq["si"], c_so=sy["so"], c_si=sy["si"]),
-                [A("att"), A("qkv"), A("atty"), A("qkv")], mm.grid(t, d, bt * h))
+                [A("att"), A("qkv"), A("atty"), A("qkv")], bt * h)
             plan.copy(x, A("xm"))  # residual: xm = x + atty W^T + b
             await self._linear(r, A("atty"), p + "attn.c_proj.weight", A("xm"), m, c, c, p + "attn.c_proj.bias", True)
             await self._layernorm(r, A("xm"), p + "ln_2", A("ln2"), A("stats2"), m)
@@ -266,22 +273,22 @@ class GPT:
         (see split_k) when the output alone would not fill the GPU."""
         s = split_k(n, k, rows)
         if s == 1:
-            await r("transformer_matmul", "matmul", mm.PARAMS, mm.params(
-                n, k, rows, mm.TRANS_A, c_off=c_off), [dy, x, self.grads, x], mm.grid(n, k))
+            await self._mm(r, mm.params(
+                n, k, rows, mm.TRANS_A, c_off=c_off), [dy, x, self.grads, x])
             return
         part = rows // s  # slab z = dy[z*part:(z+1)*part]^T x[z*part:(z+1)*part]
-        await r("transformer_matmul", "matmul", mm.PARAMS, mm.params(
+        await self._mm(r, mm.params(
             n, k, part, mm.TRANS_A, lda=n, ldb=k, a_so=part * n, b_so=part * k, c_so=n * k),
-            [dy, x, a.slabs, x], mm.grid(n, k, s))
+            [dy, x, a.slabs, x], s)
         await r("transformer_elementwise", "colsum", ew.COLSUM, dict(rows=s, cols=n * k, chunk=s, out_off=c_off),
-                [a.slabs, self.grads], (-(-n * k // 64), 1, 1))
+        [a.slabs, self.grads], (-(-n * k // 64), 1, 1))
 
     async def _linear_backward(self, r, a, dy, x, w, bias, dx, rows, n, k, accumulate=False):
         """For y = x W^T + b with dy (rows, n): dx (+)= dy W; dW = dy^T x; db = colsum(dy)."""
         L = self.layout
-        await r("transformer_matmul", "matmul", mm.PARAMS, mm.params(
+        await self._mm(r, mm.params(
             rows, k, n, mm.ACCUMULATE if accumulate else 0, b_off=L.offset(w)),
-            [dy, self.params, dx, self.params], mm.grid(rows, k))
+            [dy, self.params, dx, self.params])
         await self._weight_grad(r, a, dy, x, rows, n, k, L.offset(w))
         if bias:
             await self._colsum(r, a, dy, rows, n, L.offset(bias))
@@ -308,8 +315,7 @@ class GPT:
         f, v = 4 * c, self.vocab_size
         wte = L.offset("transformer.wte.weight")
         # head: dlnf = dlogits wte; dwte = dlogits^T lnf (the embedding's part is added below)
-        await r("transformer_matmul", "matmul", mm.PARAMS, mm.params(m, c, v, 0, b_off=wte),
-                [a.logits, self.params, a.dln, self.params], mm.grid(m, c))
+        await self._mm(r, mm.params(m, c, v, 0, b_off=wte), [a.logits, self.params, a.dln, self.params])
         await self._weight_grad(r, a, a.logits, a.lnf, m, v, c, wte)
         last = a.layer(cfg.n_layer - 1, "out") if cfg.n_layer else a.x0
         await self._layernorm_backward(r, a, last, "transformer.ln_f", a.statsf, a.dln, accumulate=False)
@@ -328,22 +334,22 @@ class GPT:
             await self._linear_backward(r, a, a.dres, A("atty"), p + "attn.c_proj.weight",
                                         p + "attn.c_proj.bias", a.dln, m, c, c)
             # datt = d(atty) v^T; dv = att^T d(atty)   (a.dln holds d(atty))
-            await r("transformer_matmul", "matmul", mm.PARAMS, mm.params(
+            await self._mm(r, mm.params(
                 t, t, d, mm.TRANS_B | mm.SKIP_UPPER, lda=c, ldb=3 * c, inner=h, b_off=2 * c,
                 a_so=sy["so"], a_si=sy["si"], b_so=sq["so"], b_si=sq["si"], c_so=st["so"], c_si=st["si"]),
-                [a.dln, A("qkv"), a.datt, A("qkv")], mm.grid(t, t, bt * h))
-            await r("transformer_matmul", "matmul", mm.PARAMS, mm.params(
+                [a.dln, A("qkv"), a.datt, A("qkv")], bt * h)
+            await self._mm(r, mm.params(
                 t, d, t, mm.TRANS_A | mm.K_FROM_ROW, lda=t, ldb=c, ldc=3 * c, inner=h, c_off=2 * c,
                 a_so=st["so"], a_si=st["si"], b_so=sy["so"], b_si=sy["si"], c_so=sq["so"], c_si=sq["si"]),
-                [A("att"), a.dln, a.dqkv, a.dln], mm.grid(t, d, bt * h))
+                [A("att"), a.dln, a.dqkv, a.dln], bt * h)
             # dscores = softmax backward, times 1/sqrt(d); dq = dscores k; dk = dscores^T q
             await r("transformer_attention", "softmax_causal_backward", att.PARAMS, dict(
                 T=t, rows=bt * h * t, scale=1 / math.sqrt(d), pad=0), [A("att"), a.datt], _rows_grid(bt * h * t))
             for c_off, b_off, flags in ((0, c, mm.K_UPTO_ROW), (c, 0, mm.TRANS_A | mm.K_FROM_ROW)):
-                await r("transformer_matmul", "matmul", mm.PARAMS, mm.params(
+                await self._mm(r, mm.params(
                     t, d, t, flags, lda=t, ldb=3 * c, ldc=3 * c, inner=h, b_off=b_off, c_off=c_off,
                     a_so=st["so"], a_si=st["si"], b_so=sq["so"], b_si=sq["si"], c_so=sq["so"], c_si=sq["si"]),
-                    [a.datt, A("qkv"), a.dqkv, A("qkv")], mm.grid(t, d, bt * h))
+                    [a.datt, A("qkv"), a.dqkv, A("qkv")], bt * h)
             await self._linear_backward(r, a, a.dqkv, A("ln1"), p + "attn.c_attn.weight",
                                         p + "attn.c_attn.bias", a.dln, m, 3 * c, c)
             await self._layernorm_backward(r, a, x, p + "ln_1", A("stats1"), a.dln)
