@@ -110,6 +110,26 @@ async def run(job: dict, backend, ctx) -> dict:
     }
 
 
+def estimate(params: dict | None, vocab_size: int, backend=None) -> dict:
+    """What a config needs, for the page to show before training: parameter count, GPU bytes
+    (weights, gradients and two AdamW moments, activations), the largest single buffer and,
+    given a backend, whether it fits the adapter's per-buffer limit (and why not)."""
+    from .gpu import LimitError
+    from .transformer.model import check_fits
+    try:
+        cfg, _ = parse_job_params(params)
+    except (ValueError, TypeError) as exc:
+        return {"ok": False, "problem": str(exc)}
+    out = {"ok": True, "problem": None, "config": cfg.to_dict(), **memory_bytes(cfg, vocab_size),
+           "tokens_per_step": cfg.batch_size * cfg.block_size}
+    if backend is not None:
+        try:
+            check_fits(backend, cfg, vocab_size)
+        except LimitError as exc:
+            out.update(ok=False, problem=str(exc))
+    return out
+
+
 async def sample(model_state: TrainedModel | None = None, prompt: str = "", n: int = 200,
                  temperature: float = 0.8, top_k: int | None = 200, seed: int = 0, on_char=None) -> str:
     """n characters from a trained model (default: the last run's), streamed through on_char."""

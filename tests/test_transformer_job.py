@@ -72,3 +72,13 @@ def test_bad_jobs_raise_job_errors(reference_backend, params, words):
 def test_missing_text_id(reference_backend):
     with pytest.raises(JobError, match="text"):
         asyncio.run(run_job({"kind": "transformer", "params": {}}, reference_backend, Context()))
+
+
+def test_estimate_for_the_page(reference_backend):
+    est = transformer_job.estimate({"preset": "shakespeare_char"}, 65, reference_backend)
+    assert est["ok"] and 10.6e6 < est["n_params"] < 10.9e6 and est["tokens_per_step"] == 64 * 256
+    small = type(reference_backend)()
+    small.limits["maxStorageBufferBindingSize"] = 1 << 26
+    est = transformer_job.estimate({"preset": "shakespeare_char"}, 65, small)
+    assert not est["ok"] and "lower batch_size" in est["problem"]
+    assert transformer_job.estimate({"n_head": 5}, 65)["problem"].startswith("n_embd")

@@ -41,7 +41,6 @@ def runs(native_backend, text):
         return trainer, await trainer.losses()
 
     trainer, ours = asyncio.run(go())
-    torch.set_num_threads(1)
     result, model, vocab = train_torch_model(text, PARAMS)
     return trainer, ours, result, model, vocab
 
