@@ -8,7 +8,6 @@ order as the run in the browser; their loss curves can be laid on each other.
 """
 from __future__ import annotations
 
-import math
 import statistics
 import time
 

@@ -1,7 +1,6 @@
 """Reference of `shaders/transformer_matmul.wgsl`: strided, batched matmul with offsets and bias."""
 from __future__ import annotations
 
-from array import array
 
 from ..gpu.layout import Struct
 from . import reference
