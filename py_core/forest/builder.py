@@ -130,7 +130,8 @@ class Grower:
     def __init__(self, backend, spec: GrowSpec):
         self.b, self.spec = backend, spec
 
-    async def grow(self, X: array, n: int, F: int, y, progress=None, should_stop=None) -> Grown:
+    async def grow(self, X: array, n: int, F: int, y, progress=None, should_stop=None,
+                   pause=None) -> Grown:
         import time
         b, spec = self.b, self.spec
         if n > MAX_ROWS:
@@ -233,6 +234,8 @@ class Grower:
                 if should_stop is not None and should_stop():
                     from ..jobs import Stopped
                     raise Stopped("stopped on request")
+                if pause is not None:
+                    await pause()  # waits while paused; raises Stopped
                 if progress is not None:
                     total = max(levels_total, d)
                     progress({"stage": f"level {d}/{total}", "trees": [done, T],

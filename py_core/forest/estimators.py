@@ -159,8 +159,10 @@ class _Forest:
                                 self.max_depth, mss, msl, k, bool(self.bootstrap), seed,
                                 self.n_bins, bool(self.oob_score))
 
-    async def fit(self, X, y, *, n_features: int | None = None, progress=None, should_stop=None):
-        """Grow the forest. progress(dict) hears of each level; should_stop() ends it (Stopped)."""
+    async def fit(self, X, y, *, n_features: int | None = None, progress=None, should_stop=None,
+                  pause=None):
+        """Grow the forest. Between levels: progress(dict) hears of it, should_stop() -> True ends
+        the fit (raising py_core.jobs.Stopped), and `await pause()` may wait (or raise Stopped)."""
         t0 = time.perf_counter()
         flat, n, F = as_matrix(X, n_features)
         y = list(y)
@@ -169,7 +171,8 @@ class _Forest:
         target, K = self._encode(y)
         spec = self._spec(n, F, K)
         backend = _backend(self.backend)
-        grown = await builder.Grower(backend, spec).grow(flat, n, F, target, progress, should_stop)
+        grown = await builder.Grower(backend, spec).grow(flat, n, F, target, progress, should_stop,
+                                                              pause)
         await backend.finish()
         self.n_features_in_ = F
         self.n_outputs_ = K

@@ -1,0 +1,121 @@
+"""The random forest job: from CSV bytes to metrics, timings, plots and a model that predicts a
+new CSV; metrics checked against scikit-learn's on the same predictions."""
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+
+import numpy as np
+import pytest
+from sklearn.datasets import load_diabetes, load_iris
+from sklearn.metrics import f1_score, log_loss, mean_absolute_error, r2_score
+
+from py_core import forest_job
+from py_core.jobs import Context, JobError, Stopped, run_job
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+def csv_bytes(columns: dict) -> bytes:
+    out = io.StringIO()
+    names = list(columns)
+    out.write(",".join(names) + "\n")
+    for row in zip(*columns.values()):
+        out.write(",".join(str(v) for v in row) + "\n")
+    return out.getvalue().encode()
+
+
+@pytest.fixture(scope="module")
+def datasets():
+    X, y = load_diabetes(return_X_y=True)
+    diabetes = {f"x{j}": X[:, j].round(6) for j in range(X.shape[1])} | {"progression": y}
+    X, y = load_iris(return_X_y=True)
+    names = np.array(["setosa", "versicolor", "virginica"])
+    iris = {n: X[:, j] for j, n in enumerate(["sl", "sw", "pl", "pw"])} | {"species": names[y]}
+    return {"diabetes": csv_bytes(diabetes), "iris": csv_bytes(iris)}
+
+
+def context(datasets, progress=None, stop=None):
+    return Context(load_dataset=lambda i: datasets[i], progress=progress, should_stop=stop)
+
+
+def test_regression_job(datasets, native_backend):
+    seen = []
+    job = {"kind": "random_forest", "dataset": "diabetes", "target": "progression",
+           "params": {"n_estimators": 20, "max_depth": 8, "random_state": 0, "oob_score": True},
+           "split": {"test_size": 0.2, "seed": 42}}
+    result = run(run_job(job, native_backend, context(datasets, seen.append)))
+    json.dumps(result, allow_nan=False)  # what the page posts
+    m = result["metrics"]
+    assert m["n_train"] == 353 and m["n_test"] == 89 and m["n_features"] == 10
+    assert 2500 < m["mse"] < 4500 and 0.2 < m["r2"] < 0.6 and 0 < m["oob_score"] < 0.6
+    truth = [p[0] for p in result["plots"]["pred_vs_actual"]]
+    pred = [p[1] for p in result["plots"]["pred_vs_actual"]]
+    assert m["mae"] == pytest.approx(mean_absolute_error(truth, pred))
+    assert m["r2"] == pytest.approx(r2_score(truth, pred))
+    assert [r[1] for r in result["plots"]["residuals"]] == pytest.approx(
+        [t - p for t, p in zip(truth, pred)])
+    imp = result["plots"]["importances"]
+    assert len(imp) == 10 and imp[0]["importance"] >= imp[-1]["importance"]
+    assert {"fit", "predict", "binning", "total"} <= set(result["timings"])
+    assert result["model"]["data"]["features"][0] == "x0" and "surface" not in result["plots"]
+    assert seen[0]["stage"] == "loading data" and seen[-1]["fraction"] == 1.0
+    assert all(0 <= s["fraction"] <= 1 for s in seen)
+
+
+def test_classification_job_and_predicting_a_new_csv(datasets, native_backend):
+    job = {"kind": "random_forest", "dataset": "iris", "target": "species",
+           "params": {"n_estimators": 30, "random_state": 1, "criterion": "entropy"}}
+    result = run(forest_job.run(job, native_backend, context(datasets)))
+    m = result["metrics"]
+    conf = result["plots"]["confusion"]
+    assert conf["classes"] == ["setosa", "versicolor", "virginica"]
+    matrix = np.array(conf["matrix"])
+    assert matrix.sum() == m["n_test"] == 30
+    assert m["accuracy"] == pytest.approx(np.trace(matrix) / 30) and m["accuracy"] > 0.85
+    # f1 and log loss as scikit-learn computes them, on the same predictions.
+    model = result["model"]
+    out = run(forest_job.predict_csv(model, datasets["iris"], "iris.csv", backend=native_backend))
+    lines = out["csv"].splitlines()
+    assert out["rows"] == 150 and lines[0] == "species,p(setosa),p(versicolor),p(virginica)"
+    rows = [line.split(",") for line in lines[1:]]
+    probs = np.array([[float(v) for v in r[1:]] for r in rows])
+    labels = np.array(["setosa", "versicolor", "virginica"])[np.repeat([0, 1, 2], 50)]
+    guess = [r[0] for r in rows]
+    assert np.allclose(probs.sum(axis=1), 1, atol=1e-5)
+    assert np.mean(np.array(guess) == labels) > 0.95
+    code = {"setosa": 0, "versicolor": 1, "virginica": 2}
+    probs /= probs.sum(axis=1, keepdims=True)  # f32 sums are 1 within 1e-7
+    ours = forest_job.classification_metrics([code[t] for t in labels], [code[g] for g in guess],
+                                             probs.tolist(), 3)
+    assert ours["f1"] == pytest.approx(f1_score(labels, guess, average="macro"))
+    assert ours["log_loss"] == pytest.approx(log_loss(labels, probs), rel=1e-6)
+
+
+def test_two_features_draw_a_decision_surface(datasets, reference_backend):
+    job = {"kind": "random_forest", "dataset": "iris", "target": "species", "features": ["pl", "pw"],
+           "params": {"n_estimators": 5, "max_depth": 4, "random_state": 0}}
+    result = run(forest_job.run(job, reference_backend, context(datasets)))
+    s = result["plots"]["surface"]
+    assert s["grid"]["n"] == forest_job.SURFACE and len(s["grid"]["values"]) == forest_job.SURFACE ** 2
+    assert set(s["grid"]["values"]) == {0, 1, 2} and s["x_name"] == "pl"
+    assert len(s["points"]) == 30 and s["grid"]["x"][0] < min(p[0] for p in s["points"])
+    reg = {"kind": "random_forest", "dataset": "diabetes", "target": "progression",
+           "features": ["x2", "x8"], "params": {"n_estimators": 3, "max_depth": 3}}
+    s = run(forest_job.run(reg, reference_backend, context(datasets)))["plots"]["surface"]
+    assert len(s["levels"]) == forest_job.LEVELS + 1 and max(s["grid"]["values"]) < forest_job.LEVELS
+
+
+def test_bad_jobs_are_refused_and_stop_stops(datasets, reference_backend):
+    base = {"kind": "random_forest", "dataset": "iris", "target": "species"}
+    with pytest.raises(JobError, match="unknown forest parameter"):
+        run(forest_job.run(base | {"params": {"trees": 3}}, reference_backend, context(datasets)))
+    with pytest.raises(JobError, match="max_depth"):
+        run(forest_job.run(base | {"params": {"max_depth": -1}}, reference_backend, context(datasets)))
+    with pytest.raises(JobError, match="nope"):
+        run(forest_job.run(base | {"target": "nope"}, reference_backend, context(datasets)))
+    with pytest.raises(Stopped):
+        run(forest_job.run(base, reference_backend, context(datasets, stop=lambda: True)))
