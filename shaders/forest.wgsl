@@ -1,11 +1,15 @@
 // Random forest, grown level by level for a batch of trees at once (py_core/forest/builder.py).
 // References: py_core/kernels/forest.py. Every kernel takes the same uniform Params at binding 0.
+// A level: hist_build (atomics, built slots) -> hist_prefix (cumulative) -> split_scan (derived
+// slots = parent - sibling; best split per feature) -> split_pick (per node) -> alloc (number the
+// children, give the open ones next-level slots, zero their histograms) -> route_rows.
 //
 // Shapes (u32 unless said): X f32 (rows, F) · edges f32 (NB, 3): per bin its upper threshold,
 // smallest and largest value · fmeta (F, 2): first global bin, bins · binned (n, FW): four 8-bit
 // bins a word · target (n): i32 fixed-point y or class · state (T, n): slot << 8 | bootstrap count
 // · hist (T, S, NB, C) · slots (T, S, 4): node, flags, parent slot, - · childmap (T, S, 2)
-// · left (T, S, C) · nodes (T_all, NC, 4 + C): feature, bin, next bin, left child, stats[C]
+// · left (T, S, C) · cand (T, S, F, 4) · nodes (T_all, NC, 4 + C): feature, bin, next bin, left
+// child, stats[C] (the node's channels; a leaf's feature is LEAF)
 // · meta (T_all, 2): nodes, open slots next level · ptree (T_all, NC, 3): feature, threshold
 // bits, left child · pval f32 (T_all, NC, K).
 // Channels C: regression [sum lo, sum hi, weight, rows] (the sum is 64-bit two's complement in two
@@ -512,7 +516,7 @@ var<workgroup> al_b: array<u32, 256>;
 
 fn node_rec(tree: u32, node: u32) -> u32 { return (tree * p.NC + node) * (4u + p.C); }
 
-// Channel c of child `side` of the node in slot s (record rec): left from split_find, right = node - left.
+// Channel c of child `side` of the node in slot s (record rec): left from split_pick, right = node - left.
 fn child_stat(t: u32, s: u32, rec: u32, side: u32, c: u32) -> u32 {
   let lrec = (t * p.S + s) * p.C;
   let l = al_left[lrec + c];

@@ -6,12 +6,16 @@ The method (kernels in `shaders/forest.wgsl`):
 2. Trees grow in batches sized to the adapter's limits. For a batch, `bootstrap` counts n draws
    with replacement per tree into each row's state (slot << 8 | count), from a hash RNG.
 3. Level by level, all trees of the batch at once, a plan recorded once per level runs:
-   `hist_zero` + `hist_build` (integer atomics: the smaller child of each split, or the root),
-   `hist_derive` (its sibling = parent - it), `split_find` (best feature and bin per open node,
-   f32 gain in a fixed order), `alloc` (a prefix sum per tree numbers the children and gives the
-   open ones slots of the next level) and `route_rows` (each row moves to its child's slot).
-   Nothing is read back between levels: the number of slots a level can need is bounded from
-   n, min_samples_split and min_samples_leaf, so every grid is fixed in advance.
+   `hist_build` (integer atomics into (tree, slot, feature, bin): only the smaller child of each
+   split, or the root), `hist_prefix` (built histograms made cumulative along the bins),
+   `split_scan` (per slot and feature: the larger child's histogram as parent - sibling, then
+   the feature's best split, f32 gain in a fixed order), `split_pick` (per slot: the best over
+   its random feature subset), `alloc` (per tree, a prefix sum numbers the children, gives the
+   open ones slots of the next level and zeroes their histograms) and `route_rows` (each row
+   moves to its child's slot). Nothing is read back between levels: the number of slots a level
+   can need is bounded from n, min_samples_split and min_samples_leaf, so every grid is fixed.
+   Memory: two levels of histograms, Tb x S x NB x C words each, sized to HIST_BUDGET and the
+   adapter's binding limit; the trees are grown in batches of Tb.
 4. `finalize` turns nodes into the (feature, threshold, left child, value) arrays that `predict`
    and `oob` walk; the nodes come back to Python in one readback at the end.
 """

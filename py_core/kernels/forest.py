@@ -191,28 +191,43 @@ def _feature_range(p, fmeta, hbase, f):
     return h0, h0 + fmeta[2 * f + 1] * p["C"]
 
 
-def _cumsum(p, hist, h0, h1):
-    """Bins [h0, h1) (word offsets) made cumulative, channel by channel."""
-    C, c0 = p["C"], 0
+def _starts(fmeta, F):
+    """For each global bin, the global index of its feature's first bin."""
+    out = []
+    for f in range(F):
+        out += [fmeta[2 * f]] * fmeta[2 * f + 1]
+    return out
+
+
+def _prefix_slot(p, hist, h0, starts):
+    """A slot's bins (from word h0) made cumulative along each feature, channel by channel: one
+    running sum over the slot, less its value before each feature's first bin."""
+    C, NB, c0 = p["C"], p["NB"], 0
+    h1 = h0 + NB * C
+
+    def per_feature(run):
+        return [v - (run[b - 1] if b else 0) for v, b in zip(run, starts)]
+
     if p["crit"] == MSE:  # one 64-bit running sum in the (lo, hi) channels
-        sums = list(accumulate(signed64(lo, hi) for lo, hi in zip(hist[h0:h1:C], hist[h0 + 1:h1:C])))
+        sums = per_feature(list(accumulate(
+            signed64(lo, hi) for lo, hi in zip(hist[h0:h1:C], hist[h0 + 1:h1:C]))))
         hist[h0:h1:C] = array("I", [v & M32 for v in sums])
         hist[h0 + 1:h1:C] = array("I", [(v >> 32) & M32 for v in sums])
         c0 = 2
     for c in range(c0, C):
-        hist[h0 + c:h1:C] = array("I", [v & M32 for v in accumulate(hist[h0 + c:h1:C])])
+        hist[h0 + c:h1:C] = array("I", [v & M32 for v in per_feature(list(accumulate(hist[h0 + c:h1:C])))])
 
 
 @reference("forest", "hist_prefix")
 def hist_prefix(bufs, grid_, constants):
     _, fmeta, slots, hist = bufs
     p = _unpack(bufs)
-    S, NB = p["S"], p["NB"]
+    S, NB, C = p["S"], p["NB"], p["C"]
+    starts = _starts(fmeta, p["F"])
     for t in range(p["T"]):
         for s in range(p["S_cur"]):
             if slots[(t * S + s) * 4 + 1] & BUILT:
-                for f in range(p["F"]):
-                    _cumsum(p, hist, *_feature_range(p, fmeta, (t * S + s) * NB, f))
+                _prefix_slot(p, hist, (t * S + s) * NB * C, starts)
 
 
 def _derive(p, slots, prev, hist, t, s):
@@ -244,15 +259,27 @@ class _Slot:
 
     def __init__(self, p, hist, fmeta, xlogx, hbase):
         self.p, self.hist, self.fmeta, self.xlogx, self.hbase = p, hist, fmeta, xlogx, hbase
+        C, NB = p["C"], p["NB"]
+        upto = hist[hbase * C + C - 1:(hbase + NB) * C:C].tolist()  # cumulative rows, every bin
+        first = set(fmeta[0::2])
+        self.upto = upto
+        self.nonempty = [g for g, c in enumerate(upto) if c != (0 if g in first else upto[g - 1])]
+
+    def _nonempty(self, f):
+        """Feature f's non-empty bins (local numbers)."""
+        off, nb = self.fmeta[2 * f], self.fmeta[2 * f + 1]
+        i, j = bisect_left(self.nonempty, off), bisect_left(self.nonempty, off + nb)
+        return [g - off for g in self.nonempty[i:j]]
 
     def scan(self, f):
         """(best (score, b, b2) or None, whether the feature varies in the node)."""
-        p, hist, C = self.p, self.hist, self.p["C"]
+        p, C = self.p, self.p["C"]
         h0, h1 = _feature_range(p, self.fmeta, self.hbase, f)
-        upto = hist[h0 + C - 1:h1:C].tolist()
-        nz = [j for j, c in enumerate(upto) if c != (upto[j - 1] if j else 0)]
+        nz = self._nonempty(f)
         if len(nz) < 2:
             return None, False
+        off = self.fmeta[2 * f]
+        upto = self.upto[off:off + self.fmeta[2 * f + 1]]
         msl, total = p["msl"], upto[-1]
         # Candidate i splits after non-empty bin nz[i]: its left side is cumulative bin nz[i].
         idx = [i for i in range(len(nz) - 1) if upto[nz[i]] >= msl and total - upto[nz[i]] >= msl]
@@ -303,9 +330,7 @@ class _Slot:
         return f32([a - xl[v] for a, v in zip(acc, wr)])
 
     def varies(self, f):
-        C = self.p["C"]
-        h0, h1 = _feature_range(self.p, self.fmeta, self.hbase, f)
-        return len(set(self.hist[h0 + C - 1:h1:C]) - {0}) >= 2  # one new count per non-empty bin
+        return len(self._nonempty(f)) >= 2
 
 
 def _open_slots(p, slots):
