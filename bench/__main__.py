@@ -100,7 +100,8 @@ def main(argv=None) -> int:
                 try:
                     for w in range(entry.get("warmup", 1)):
                         print(f"{label}: warm-up {w + 1}")
-                        page.evaluate("(job) => window.playground.compute(job).done.then(() => null)", entry["job"])
+                        page.evaluate("(job) => window.playground.compute(job).done.then(() => null)",
+                                      entry.get("warmup_job", entry["job"]))
                     for r in range(entry.get("repeat", 1)):
                         t0 = time.perf_counter()
                         run = page.evaluate("([job, extra]) => window.playground.run(job, {extra})",

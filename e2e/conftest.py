@@ -30,10 +30,14 @@ def _free_port() -> int:
 @pytest.fixture(scope="session")
 def server(tmp_path_factory):
     """The playground server as a person starts it; yields its base URL."""
-    data_dir = tmp_path_factory.mktemp("data")
+    yield from serve(tmp_path_factory.mktemp("data"))
+
+
+def serve(data_dir, *options):
+    """Starts `python -m server` with `options` on a free port; yields its URL, then stops it."""
     port = _free_port()
     log = open(data_dir / "server.log", "w")
-    proc = subprocess.Popen([sys.executable, "-m", "server", "--port", str(port), "--data-dir", str(data_dir)],
+    proc = subprocess.Popen([sys.executable, "-m", "server", "--port", str(port), "--data-dir", str(data_dir), *options],
                             cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     deadline = time.time() + 60

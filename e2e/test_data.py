@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import httpx
 
-from conftest import wait_ready
+import pytest
+
+from conftest import serve, wait_ready
 
 HOUSES = "rooms,area,city,price\n3,72.5,Lyon,210000\n4,95,Paris,540000\n2,40.1,Lyon,\n5,130,Nice,610000\n3,70,Paris,390000\n"
 
@@ -58,3 +60,25 @@ def test_synthetic_data_set_is_generated_in_the_tab(page):
     page.wait_for_function("() => window.playground.selection?.dataset.startsWith('synthetic:moons')")
     sel = page.evaluate("() => window.playground.selection")
     assert sel["task"] == "classification" and sel["features"] == ["x0", "x1"] and sel["rows"] == 1000
+
+
+@pytest.fixture
+def small_cap_server(tmp_path):
+    (tmp_path / "data").mkdir()
+    yield from serve(tmp_path / "data", "--max-upload-mb", "1")
+
+
+def test_file_over_the_cap_is_refused_before_it_is_read(browser, small_cap_server, tmp_path):
+    path = tmp_path / "big.csv"
+    with open(path, "w") as f:
+        f.write("a,b\n" + "1,2\n" * 400_000)  # 1.6 MB, over the 1 MB cap
+    context = browser.new_context(base_url=small_cap_server)
+    page = context.new_page()
+    page.goto("/")
+    wait_ready(page)
+    page.wait_for_selector("#preview-table")
+    page.set_input_files("#file-input", str(path))
+    page.wait_for_function("() => document.querySelector('#data-status').classList.contains('error')", timeout=30_000)
+    assert "larger than this server's 1 MB limit" in page.locator("#data-status").inner_text()
+    assert not any(d["name"] == "big.csv" for d in httpx.get(f"{small_cap_server}/api/datasets").json()["datasets"])
+    context.close()

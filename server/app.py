@@ -45,6 +45,9 @@ async def health(request: Request) -> JSONResponse:
         "version": VERSION,
         "device": request.app.state.device,
         "python": platform.python_version(),
+        # The page refuses a file over the cap before reading it into memory.
+        "limits": {"max_upload_mb": request.app.state.settings.max_upload_mb,
+                   "max_json_kb": request.app.state.settings.max_json_kb},
     })
 
 

@@ -1,7 +1,8 @@
 // Self-driving benchmark runs: `/?suite=NAME` loads `/web/suites/NAME.json`, runs its jobs in the
 // worker (warm-up runs are run but not posted as timed), posts each timed run to the server, and
 // finally posts a `suite` run that lists them. Used where Playwright cannot run (the lent GPU).
-//   {"name": ..., "jobs": [{"job": {...}, "warmup": 1, "repeat": 3}, ...]}
+//   {"name": ..., "jobs": [{"label", "job": {...}, "warmup": 1, "repeat": 3, "warmup_job"?}, ...]}
+// (warmup_job: a short version of a long job that compiles the same kernels)
 
 export async function runSuite(name, playground, log = () => {}) {
   const res = await fetch(`/web/suites/${encodeURIComponent(name)}.json`, { cache: "no-store" });
@@ -16,7 +17,7 @@ export async function runSuite(name, playground, log = () => {}) {
     try {
       for (let w = 0; w < (entry.warmup ?? 1); w++) {
         log(`${label}: warm-up ${w + 1}`);
-        await playground.compute(entry.job).done;
+        await playground.compute(entry.warmup_job || entry.job).done;
       }
       for (let r = 0; r < (entry.repeat ?? 1); r++) {
         log(`${label}: run ${r + 1}/${entry.repeat ?? 1}`);

@@ -24,8 +24,39 @@ until api "/api/runs?kind=suite" | grep -q '"suite"'; do
   sleep 2
 done
 echo "suite $suite took $(( $(date +%s) - t0 ))s"
-api "/api/runs?limit=1000" >"$out/runs-$suite.json"
-nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader >"$out/gpu.txt" 2>&1
+# The server's comparison runs (sklearn, py_core on CUDA, PyTorch...) of every posted run, then
+# the environment; `python -m bench.report --runs runs-SUITE.json --env env-SUITE.json` builds
+# the report back home.
+python3 - "$port" "$out/runs-$suite.json" "$out/env-$suite.json" "${COMPARE_WAIT:-900}" <<'PY'
+import json, os, platform, subprocess, sys, time, urllib.request
+port, dump, envfile, wait = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4])
+get = lambda p: json.loads(urllib.request.urlopen(f"http://127.0.0.1:{port}{p}", timeout=30).read())
+runs = get("/api/runs?limit=1000")["runs"]
+comps, deadline = {}, time.time() + wait
+for r in runs:
+    if r["kind"] not in ("random_forest", "transformer"):
+        continue
+    while True:
+        try:
+            c = get(f"/api/runs/{r['id']}/comparisons")["comparisons"]
+        except Exception as exc:
+            c = [{"runner": "?", "status": "failed", "error": str(exc)}]
+        if all(x.get("status") in ("done", "failed", "unavailable", "skipped") for x in c) or time.time() > deadline:
+            break
+        time.sleep(2)
+    comps[r["id"]] = c
+json.dump({"runs": runs, "comparisons": comps}, open(dump, "w"))
+try:
+    smi = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"], capture_output=True, text=True).stdout.strip()
+except OSError:
+    smi = ""
+cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "")
+versions = {"python": platform.python_version()}
+for m in ("torch", "sklearn", "numpy"):
+    try: versions[m] = __import__(m).__version__
+    except Exception: pass
+json.dump({"gpu": smi, "cpu": cpu, "cpu_cores": os.cpu_count(), "versions": versions, "os": platform.platform()}, open(envfile, "w"))
+PY
 kill $browser $server 2>/dev/null; wait 2>/dev/null
 python3 - "$out/runs-$suite.json" <<'PY'
 import json, sys
@@ -39,3 +70,4 @@ for r in runs:
     if r["kind"] == "suite":
         print("   errors:", r["metrics"]["errors"])
 PY
+[ -d bench ] && python3 -c "import matplotlib" 2>/dev/null && python3 -m bench.report --runs "$out/runs-$suite.json" --env "$out/env-$suite.json" --out "$out/report-$suite" 2>&1 | tail -2

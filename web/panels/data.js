@@ -2,7 +2,7 @@
 // picker or drag and drop; parsed in the worker by py_core, then stored on the server); see a
 // preview with column types, missing counts and statistics; choose the target (task inferred,
 // overridable), the features and the split. The choice is `playground.selection`.
-import { getDataset, listDatasets, uploadDataset } from "../api.js";
+import { getDataset, getHealth, listDatasets, uploadDataset } from "../api.js";
 import { el, fmtNumber, table } from "../ui.js";
 
 const SYNTHETIC = "synthetic:";
@@ -135,6 +135,13 @@ export function mountDataPanel(root, playground) {
   }
 
   async function upload(file) {
+    // Checked before reading: a file over the server's cap is never read into the tab's memory.
+    const capMb = (await getHealth().catch(() => null))?.limits?.max_upload_mb;
+    if (capMb && file.size > capMb * 1024 * 1024) {
+      setStatus(`${file.name} is ${(file.size / 2 ** 20).toFixed(0)} MB: larger than this server's ` +
+        `${capMb} MB limit (playground --max-upload-mb).`, true);
+      return;
+    }
     setStatus(`Reading ${file.name}…`);
     setBar(0);
     try {

@@ -2,6 +2,7 @@
 // level and tree, then metrics, plots, times with the adapter named, the model to download, and
 // predictions on a new CSV. Trains on the Data tab's selection; every run is posted to the server.
 import { bars, confusion, scatter, surface } from "../charts.js";
+import { showComparisons } from "./compare.js";
 import { el, fmtNumber, fmtSeconds, table } from "../ui.js";
 
 export const PRESETS = {
@@ -42,7 +43,8 @@ export function mountForestPanel(root, playground) {
   const resultCard = el("div", { class: "card", id: "forest-results" }, el("h2", {}, "Results"),
     el("p", { class: "muted" }, "Train a forest to see how good it is."));
   const plots = el("div", { class: "cards", id: "forest-plots" });
-  root.append(el("div", { class: "cards" }, paramsCard, resultCard), plots);
+  const compare = el("div", { id: "forest-compare" });
+  root.append(el("div", { class: "cards" }, paramsCard, resultCard), compare, plots);
 
   let lastModel = null;
 
@@ -90,6 +92,7 @@ export function mountForestPanel(root, playground) {
       status.textContent = `Trained and stored as run ${run.id.slice(0, 8)}.`;
       lastModel = run.result.model || null;
       showResults(run);
+      showComparisons(compare, run);
     } catch (e) {
       status.className = e.stopped ? "status" : "status error";
       status.textContent = e.stopped ? "Stopped: nothing was posted." : `Training failed: ${e.message}`;

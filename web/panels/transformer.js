@@ -4,6 +4,7 @@
 // weights as safetensors. Every finished run is posted to the server.
 import { getText, listTexts, uploadText } from "../api.js";
 import { lines } from "../charts.js";
+import { showComparisons } from "./compare.js";
 import { el, fmtBytes, fmtNumber, fmtSeconds } from "../ui.js";
 
 const FIELDS = [["n_layer", "Layers"], ["n_head", "Heads"], ["n_embd", "Embedding width"],
@@ -32,6 +33,7 @@ export function mountTransformerPanel(root, playground) {
   const download = el("button", { class: "secondary", id: "tf-download", disabled: true }, "Download weights (safetensors)");
   const output = el("pre", { class: "sample", id: "tf-output" });
 
+  const compare = el("div", { id: "tf-compare" });
   root.append(el("div", { class: "cards" },
     el("div", { class: "card" }, el("h2", {}, "Text"), el("div", { class: "row" }, textSelect,
       el("label", { class: "secondary link" }, "Upload a text…", textFile)), textStatus, textPreview),
@@ -42,7 +44,7 @@ export function mountTransformerPanel(root, playground) {
     el("div", { class: "card" }, el("h2", {}, "Loss"), chart),
     el("div", { class: "card" }, el("h2", {}, "Sample"),
       el("div", { class: "row" }, prompt, el("label", {}, "chars ", length), el("label", {}, "temperature ", temperature),
-        el("label", {}, "top-k ", topk), sampleBtn, download), output)));
+        el("label", {}, "top-k ", topk), sampleBtn, download), output)), compare);
 
   let presets = {};
   let vocabSize = 65;
@@ -114,6 +116,18 @@ export function mountTransformerPanel(root, playground) {
       status.textContent = `Done: validation loss ${fmtNumber(run.metrics.val_loss, 4)}, ${fmtSeconds(t.step)} a step, ` +
         `${Math.round(t.tokens_per_s).toLocaleString()} tokens/s on ${run.backend === "webgpu" ? `WebGPU (${run.adapter.vendor})` : "the CPU"}. Stored as run ${run.id.slice(0, 8)}.`;
       sampleBtn.disabled = false; download.disabled = false;
+      showComparisons(compare, run);
+      // The PyTorch twin's loss curve, laid over the browser's once it is in.
+      const twin = setInterval(async () => {
+        const res = await fetch(`/api/runs/${run.id}/comparisons`).catch(() => null);
+        const torch = res?.ok ? (await res.json()).comparisons.find((c) => c.runner === "torch") : null;
+        if (!torch || ["failed", "unavailable"].includes(torch.status)) { if (torch) clearInterval(twin); return; }
+        if (torch.status === "done") {
+          clearInterval(twin);
+          lines(chart, [{ name: "browser", points: curve }, { name: `PyTorch (${torch.device})`, points: torch.metrics.loss_curve || [] }],
+            { xName: "step", yName: "training loss" });
+        }
+      }, 3000);
     } catch (e) {
       status.className = e.stopped ? "status" : "status error";
       status.textContent = e.stopped ? "Stopped: nothing was posted." : `Training failed: ${e.message}`;

@@ -1,0 +1,34 @@
+"""The Transformer tab as a person uses it: train the tiny preset for a few steps on SwiftShader,
+watch the loss fall, sample text streamed into the page; the run is stored with its curve."""
+from __future__ import annotations
+
+import httpx
+
+from conftest import wait_ready
+
+
+def test_train_tiny_preset_loss_falls_and_samples(page, server):
+    page.goto("/?tab=transformer")
+    wait_ready(page)
+    page.wait_for_function("() => document.querySelector('#tf-size').textContent.includes('parameters')", timeout=60_000)
+    assert page.locator("#tf-preset").input_value() == "tiny"
+    assert page.locator("#tf-n_layer").input_value() == "4" and page.locator("#tf-n_embd").input_value() == "128"
+    # A short run of the tiny architecture; a small batch keeps SwiftShader's CPU time down.
+    page.fill("#tf-steps", "12")
+    page.fill("#tf-batch_size", "2")
+    page.dispatch_event("#tf-batch_size", "change")
+    page.click("#tf-train")
+    page.wait_for_function("() => /^(Done|Training failed)/.test(document.querySelector('#tf-status').textContent)",
+                           timeout=600_000)
+    status = page.locator("#tf-status").inner_text()
+    assert status.startswith("Done"), status
+    runs = httpx.get(f"{server}/api/runs", params={"kind": "transformer"}).json()["runs"]
+    run = runs[0]
+    assert run["backend"] == "webgpu" and run["config"]["params"]["steps"] == 12
+    curve = run["metrics"]["loss_curve"]
+    assert len(curve) >= 2 and curve[-1][1] < curve[0][1], curve
+    assert run["timings"]["step"] > 0 and run["timings"]["tokens_per_s"] > 0
+    page.fill("#tf-length", "20")
+    page.click("#tf-sample")
+    page.wait_for_function("() => document.querySelector('#tf-output').textContent.length >= 20", timeout=120_000)
+    assert page.locator("#tf-sample").is_enabled()

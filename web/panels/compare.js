@@ -1,0 +1,65 @@
+// Browser against server: polls a run's comparisons (the same job on the server's runners) and
+// shows them as a table and a time chart, marking a server result that differs from the browser's
+// by more than the tolerance of the issue that made the model.
+import { bars } from "../charts.js";
+import { el, fmtNumber, fmtSeconds, table } from "../ui.js";
+
+const FINAL = new Set(["done", "failed", "unavailable"]);
+const MAIN_TIME = { random_forest: "fit", transformer: "step" };
+
+export function showComparisons(container, run) {
+  const card = el("div", { class: "card wide comparisons", id: `comparisons-${run.id.slice(0, 8)}` },
+    el("h2", {}, "Browser and server, side by side"), el("p", { class: "muted" }, "Waiting for the server's runs…"));
+  container.replaceChildren(card);
+  let stopped = false;
+  const poll = async () => {
+    if (stopped || !card.isConnected) return;
+    try {
+      const res = await fetch(`/api/runs/${run.id}/comparisons`);
+      if (res.ok) {
+        const data = await res.json();
+        render(card, run, data);
+        if (data.comparisons.length && data.comparisons.every((c) => FINAL.has(c.status))) return;
+        if (data.enabled === false) return;
+      }
+    } catch (e) { /* the server may be restarting: keep polling */ }
+    setTimeout(poll, 2000);
+  };
+  poll();
+  return () => { stopped = true; };
+}
+
+function render(card, run, data) {
+  const key = MAIN_TIME[run.kind] || "total";
+  const metricName = ["mse", "accuracy", "val_loss"].find((m) => typeof run.metrics[m] === "number");
+  const rows = [[`browser (${run.backend})`, "done", describeAdapter(run.adapter), fmtSeconds(run.timings[key]),
+    fmtSeconds(run.timings.predict), metricName ? fmtNumber(run.metrics[metricName], 5) : "–", "–", ""]];
+  for (const c of data.comparisons) {
+    const agree = c.agreement;
+    let mark = "";
+    if (agree) mark = agree.within ? "agrees" : `differs by ${fmtNumber(agree.difference, 3)}${agree.relative ? " (relative)" : ""}, beyond ${agree.tolerance}`;
+    let speed = "–";
+    if (c.speedup) speed = c.speedup >= 1 ? `server ${c.speedup.toFixed(2)}× faster` : `browser ${(1 / c.speedup).toFixed(2)}× faster`;
+    rows.push([c.runner, c.status === "failed" || c.status === "unavailable" ? `${c.status}: ${c.error || ""}` : c.status,
+      c.hardware || c.device || "–", fmtSeconds(c.timings?.[key]), fmtSeconds(c.timings?.predict),
+      metricName && typeof c.metrics?.[metricName] === "number" ? fmtNumber(c.metrics[metricName], 5) : "–", speed, mark]);
+  }
+  const tbl = table(["Where", "Status", "Device", key === "step" ? "Step" : "Fit", "Predict", metricName || "Metric", "Speed", "Agreement"], rows);
+  tbl.querySelectorAll("tbody tr").forEach((tr, i) => {
+    const c = data.comparisons[i - 1];
+    if (c?.agreement && !c.agreement.within) tr.lastChild.className = "bad";
+    else if (c?.agreement) tr.lastChild.className = "ok";
+  });
+  const timed = [[`browser`, run.timings[key]], ...data.comparisons.filter((c) => c.status === "done" && c.timings?.[key])
+    .map((c) => [c.runner, c.timings[key]])];
+  const canvas = el("canvas", { class: "chart" });
+  card.replaceChildren(el("h2", {}, "Browser and server, side by side"),
+    el("p", { class: "muted" }, `Server device: ${data.device}. ${key === "step" ? "Seconds a training step" : "Seconds to fit"}, lower is better.`),
+    el("div", { class: "scroll" }, tbl), canvas);
+  requestAnimationFrame(() => bars(canvas, timed.filter((t) => typeof t[1] === "number")));
+}
+
+function describeAdapter(a) {
+  if (!a) return "–";
+  return [a.vendor, a.architecture].filter(Boolean).join(" ") + (a.is_fallback_adapter ? " (software)" : "");
+}
