@@ -64,6 +64,17 @@ def generators(hooks=None) -> str:
     return json.dumps({name: {"params": g.params, "task": g.task} for name, g in GENERATORS.items()})
 
 
+async def predict_csv(model_json: str, data, name: str, hooks=None) -> str:
+    """A trained forest's predictions for a new CSV, as CSV text, on this tab's backend."""
+    from .forest_job import predict_csv as predict
+    from .jobs import JobError
+    try:
+        out = await predict(json.loads(model_json), data.to_bytes(), name, backend=_backend)
+    except JobError as exc:
+        return json.dumps({"error": {"message": str(exc)}})
+    return json.dumps(out)
+
+
 def transformer_presets(hooks=None) -> str:
     from .transformer import PRESETS
     return json.dumps(PRESETS)

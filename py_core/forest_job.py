@@ -50,7 +50,8 @@ async def run(job: dict, backend, ctx) -> dict:
     table = await _load_table(ctx, job["dataset"])
     try:
         prep = prepare(table, job["target"], features=job.get("features"), task=job.get("task"),
-                       test_size=split.get("test_size", 0.2), seed=split.get("seed", 42))
+                       test_size=split.get("test_size", 0.2), seed=split.get("seed", 42),
+                       stratify=split.get("stratify"))  # None: stratified for classes
     except (DataError, ValueError) as exc:
         raise JobError(str(exc)) from exc
     info, F = prep.info, prep.n_features
