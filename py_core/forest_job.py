@@ -85,9 +85,9 @@ async def run(job: dict, backend, ctx) -> dict:
     t_predict = time.perf_counter() - t0
 
     metrics = {"n_train": len(prep.y_train), "n_test": len(prep.y_test), "n_features": F}
-    plots = {"importances": sorted(
-        ({"name": name, "importance": imp} for name, imp in zip(info["features"], forest.feature_importances_)),
-        key=lambda d: -d["importance"])}
+    importances = zip(info["features"], forest.feature_importances_)
+    plots = {"importances": sorted(({"name": name, "importance": imp} for name, imp in importances),
+                                   key=lambda d: -d["importance"])}
     if classify:
         truth = list(prep.y_test)  # class codes, the order of info["classes"] and forest.classes_
         codes = {c: i for i, c in enumerate(info["classes"])}

@@ -16,7 +16,7 @@ import os
 import time
 from array import array
 
-from ..kernels.forest import CRITERIA, MAXK, MSE
+from ..kernels.forest import CRITERIA, MAXK
 from . import builder, export
 
 _BACKENDS: dict = {}  # backends made from a name, kept for the next fit
