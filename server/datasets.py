@@ -61,6 +61,7 @@ CREATE INDEX IF NOT EXISTS datasets_created ON datasets (created_at)
 UPLOAD_ID_RE = re.compile(r"[0-9a-f]{32}\Z")
 FORM_OVERHEAD = 64 * 1024  # multipart boundaries, part headers, name and delimiter fields
 MAX_FIELD_BYTES = 1024  # `name` and `delimiter` are short
+MAX_PARTS = 8  # file, name, delimiter and room to spare; thousands of tiny parts are no upload
 MAX_NAME_CHARS = 200
 
 
@@ -121,6 +122,7 @@ class _FormStream:
         self.file_bytes = 0
         self.pending: list[bytes] = []
         self.done = False
+        self.parts = 0
         self._header_name = self._header_value = b""
         self._headers: dict[bytes, bytes] = {}
         self._part: str | None = None
@@ -138,6 +140,9 @@ class _FormStream:
             raise ClientError(400, f"malformed multipart body: {exc}") from None
 
     def _part_begin(self):
+        self.parts += 1
+        if self.parts > MAX_PARTS:
+            raise ClientError(400, f"more than {MAX_PARTS} parts in the form")
         self._headers, self._part, self._data = {}, None, bytearray()
 
     def _header_field(self, data, start, end):
@@ -189,8 +194,10 @@ async def receive_file(request: Request, tmp: Path) -> _FormStream:
     if declared.isdigit() and int(declared) > cap + FORM_OVERHEAD:
         raise ClientError(413, f"file larger than {settings.max_upload_mb} MB", field="file")
     ctype, options = parse_options_header(request.headers.get("content-type", ""))
-    if ctype != b"multipart/form-data" or not options.get(b"boundary"):
+    if ctype != b"multipart/form-data":
         raise ClientError(415, "send the file as multipart/form-data, in the field 'file'")
+    if not options.get(b"boundary"):
+        raise ClientError(400, "malformed multipart body: the Content-Type names no boundary")
     form = _FormStream(options[b"boundary"], cap)
     with open(tmp, "wb") as out:
         received = 0
@@ -200,6 +207,9 @@ async def receive_file(request: Request, tmp: Path) -> _FormStream:
                 raise ClientError(413, f"file larger than {settings.max_upload_mb} MB",
                                   field="file")
             form.write(chunk)
+            if not form.parts and received > FORM_OVERHEAD:  # a preamble of blank lines, say
+                raise ClientError(400, "malformed multipart body: no part in the first "
+                                  f"{FORM_OVERHEAD // 1024} KB")
             if form.pending:
                 await anyio.to_thread.run_sync(out.writelines, form.pending)
                 form.pending.clear()

@@ -3,15 +3,17 @@
 `await read_json(request, max_bytes)` returns the parsed value or raises ClientError:
 415 not JSON, 413 over the cap (counted while reading, so a missing or lying Content-Length does not
 help), 400 for anything that is not plain, portable JSON: bad UTF-8, syntax errors, NaN/Infinity
-(and numbers that overflow to infinity), duplicate keys, lone surrogates, NUL in keys, nesting
-deeper than MAX_DEPTH, arrays longer than MAX_ITEMS. What passes can be stored as JSON text and
-read back by any JSON parser, a browser's included.
+(and numbers, integers included, that overflow a double: a browser reads them as Infinity),
+duplicate keys, lone surrogates, NUL in keys, nesting deeper than MAX_DEPTH, arrays longer than
+MAX_ITEMS. Each names its field (a dotted path) where it has one. What passes can be stored as JSON
+text and read back by any JSON parser, a browser's included.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import sys
 
 import anyio.to_thread
 from starlette.requests import Request
@@ -29,8 +31,24 @@ class _DuplicateKey(ValueError):
         self.key = key
 
 
-def _reject_constant(name: str):
-    raise ClientError(400, f"{name} is not valid JSON; send finite numbers or null")
+class _Refused:
+    """Put in the tree in place of a value the parser refuses, so check_tree can name its field."""
+
+    def __init__(self, message: str):
+        self.message = message
+
+
+def _parse_constant(name: str) -> _Refused:
+    return _Refused(f"{name} is not valid JSON; send finite numbers or null")
+
+
+def _parse_int(digits: str):
+    # Past a double's range (about 1.8e308, 309 digits) a browser reads the number as Infinity; a
+    # long literal is refused before int() spends time on it (or hits its 4,300-digit limit).
+    value = int(digits) if len(digits.lstrip("-")) <= 309 else None
+    if value is None or abs(value) > sys.float_info.max:
+        return _Refused("number too large (it overflows to infinity)")
+    return value
 
 
 def _pairs(pairs: list) -> dict:
@@ -51,7 +69,8 @@ def parse_strict(data: bytes):
     except UnicodeDecodeError as exc:
         raise ClientError(400, f"body is not valid UTF-8 (byte {exc.start})") from None
     try:
-        value = json.loads(text, parse_constant=_reject_constant, object_pairs_hook=_pairs)
+        value = json.loads(text, parse_constant=_parse_constant, parse_int=_parse_int,
+                           object_pairs_hook=_pairs)
     except _DuplicateKey as exc:
         raise ClientError(400, "duplicate key in an object", field=exc.key) from None
     except json.JSONDecodeError as exc:
@@ -82,6 +101,8 @@ def check_tree(value) -> None:
     """Depth, array length, finite numbers, encodable strings, keys without NUL; iteratively."""
     if isinstance(value, str):
         _check_str(value, (), "string")
+    if isinstance(value, _Refused):
+        raise ClientError(400, value.message)
     stack = [(value, ())]  # (node, path to it); scalars among children are checked inline
     while stack:
         node, parts = stack.pop()
@@ -102,6 +123,8 @@ def check_tree(value) -> None:
         for k, v in items:
             if isinstance(v, (dict, list)):
                 stack.append((v, parts + (k,)))
+            elif isinstance(v, _Refused):
+                raise ClientError(400, v.message, field=_path(parts + (k,)))
             elif isinstance(v, float) and not math.isfinite(v):
                 raise ClientError(400, "number too large (it overflows to infinity)", field=_path(parts + (k,)))
             elif isinstance(v, str):

@@ -142,7 +142,7 @@ def _deep(n):
 @pytest.mark.parametrize("body, field", [
     (b"", None), (b"{", None), (b"[]", None), (b'"run"', None), (b"null", None),
     (b"\xff\xfe{}", None), (b"\xef\xbb\xbf{}", None),
-    (b'{"id": NaN}', None), (b'{"id": Infinity}', None), (b'{"id": -Infinity}', None),
+    (b'{"id": NaN}', "id"), (b'{"id": Infinity}', "id"), (b'{"id": -Infinity}', "id"),
     (b'{"kind": "x", "kind": "y"}', "kind"),
     (b'{"metrics": {"loss": 1e999}}', "metrics.loss"),
     (b'{"metrics": {"name": "\\ud800"}}', "metrics.name"),
@@ -153,7 +153,8 @@ def _deep(n):
     (_deep(5000).encode(), None),
     (_deep(50_000).encode(), None),  # over OFFLOAD_BYTES: parsed on a worker thread
     (('{"metrics": {"curve": [%s]}}' % ",".join(["0"] * (MAX_ITEMS + 1))).encode(), "metrics.curve"),
-    (b'{"metrics": {"n": 1' + b"0" * 5000 + b"}}", None),
+    (b'{"metrics": {"n": 1' + b"0" * 5000 + b"}}", "metrics.n"),
+    (b'{"metrics": {"n": [1, -1' + b"0" * 400 + b"]}}", "metrics.n[1]"),  # finite in Python, not in JS
 ])
 def test_malformed_json_is_400(client, body, field):
     r = post_raw(client, body)

@@ -16,7 +16,9 @@ Rules (see `py_core.data` for the whole policy):
   between rows, at the end, and also in a one-column file (write a missing value there as `""`).
 - The first non-blank record is the header; every other record must have as many fields.
 - Bounded memory: a field over `FIELD_LIMIT` characters or a header over `COLUMN_LIMIT` columns is
-  refused. Rows are handed on in chunks of about `_CHUNK_CELLS` cells.
+  refused. A line with more fields than the header (or than `COLUMN_LIMIT`, for the header) is
+  refused before csv splits it: a 50 MB line of `1,` would make 25M strings, about 2 GB. Rows are
+  handed on in chunks of about `_CHUNK_CELLS` cells.
 """
 from __future__ import annotations
 
@@ -133,7 +135,8 @@ class CsvSource:
         self._raw = io.BytesIO(data)
         self._keep: list[str] = []
         self._text = io.TextIOWrapper(self._raw, encoding="utf-8-sig", newline="")
-        self._reader = csv.reader(_kept_lines(self._text, self._keep),
+        self._max_fields = COLUMN_LIMIT  # per line; the header's length once it is read
+        self._reader = csv.reader(self._kept_lines(),
             delimiter=self.delimiter, quotechar='"', doublequote=True, strict=True)
         self.header: list[str] = []
         self.header_line = 0
@@ -152,6 +155,9 @@ class CsvSource:
         if len(self.header) > COLUMN_LIMIT:
             raise data_error(self.name, f"{len(self.header)} columns in the header, more than the "
                              f"limit of {COLUMN_LIMIT:,}", line=self.header_line)
+        # A row a little too long is read and reported with its exact count; one past this is
+        # refused unsplit. Bounds a chunk to about 2 * _CHUNK_CELLS cells whatever the file holds.
+        self._max_fields = 2 * len(self.header) + 16
 
     def chunks(self):
         """Yield lists of rows (each a list of len(header) strings), blank lines left out."""
@@ -204,12 +210,30 @@ class CsvSource:
                                  f"on line {self.header_line}", line=line,
                                  column=min(len(fields), ncols) + 1, header=self.header)
 
+    def _kept_lines(self):
+        """The file's physical lines, each kept (see `_keep`) and checked for too many fields
+        before csv splits it. Whether a line starts inside a quoted field is the parity of the
+        quotes before it (a doubled `""` counts twice); only strict mode can rely on that."""
+        append, delim = self._keep.append, self.delimiter
+        inside, number = False, 0
+        for line in self._text:
+            number += 1
+            quotes = line.count('"')
+            if line.count(delim) >= self._max_fields and (self.strict or not quotes):
+                parts = line.split('"')
+                if sum(p.count(delim) for p in parts[inside::2]) >= self._max_fields:
+                    raise self._too_many_fields(number)
+            inside ^= quotes & 1
+            append(line)
+            yield line
 
-def _kept_lines(stream, keep: list[str]):
-    append = keep.append
-    for line in stream:
-        append(line)
-        yield line
+    def _too_many_fields(self, line: int) -> DataError:
+        if not self.header:
+            return data_error(self.name, f"more than the limit of {COLUMN_LIMIT:,} columns in the "
+                              "header", line=line)
+        return data_error(self.name, f"row has more than {self._max_fields} fields, expected "
+                          f"{len(self.header)} like the header on line {self.header_line}",
+                          line=line)
 
 
 def _line_of(data: bytes, offset: int) -> int:
