@@ -1,0 +1,62 @@
+"""The Random forest tab as a person uses it: diabetes, the "Large" preset (200 trees, depth 16),
+trained in the page on WebGPU (SwiftShader on CI); as accurate as scikit-learn on the same rows;
+metrics, plots and the server's side-by-side comparison shown."""
+from __future__ import annotations
+
+import statistics
+
+import httpx
+import numpy as np
+from sklearn.ensemble import RandomForestRegressor
+
+from conftest import ROOT, wait_ready
+
+
+def sklearn_mse_on_the_same_split(server) -> float:
+    from py_core.data import parse_csv, prepare
+    table = parse_csv(httpx.get(f"{server}/api/datasets/diabetes/file").content, name="diabetes")
+    p = prepare(table, "target", test_size=0.2, seed=42)
+    X_train = np.array(p.X_train).reshape(-1, p.n_features)
+    X_test = np.array(p.X_test).reshape(-1, p.n_features)
+    scores = []
+    for seed in range(5):  # scikit-learn's own spread over seeds
+        model = RandomForestRegressor(200, max_depth=16, random_state=seed, n_jobs=-1).fit(X_train, p.y_train)
+        scores.append(float(((model.predict(X_test) - np.array(p.y_test)) ** 2).mean()))
+    return statistics.mean(scores)
+
+
+def test_diabetes_forest_in_the_page_on_webgpu(page, server):
+    page.goto("/?tab=forest")
+    info = wait_ready(page)
+    assert info["backend"] == "webgpu"
+    page.wait_for_function("() => window.playground.selection?.dataset === 'diabetes'", timeout=60_000)
+    page.select_option("#forest-preset", "large")
+    assert page.locator("#forest-n_estimators").input_value() == "200"
+    page.fill("#forest-random_state", "0")
+    page.click("#forest-train")
+    page.wait_for_function("() => /^(Trained|Training failed)/.test(document.querySelector('#forest-status').textContent)",
+                           timeout=600_000)
+    assert page.locator("#forest-status").inner_text().startswith("Trained"), page.locator("#forest-status").inner_text()
+    run = httpx.get(f"{server}/api/runs", params={"kind": "random_forest"}).json()["runs"][0]
+    assert run["backend"] == "webgpu" and run["config"]["params"]["n_estimators"] == 200
+    assert run["timings"]["fit"] > 0 and run["timings"]["predict"] > 0
+    m = run["metrics"]
+    assert {"mse", "mae", "r2"} <= set(m) and m["n_test"] == 89
+    reference = sklearn_mse_on_the_same_split(server)
+    assert m["mse"] <= 1.02 * reference, (m["mse"], reference)
+    # What the person sees: metrics, times with the adapter, plots, and the comparison table.
+    assert "mse" in page.locator("#forest-metrics").inner_text()
+    assert "WebGPU" in page.locator("#forest-results").inner_text()
+    assert page.locator("#forest-plots canvas").count() >= 3  # predicted/actual, residuals, importances
+    page.wait_for_function("() => document.querySelector('#forest-compare').textContent.includes('sklearn')", timeout=120_000)
+
+
+def test_two_class_surface_and_confusion_matrix(page, server):
+    page.goto("/?tab=forest")
+    wait_ready(page)
+    run = page.evaluate("""() => window.playground.run({kind: 'random_forest', dataset: 'synthetic:moons?n_samples=400&noise=0.2&seed=1',
+        target: 'y', params: {n_estimators: 10, max_depth: 6, random_state: 0}, split: {test_size: 0.25, seed: 42}})""")
+    assert run["metrics"]["accuracy"] > 0.85
+    plots = run["result"]["plots"]
+    assert plots["confusion"]["classes"] == ["0", "1"] and sum(map(sum, plots["confusion"]["matrix"])) == 100
+    assert plots["surface"]["grid"]["n"] ** 2 == len(plots["surface"]["grid"]["values"])
