@@ -2,9 +2,11 @@
 
     POST /api/datasets            multipart/form-data: `file` (the CSV), optional `name` and
                                   `delimiter`; 201 with the summary; 400 {"error": {message,
-                                  line, column, field}} for a file py_core.data refuses; 413
-                                  once the file passes max_upload_mb (with or without a
-                                  Content-Length)
+                                  line, column, field}} for a file py_core.data refuses, and
+                                  for a malformed form (no boundary, no part in its first 64
+                                  KB, more than MAX_PARTS parts, a field over 1 KB), answered
+                                  before the rest of the body is read; 413 once the file passes
+                                  max_upload_mb (with or without a Content-Length)
     GET  /api/datasets            built-ins first, then uploads, newest first
     GET  /api/datasets/{id}       the summary: name, rows, columns with types and stats, preview
     GET  /api/datasets/{id}/file  the CSV bytes as stored (text/csv)
