@@ -85,6 +85,10 @@ def test_binning_small_data_has_sklearn_midpoints():
     thresholds, lo, hi = feature_bins(values, 16)
     assert len(thresholds) == 15 and thresholds == sorted(set(thresholds))
     assert all(a <= b for a, b in zip(lo, hi))
+    # Mostly one value: the top cut would be the maximum itself; the rare values keep a bin.
+    values = sorted([1.0] * 5000 + [i / 1000 for i in range(300)])
+    thresholds, lo, hi = feature_bins(values, 16)
+    assert thresholds and thresholds[-1] < 1.0 and hi[-1] == 1.0 and lo[0] == 0.0
     X = array("f", [0, 5, 1, 5, 2, 5])
     edges, fmeta, _ = bin_edges(X, 3, 2, 256)
     assert list(fmeta) == [0, 3, 3, 1]  # feature 1 is constant: one bin
