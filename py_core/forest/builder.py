@@ -109,9 +109,8 @@ def _fixed_point(y, n):
     lo, hi = min(y), max(y)
     mid = array("f", [(lo + hi) / 2])[0]
     half = max(hi - mid, mid - lo)
-    scale = (2 ** Y_BITS - 1) / half if half > 0 else 1.0
-    top = 2 ** Y_BITS - 1
-    q = array("i", [max(-top, min(top, round((v - mid) * scale))) for v in y])
+    scale = (2 ** Y_BITS - 1.5) / half if half > 0 else 1.0  # |q| <= 2^23 - 1 after rounding
+    q = array("i", map(round, map(scale.__mul__, map((-mid).__add__, map(float, y)))))
     return array("I", q.tobytes()), scale, mid
 
 
