@@ -2,7 +2,8 @@
 // References: py_core/kernels/forest.py. Every kernel takes the same uniform Params at binding 0.
 // A level: hist_build (atomics, built slots) -> hist_prefix (cumulative) -> split_scan (derived
 // slots = parent - sibling; best split per feature) -> split_pick (per node) -> alloc (number the
-// children, give the open ones next-level slots, zero their histograms) -> route_rows.
+// children, give the open ones next-level slots) -> hist_clear (zero what the next level builds)
+// -> route_rows.
 //
 // Shapes (u32 unless said): X f32 (rows, F) · edges f32 (NB, 3): per bin its upper threshold,
 // smallest and largest value · fmeta (F, 2): first global bin, bins · binned (n, FW): four 8-bit
@@ -498,18 +499,16 @@ fn split_pick(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: v
 
 // ---- alloc: number the children of this level's splits; give open children next-level slots --
 // 1 slots (T, S, 4) · 2 nodes · 3 left (T, S, C) · 4 slots_next (T, S, 4) · 5 childmap (T, S, 2)
-// · 6 meta (T_all, 2) · 7 hist_next (T, S, NB, C). Workgroup of 256 per tree: a prefix sum over
-// the level's slots, so node numbers are the same on every backend. A split whose children are
-// both closed takes no slot; otherwise the pair (2j, 2j+1): the child with fewer rows is built
-// (slot 2j), the other (if open) derived. The built histograms are zeroed for the next level's atomics
-// (the parent level's histograms, which that buffer held, are no longer needed).
+// · 6 meta (T_all, 2). Workgroup of 256 per tree: a prefix sum over the level's slots, so node
+// numbers are the same on every backend. A split whose children are both closed takes no slot;
+// otherwise the pair (2j, 2j+1): the child with fewer rows is built (slot 2j), the other (if
+// open) derived.
 @group(0) @binding(1) var<storage, read> al_slots: array<u32>;
 @group(0) @binding(2) var<storage, read_write> al_nodes: array<u32>;
 @group(0) @binding(3) var<storage, read> al_left: array<u32>;
 @group(0) @binding(4) var<storage, read_write> al_next: array<u32>;
 @group(0) @binding(5) var<storage, read_write> al_childmap: array<u32>;
 @group(0) @binding(6) var<storage, read_write> al_meta: array<u32>;
-@group(0) @binding(7) var<storage, read_write> al_hist: array<u32>;
 
 var<workgroup> al_a: array<u32, 256>;
 var<workgroup> al_b: array<u32, 256>;
@@ -622,14 +621,30 @@ fn alloc(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
     nid += 2u;
   }
   for (var s = 2u * total_pairs + lid; s < p.S_next; s += 256u) { al_next[(t * p.S + s) * 4u + 1u] = 0u; }
-  let W = p.NB * p.C;
-  for (var e = lid; e < total_pairs * W; e += 256u) {  // the built (even) slots
-    al_hist[(t * p.S + 2u * (e / W)) * W + e % W] = 0u;
-  }
   if (lid == 0u) {
     al_meta[2u * tree] = first_node + 2u * total_splits;
     al_meta[2u * tree + 1u] = total_pairs;
   }
+}
+
+// ---- hist_clear: zero the histograms the next level builds by atomics ------------------------
+// 1 meta (T_all, 2) · 2 hist_next (T, S, NB, C). Workgroup of 256 per (tree, pair): slot 2j of
+// each of the tree's pairs (the buffer held the parent level's histograms, no longer needed).
+@group(0) @binding(1) var<storage, read> hc_meta: array<u32>;
+@group(0) @binding(2) var<storage, read_write> hc_hist: array<u32>;
+
+@compute @workgroup_size(256)
+fn hist_clear(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
+              @builtin(local_invocation_index) lid: u32) {
+  let id = linear(wid, nwg);
+  let pairs = p.S_next / 2u;
+  if (id >= p.T * pairs) { return; }
+  let t = id / pairs;
+  let j = id % pairs;
+  if (j >= hc_meta[2u * (p.tree0 + t) + 1u]) { return; }
+  let W = p.NB * p.C;
+  let base = (t * p.S + 2u * j) * W;
+  for (var e = lid; e < W; e += 256u) { hc_hist[base + e] = 0u; }
 }
 
 // ---- route_rows: each row of a split node moves to its child's slot, or rests (DONE) ----------

@@ -66,7 +66,7 @@ def random_forest(rng, task, backend):
 
 
 ENTRIES = ["bin_features", "bootstrap", "init_trees", "hist_build", "hist_prefix", "split_scan",
-           "split_pick", "alloc", "route_rows", "finalize", "oob", "predict"]
+           "split_pick", "alloc", "hist_clear", "route_rows", "finalize", "oob", "predict"]
 
 
 @pytest.mark.parametrize("task", ["regression", "gini", "entropy"])

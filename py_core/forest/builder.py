@@ -10,9 +10,9 @@ The method (kernels in `shaders/forest.wgsl`):
    split, or the root), `hist_prefix` (built histograms made cumulative along the bins),
    `split_scan` (per slot and feature: the larger child's histogram as parent - sibling, then
    the feature's best split, f32 gain in a fixed order), `split_pick` (per slot: the best over
-   its random feature subset), `alloc` (per tree, a prefix sum numbers the children, gives the
-   open ones slots of the next level and zeroes their histograms) and `route_rows` (each row
-   moves to its child's slot). Nothing is read back between levels: the number of slots a level
+   its random feature subset), `alloc` (per tree, a prefix sum numbers the children and gives
+   the open ones slots of the next level), `hist_clear` (zeroes the histograms the next level
+   builds) and `route_rows` (each row moves to its child's slot). Nothing is read back between levels: the number of slots a level
    can need is bounded from n, min_samples_split and min_samples_leaf, so every grid is fixed.
    Memory: two levels of histograms, Tb x S x NB x C words each, sized to HIST_BUDGET and the
    adapter's binding limit; the trees are grown in batches of Tb.
@@ -37,7 +37,7 @@ MAX_ROWS = 2**24 - 1  # weights and counts stay exact in f32
 Y_BITS = 23  # regression targets as signed fixed point of this many bits (w * y fits in i32)
 
 KERNELS = ("bin_features", "bootstrap", "init_trees", "hist_build", "hist_prefix", "split_scan",
-           "split_pick",
+           "split_pick", "hist_clear",
            "alloc", "route_rows", "finalize", "predict", "oob")
 
 
@@ -212,10 +212,11 @@ class Grower:
                                                     hist[other]], self._grid(Tb * s_cur * F))
                         .dispatch(k["split_pick"], [P, fb, slots[cur], hist[cur], nodes, cand, xlogx,
                                                     left], self._grid(Tb * s_cur))
-                        .dispatch(k["alloc"], [P, slots[cur], nodes, left, slots[other], childmap, meta,
-                                               hist[other]],
+                        .dispatch(k["alloc"], [P, slots[cur], nodes, left, slots[other], childmap, meta],
                                   grid(Tb, b.limits["maxComputeWorkgroupsPerDimension"])))
                 if not last:
+                    plan.dispatch(k["hist_clear"], [P, meta, hist[other]],
+                                  grid(Tb * (s_next // 2), b.limits["maxComputeWorkgroupsPerDimension"]))
                     plan.dispatch(k["route_rows"], [P, binned, state, slots[cur], nodes, childmap],
                                   self._grid(Tb * n))
                 level_params.append((P, s_cur, s_next))

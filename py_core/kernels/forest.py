@@ -442,10 +442,9 @@ def _child_open(p, stats):
 
 @reference("forest", "alloc")
 def alloc(bufs, grid_, constants):
-    _, slots, nodes, left, nxt, childmap, meta, hist_next = bufs
+    _, slots, nodes, left, nxt, childmap, meta = bufs
     p = _unpack(bufs)
     S, NC, C = p["S"], p["NC"], p["C"]
-    W = p["NB"] * C
     NW = 4 + C
     for t in range(p["T"]):
         tree = p["tree0"] + t
@@ -478,9 +477,18 @@ def alloc(bufs, grid_, constants):
             nid += 2
         for s in range(2 * j, p["S_next"]):
             nxt[(t * S + s) * 4 + 1] = 0
-        for q in range(j):  # the built (even) slots
-            hist_next[(t * S + 2 * q) * W:(t * S + 2 * q + 1) * W] = array("I", bytes(4 * W))
         meta[2 * tree:2 * tree + 2] = array("I", [nid, j])
+
+
+@reference("forest", "hist_clear")
+def hist_clear(bufs, grid_, constants):
+    _, meta, hist = bufs
+    p = _unpack(bufs)
+    S, W = p["S"], p["NB"] * p["C"]
+    zeros = array("I", bytes(4 * W))
+    for t in range(p["T"]):
+        for j in range(min(meta[2 * (p["tree0"] + t) + 1], p["S_next"] // 2)):
+            hist[(t * S + 2 * j) * W:(t * S + 2 * j + 1) * W] = zeros
 
 
 @reference("forest", "route_rows")

@@ -58,7 +58,7 @@ def _two_levels_case(n, F, T, crit, K, max_features):
         C = 4 if crit == MSE else K + 1
         S, NC = 4, 15  # two levels: at most 2 slots below the root; 7 nodes
         names = ("bootstrap", "init_trees", "hist_build", "hist_prefix", "split_scan", "split_pick",
-                 "alloc", "route_rows")
+                 "alloc", "hist_clear", "route_rows")
         k = {name: await backend.kernel("forest", name) for name in names}
         common = dict(n=n, F=F, FW=FW, NB=NB, C=C, K=K, crit=crit, T=T, seed=rng.randrange(2**32),
                       mss=2, msl=rng.randint(1, 3), max_depth=2, mf=max_features, hb=half_bits(F),
@@ -89,8 +89,9 @@ def _two_levels_case(n, F, T, crit, K, max_features):
              .dispatch(k["hist_prefix"], [P[d], fb, sc, cur], g(T * s_cur * F))
              .dispatch(k["split_scan"], [P[d], fb, sc, cur, nodes, cand, xlogx, other], g(T * s_cur * F))
              .dispatch(k["split_pick"], [P[d], fb, sc, cur, nodes, cand, xlogx, left], g(T * s_cur))
-             .dispatch(k["alloc"], [P[d], sc, nodes, left, so, childmap, meta, other], grid(T)))
+             .dispatch(k["alloc"], [P[d], sc, nodes, left, so, childmap, meta], grid(T)))
             if d == 0:
+                plan.dispatch(k["hist_clear"], [P[d], meta, other], grid(T))
                 plan.dispatch(k["route_rows"], [P[d], bb, state, sc, nodes, childmap], g(T * n))
         return plan, [nodes, meta, cand, state], 2 * T * n * F
     return setup
