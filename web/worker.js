@@ -52,6 +52,17 @@ async function init({ webgpu, stopBuffer }) {
                     total: (performance.now() - t0) / 1000 } });
 }
 
+// The error a Python traceback ends with: from its last unindented "Name: message" line to the
+// end, as one line (a WebGPU validation message runs over several), without the class's module
+// path or JS's "Error: " wrapper: "GPUError: the GPU device was lost (...)".
+function finalError(text) {
+  const lines = text.trim().split("\n");
+  let i = lines.length - 1;
+  while (i > 0 && !/^[A-Za-z_][\w.]*: /.test(lines[i])) i--;
+  return lines.slice(i).map((l) => l.trim()).filter(Boolean).join(" ")
+    .replace(/^(?:[A-Za-z_]\w*\.)+(?=\w+: )/, "").replace(/^(\w+: )Error: /, "$1");
+}
+
 function runJob(id, job) {
   stopRequested = false;
   paused = false;
@@ -75,9 +86,7 @@ function runJob(id, job) {
     (err) => {
       const text = String(err.message || err);
       const stopped = text.includes("Stopped");
-      // A Python traceback's last line is the error itself.
-      const lines = text.trim().split("\n");
-      post({ type: "failed", id, error: { message: stopped ? "stopped" : lines[lines.length - 1], stopped, detail: text } });
+      post({ type: "failed", id, error: { message: stopped ? "stopped" : finalError(text), stopped, detail: text } });
     });
 }
 
@@ -95,8 +104,7 @@ self.onmessage = (ev) => {
         const out = await browserGlue[msg.fn](...msg.args, hooks);
         post({ type: "result", id: msg.id, result: JSON.parse(out) });
       } catch (e) {
-        const lines = String(e.message || e).trim().split("\n");
-        post({ type: "failed", id: msg.id, error: { message: lines[lines.length - 1], detail: String(e) } });
+        post({ type: "failed", id: msg.id, error: { message: finalError(String(e.message || e)), detail: String(e) } });
       }
     });
   } else if (msg.type === "stop") {

@@ -1,0 +1,153 @@
+"""WebGPU faults in the page: no adapter, a refused device, a software adapter, a model larger than
+the adapter's limits, a validation error and a device lost mid-job each give their own message,
+the job stops, and nothing is posted as a finished run.
+
+Test hook: the GPU lives in the module worker, which page init scripts do not reach, so faults
+are injected by serving web/gpu.js through `context.route` with JS put before it (runs before the
+worker opens the GPU: patch `navigator.gpu`, GPUAdapter, GPUSupportedLimits) or after it (patch
+`GPURuntime`, e.g. destroy its device at the N-th plan run). The page's code is not changed.
+"""
+from __future__ import annotations
+
+import httpx
+import pytest
+
+from conftest import wait_ready
+
+NO_ADAPTER = "navigator.gpu.requestAdapter = async () => null;"
+REFUSED_DEVICE = ("GPUAdapter.prototype.requestDevice = async function () {"
+                  " throw new Error('injected: out of device memory'); };")
+SMALL_LIMITS = ("for (const name of ['maxStorageBufferBindingSize', 'maxBufferSize'])"
+                " Object.defineProperty(GPUSupportedLimits.prototype, name, { get: () => 1 << 20 });")
+
+
+def at_plan_run(n: int, action: str) -> str:
+    """JS put after gpu.js: run `action` (with `this` the GPURuntime) at the n-th plan run."""
+    return ("{ const run = GPURuntime.prototype.runPlan; let calls = 0;"
+            " GPURuntime.prototype.runPlan = function (...args) {"
+            f" if (++calls === {n}) {{ {action} }} return run.apply(this, args); }}; }}")
+
+
+LOSE_DEVICE = "this.device.destroy();"
+# MAP_READ may only be combined with COPY_DST: WebGPU reports an uncaptured validation error.
+INVALID_BUFFER = ("this.device.createBuffer({ size: 4, label: 'injected',"
+                  " usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.STORAGE });")
+
+
+@pytest.fixture
+def faulty_page(browser, server):
+    contexts = []
+
+    def open_page(before: str = "", after: str = "", path: str = "/"):
+        context = browser.new_context(base_url=server)
+        contexts.append(context)
+
+        def serve_gpu_js(route):
+            original = route.fetch()
+            route.fulfill(response=original, body=f"{before}\n{original.text()}\n{after}\n")
+
+        context.route("**/web/gpu.js", serve_gpu_js)
+        page = context.new_page()
+        page.console_messages = []
+        page.on("console", lambda m: page.console_messages.append(f"{m.type}: {m.text}"))
+        page.goto(path)
+        return page, wait_ready(page)
+
+    yield open_page
+    for context in contexts:
+        context.close()
+
+
+def runs(server, kind: str) -> list[str]:
+    return [r["id"] for r in httpx.get(f"{server}/api/runs", params={"kind": kind, "limit": 1000}).json()["runs"]]
+
+
+def run_or_error(page, job: str) -> dict:
+    return page.evaluate(f"() => window.playground.run({job}).then("
+                         "(run) => ({id: run.id}), (e) => ({error: e.message}))")
+
+
+FOREST_JOB = ("{kind: 'random_forest', dataset: 'synthetic:moons?n_samples=400&noise=0.2&seed=1',"
+              " target: 'y', params: {n_estimators: 10, max_depth: 6, random_state: 0},"
+              " split: {test_size: 0.25, seed: 42}}")
+
+
+@pytest.mark.parametrize("before, reason, words", [
+    (NO_ADAPTER, "no-adapter", "no GPU adapter was offered"),
+    (REFUSED_DEVICE, "device-refused", "refused to open a device (injected: out of device memory)"),
+])
+def test_no_gpu_says_why_and_runs_on_the_cpu(faulty_page, before, reason, words):
+    page, info = faulty_page(before)
+    assert info["backend"] == "reference" and info["problem"]["reason"] == reason
+    banner = page.locator("#gpu-problem")
+    assert banner.is_visible() and banner.get_attribute("data-reason") == reason
+    assert words in banner.inner_text() and "CPU reference backend" in banner.inner_text()
+    assert "CPU" in page.locator("#backend-chip").inner_text()
+
+
+def test_software_adapter_is_named(faulty_page):
+    page, info = faulty_page()
+    assert info["backend"] == "webgpu"
+    software = info["adapter"]["is_fallback_adapter"]
+    if info["adapter"]["architecture"] == "swiftshader":
+        assert software  # SwiftShader, the CPU behind CI's WebGPU, says it is a fallback
+    assert ("(software)" in page.locator("#backend-chip").inner_text()) == software
+    page.click("#tab-gpu")
+    panel = page.locator("#adapter-panel").inner_text()
+    assert ("Software fallback\nyes (a CPU emulates the GPU)" in panel) == software, panel
+
+
+def test_model_larger_than_the_adapter_limits(faulty_page, server):
+    page, info = faulty_page(SMALL_LIMITS, path="/?tab=transformer")
+    assert info["limits"]["maxStorageBufferBindingSize"] == 2**20
+    page.wait_for_function("() => document.querySelector('#tf-size').textContent.includes('parameters')",
+                           timeout=60_000)
+    assert "too large for this adapter" in page.locator("#tf-size").inner_text()
+    assert page.locator("#tf-train").is_disabled()
+    before = runs(server, "transformer")
+    # The automation API bypasses the button: the job itself refuses, naming what to lower.
+    out = run_or_error(page, "{kind: 'transformer', text: 'shakespeare', params: {steps: 2, batch_size: 2}}")
+    assert out["error"].startswith("LimitError: the transformer's parameters needs"), out
+    assert "adapter binds at most 1.0 MiB a buffer: lower n_embd, n_layer" in out["error"]
+    assert runs(server, "transformer") == before
+
+
+def test_validation_error_is_named_and_nothing_posted(faulty_page, server):
+    page, _ = faulty_page(after=at_plan_run(3, INVALID_BUFFER))
+    before = runs(server, "selftest")
+    page.click("#tab-gpu")
+    page.click("#check-gpu")
+    page.wait_for_function("() => document.querySelector('#selftest-status').classList.contains('error')",
+                           timeout=120_000)
+    status = page.locator("#selftest-status").inner_text()
+    assert status.startswith("Self-test failed: GPUError: WebGPU validation error: Buffer usages"), status
+    assert 'CreateBuffer([BufferDescriptor ""injected""])' in status  # the whole message, one line
+    assert page.locator("#check-gpu").is_enabled()
+    assert runs(server, "selftest") == before
+
+
+def test_device_lost_mid_selftest(faulty_page, server):
+    page, _ = faulty_page(after=at_plan_run(4, LOSE_DEVICE))
+    before = runs(server, "selftest")
+    page.click("#tab-gpu")
+    page.click("#check-gpu")
+    page.wait_for_function("() => document.querySelector('#selftest-status').classList.contains('error')",
+                           timeout=120_000)
+    status = page.locator("#selftest-status").inner_text()
+    assert status.startswith("Self-test failed: GPUError: "), status
+    assert "the GPU device was lost (destroyed" in status and "Reload the page" in status
+    assert page.locator("#selftest-table").count() == 0  # no half table of results
+    assert runs(server, "selftest") == before
+
+
+def test_device_lost_mid_training_stops_and_posts_nothing(faulty_page, server):
+    # A forest of 10 trees on SwiftShader runs about 11 plans (a tree level each): lose the
+    # device at the 5th, halfway through growing the trees.
+    page, _ = faulty_page(after=at_plan_run(5, LOSE_DEVICE))
+    before = runs(server, "random_forest")
+    out = run_or_error(page, FOREST_JOB)
+    assert "the GPU device was lost" in out.get("error", ""), out
+    # Stopped cleanly: the next job fails at once with the same reason instead of hanging.
+    again = run_or_error(page, FOREST_JOB)
+    assert "the GPU device was lost" in again.get("error", "") and "Reload the page" in again["error"]
+    assert runs(server, "random_forest") == before
