@@ -155,110 +155,120 @@ class Grower:
                          max_depth=NONE_DEPTH if spec.max_depth is None else spec.max_depth,
                          mf=spec.max_features, hb=half_bits(F), S=S, NC=NC, depth=0, S_cur=1,
                          S_next=0, T_all=T, inv_scale=1.0 / scale, mid=mid)
-        P0 = b.buffer("u32", data=PARAMS.pack(**self.base), uniform=True)
-        Xb = b.buffer("f32", data=X)
-        eb = b.buffer("f32", data=edges)
-        fb = b.buffer("u32", data=fmeta)
-        binned = b.buffer("u32", n * z.FW)
-        await b.run(b.plan().dispatch(k["bin_features"], [P0, Xb, eb, fb, binned],
-                                      self._grid(n * z.FW)))
-        await b.finish()
-        t_bin = time.perf_counter() - t0
+        owned, kept = [], []  # every buffer of the fit is freed at the end, but the forest's own
 
-        tgt = b.buffer("u32", data=target)
-        if spec.crit == ENTROPY:  # x ln x for every weight a node can have
-            xlogx = b.buffer("f32", data=array("f", [0.0] + [v * math.log(v) for v in range(1, n + 1)]))
-        else:
-            xlogx = b.buffer("f32", 1)
-        nodes = b.buffer("u32", T * NC * (4 + C))
-        meta = b.buffer("u32", 2 * T)
-        ptree = b.buffer("u32", 3 * T * NC)
-        pval = b.buffer("f32", K * T * NC)
-        oobb = b.buffer("f32", n * (K + 1)) if spec.oob and spec.bootstrap else None
-        state = b.buffer("u32", Tb * n)
-        hist = [b.buffer("u32", Tb * S * NB * C) for _ in range(2)]
-        slots = [b.buffer("u32", Tb * S * 4) for _ in range(2)]
-        childmap = b.buffer("u32", Tb * S * 2)
-        left = b.buffer("u32", Tb * S * C)
-        cand = b.buffer("u32", Tb * S * F * 4)
+        def buf(*args, **kwargs):
+            made = b.buffer(*args, **kwargs)
+            owned.append(made)
+            return made
 
-        init = (b.plan().clear(state)
-                .dispatch(k["bootstrap"], [P0, state], self._grid(Tb * n))
-                .dispatch(k["init_trees"], [P0, slots[0], nodes, meta, hist[0]], self._grid(Tb * S)))
-        final = b.plan().dispatch(k["finalize"], [P0, nodes, meta, eb, fb, ptree, pval],
-                                  self._grid(Tb * NC))
-        if oobb is not None:
-            final.dispatch(k["oob"], [P0, Xb, ptree, pval, state, oobb], self._grid(n))
-        level_params, level_plans = [], []  # per level: (uniform, slots, next slots), plan
-        s_min = max(spec.min_samples_split, 2 * spec.min_samples_leaf)
-        batch = [0, Tb]  # first tree, trees
+        try:
+            P0 = buf("u32", data=PARAMS.pack(**self.base), uniform=True)
+            Xb = buf("f32", data=X)
+            eb = buf("f32", data=edges)
+            fb = buf("u32", data=fmeta)
+            binned = buf("u32", n * z.FW)
+            await b.run(b.plan().dispatch(k["bin_features"], [P0, Xb, eb, fb, binned],
+                                          self._grid(n * z.FW)))
+            await b.finish()
+            t_bin = time.perf_counter() - t0
 
-        def level(d):
-            """The recorded plan of level d: made once, run for every batch."""
-            while len(level_plans) <= d:
-                e = len(level_plans)
-                s_cur = level_slots(e, n, s_min)
-                last = z.levels is not None and e == z.levels - 1
-                s_next = 0 if last else level_slots(e + 1, n, s_min)
-                P = b.buffer("u32", uniform=True,
-                             data=PARAMS.pack(**self._params(e, s_cur, s_next, *batch)))
-                cur, other = e % 2, 1 - e % 2
-                plan = (b.plan()
-                        .dispatch(k["hist_build"], [P, binned, fb, tgt, state, slots[cur], hist[cur]],
-                                  self._grid(Tb * n))
-                        .dispatch(k["hist_prefix"], [P, fb, slots[cur], hist[cur]],
-                                  self._grid(Tb * s_cur * F))
-                        .dispatch(k["split_scan"], [P, fb, slots[cur], hist[cur], nodes, cand, xlogx,
-                                                    hist[other]], self._grid(Tb * s_cur * F))
-                        .dispatch(k["split_pick"], [P, fb, slots[cur], hist[cur], nodes, cand, xlogx,
-                                                    left], self._grid(Tb * s_cur))
-                        .dispatch(k["alloc"], [P, slots[cur], nodes, left, slots[other], childmap, meta],
-                                  grid(Tb, b.limits["maxComputeWorkgroupsPerDimension"])))
-                if not last:
-                    plan.dispatch(k["hist_clear"], [P, meta, hist[other]],
-                                  grid(Tb * (s_next // 2), b.limits["maxComputeWorkgroupsPerDimension"]))
-                    plan.dispatch(k["route_rows"], [P, binned, state, slots[cur], nodes, childmap],
-                                  self._grid(Tb * n))
-                level_params.append((P, s_cur, s_next))
-                level_plans.append(plan)
-            return level_plans[d]
+            tgt = buf("u32", data=target)
+            if spec.crit == ENTROPY:  # x ln x for every weight a node can have
+                xlogx = buf("f32", data=array("f", [0.0] + [v * math.log(v) for v in range(1, n + 1)]))
+            else:
+                xlogx = buf("f32", 1)
+            nodes = buf("u32", T * NC * (4 + C))
+            meta = buf("u32", 2 * T)
+            ptree = buf("u32", 3 * T * NC)
+            pval = buf("f32", K * T * NC)
+            oobb = buf("f32", n * (K + 1)) if spec.oob and spec.bootstrap else None
+            state = buf("u32", Tb * n)
+            hist = [buf("u32", Tb * S * NB * C) for _ in range(2)]
+            slots = [buf("u32", Tb * S * 4) for _ in range(2)]
+            childmap = buf("u32", Tb * S * 2)
+            left = buf("u32", Tb * S * C)
+            cand = buf("u32", Tb * S * F * 4)
 
-        levels_total = z.levels or max(1, math.ceil(math.log2(max(2, n))) + 4)  # for progress
-        while batch[0] < T:
-            done = batch[0]
-            batch[1] = nt = min(Tb, T - done)
-            b.write(P0, PARAMS.pack(**self._params(0, 1, 0, done, nt)))
-            for d, (P, s_cur, s_next) in enumerate(level_params):
-                b.write(P, PARAMS.pack(**self._params(d, s_cur, s_next, done, nt)))
-            await b.run(init)
-            d = 0
-            while z.levels is None or d < z.levels:
-                await b.run(level(d))
-                d += 1
-                if should_stop is not None and should_stop():
-                    from ..jobs import Stopped
-                    raise Stopped("stopped on request")
-                if pause is not None:
-                    await pause()  # waits while paused; raises Stopped
-                if progress is not None:
-                    total = max(levels_total, d)
-                    progress({"stage": f"level {d}/{total}", "trees": [done, T],
-                              "fraction": (done + nt * min(1.0, d / total)) / T})
-                if z.levels is None and d % CHECK_EVERY == 0:
-                    m = await b.read(meta)  # a few words: is any node still open?
-                    if not any(m[2 * (done + t) + 1] for t in range(nt)):
-                        break
-            await b.run(final)
-            batch[0] = done + nt
-        # The one readback of the fit.
-        node_words, counts = await b.read(nodes), await b.read(meta)
-        tree_words, values = await b.read(ptree), await b.read(pval)
-        oob = await b.read(oobb) if oobb is not None else None
-        for buf in [state, *hist, *slots, childmap, left, cand, binned, tgt, xlogx, nodes, meta, Xb,
-                    eb, fb, P0] + [P for P, _, _ in level_params] + ([oobb] if oobb else []):
-            b.free(buf)
-        trees = _host_trees(node_words, counts, tree_words, values, T, NC, C, K)
-        return Grown(trees, NC, ptree, pval, oob, scale, {"binning": t_bin})
+            init = (b.plan().clear(state)
+                    .dispatch(k["bootstrap"], [P0, state], self._grid(Tb * n))
+                    .dispatch(k["init_trees"], [P0, slots[0], nodes, meta, hist[0]], self._grid(Tb * S)))
+            final = b.plan().dispatch(k["finalize"], [P0, nodes, meta, eb, fb, ptree, pval],
+                                      self._grid(Tb * NC))
+            if oobb is not None:
+                final.dispatch(k["oob"], [P0, Xb, ptree, pval, state, oobb], self._grid(n))
+            level_params, level_plans = [], []  # per level: (uniform, slots, next slots), plan
+            s_min = max(spec.min_samples_split, 2 * spec.min_samples_leaf)
+            batch = [0, Tb]  # first tree, trees
+
+            def level(d):
+                """The recorded plan of level d: made once, run for every batch."""
+                while len(level_plans) <= d:
+                    e = len(level_plans)
+                    s_cur = level_slots(e, n, s_min)
+                    last = z.levels is not None and e == z.levels - 1
+                    s_next = 0 if last else level_slots(e + 1, n, s_min)
+                    P = buf("u32", uniform=True,
+                                 data=PARAMS.pack(**self._params(e, s_cur, s_next, *batch)))
+                    cur, other = e % 2, 1 - e % 2
+                    plan = (b.plan()
+                            .dispatch(k["hist_build"], [P, binned, fb, tgt, state, slots[cur], hist[cur]],
+                                      self._grid(Tb * n))
+                            .dispatch(k["hist_prefix"], [P, fb, slots[cur], hist[cur]],
+                                      self._grid(Tb * s_cur * F))
+                            .dispatch(k["split_scan"], [P, fb, slots[cur], hist[cur], nodes, cand, xlogx,
+                                                        hist[other]], self._grid(Tb * s_cur * F))
+                            .dispatch(k["split_pick"], [P, fb, slots[cur], hist[cur], nodes, cand, xlogx,
+                                                        left], self._grid(Tb * s_cur))
+                            .dispatch(k["alloc"], [P, slots[cur], nodes, left, slots[other], childmap, meta],
+                                      grid(Tb, b.limits["maxComputeWorkgroupsPerDimension"])))
+                    if not last:
+                        plan.dispatch(k["hist_clear"], [P, meta, hist[other]],
+                                      grid(Tb * (s_next // 2), b.limits["maxComputeWorkgroupsPerDimension"]))
+                        plan.dispatch(k["route_rows"], [P, binned, state, slots[cur], nodes, childmap],
+                                      self._grid(Tb * n))
+                    level_params.append((P, s_cur, s_next))
+                    level_plans.append(plan)
+                return level_plans[d]
+
+            levels_total = z.levels or max(1, math.ceil(math.log2(max(2, n))) + 4)  # for progress
+            while batch[0] < T:
+                done = batch[0]
+                batch[1] = nt = min(Tb, T - done)
+                b.write(P0, PARAMS.pack(**self._params(0, 1, 0, done, nt)))
+                for d, (P, s_cur, s_next) in enumerate(level_params):
+                    b.write(P, PARAMS.pack(**self._params(d, s_cur, s_next, done, nt)))
+                await b.run(init)
+                d = 0
+                while z.levels is None or d < z.levels:
+                    await b.run(level(d))
+                    d += 1
+                    if should_stop is not None and should_stop():
+                        from ..jobs import Stopped
+                        raise Stopped("stopped on request")
+                    if pause is not None:
+                        await pause()  # waits while paused; raises Stopped
+                    if progress is not None:
+                        total = max(levels_total, d)
+                        progress({"stage": f"level {d}/{total}", "trees": [done, T],
+                                  "fraction": (done + nt * min(1.0, d / total)) / T})
+                    if z.levels is None and d % CHECK_EVERY == 0:
+                        m = await b.read(meta)  # a few words: is any node still open?
+                        if not any(m[2 * (done + t) + 1] for t in range(nt)):
+                            break
+                await b.run(final)
+                batch[0] = done + nt
+            # The one readback of the fit.
+            node_words, counts = await b.read(nodes), await b.read(meta)
+            tree_words, values = await b.read(ptree), await b.read(pval)
+            oob = await b.read(oobb) if oobb is not None else None
+            trees = _host_trees(node_words, counts, tree_words, values, T, NC, C, K)
+            kept = [ptree, pval]
+            return Grown(trees, NC, ptree, pval, oob, scale, {"binning": t_bin})
+        finally:  # also when stopped or failed
+            for made in owned:
+                if not any(made is keep for keep in kept):
+                    b.free(made)
 
     def _params(self, depth, s_cur, s_next, tree0, nt):
         return dict(self.base, depth=depth, S_cur=s_cur, S_next=s_next, tree0=tree0, T=nt)

@@ -171,6 +171,7 @@ class _Forest:
         target, K = self._encode(y)
         spec = self._spec(n, F, K)
         backend = _backend(self.backend)
+        self._free_device()
         grown = await builder.Grower(backend, spec).grow(flat, n, F, target, progress, should_stop,
                                                               pause)
         await backend.finish()
@@ -184,12 +185,21 @@ class _Forest:
         self.timings_ = dict(grown.timings, fit=time.perf_counter() - t0)
         return self
 
+    def _free_device(self):
+        """Frees the previous fit's prediction arrays (GPU memory in the browser)."""
+        device = getattr(self, "_device", None)
+        if device is not None:
+            for buf in device[1:3]:
+                device[0].free(buf)
+        self._device = None
+
     async def _predict_raw(self, X, n_features=None) -> tuple[array, int]:
         if not hasattr(self, "_trees"):
             raise RuntimeError(f"this {type(self).__name__} is not fitted yet: await fit() first")
         flat, n, F = as_matrix(X, n_features if n_features is not None else self.n_features_in_)
         backend = _backend(self.backend)
         if self._device is None or self._device[0] is not backend:
+            self._free_device()
             self._device = (backend,) + builder.upload(backend, self._trees, self.n_outputs_)
         _, ptree, pval, NC = self._device
         out = await builder.predict(backend, ptree, pval, NC, len(self._trees), self.n_outputs_,
