@@ -32,7 +32,7 @@ from .binning import bin_edges
 HIST_BUDGET = 512 * 2**20  # bytes of one level's histograms per batch, at most (GPU backends)
 REFERENCE_BUDGET = 64 * 2**20  # the reference backend keeps these in Python arrays
 NONE_DEPTH = 0xFFFFFFFF  # max_depth=None in the kernels' params
-CHECK_EVERY = 8  # levels between the small readbacks that end a max_depth=None batch
+CHECK_EVERY = 8  # levels between the small readbacks that end a deep (max_depth > 16 or None) batch
 MAX_ROWS = 2**24 - 1  # weights and counts stay exact in f32
 Y_BITS = 23  # regression targets as signed fixed point of this many bits (w * y fits in i32)
 
@@ -252,7 +252,7 @@ class Grower:
                         total = max(levels_total, d)
                         progress({"stage": f"level {d}/{total}", "trees": [done, T],
                                   "fraction": (done + nt * min(1.0, d / total)) / T})
-                    if z.levels is None and d % CHECK_EVERY == 0:
+                    if (z.levels or 64) > 16 and d % CHECK_EVERY == 0:
                         m = await b.read(meta)  # a few words: is any node still open?
                         if not any(m[2 * (done + t) + 1] for t in range(nt)):
                             break
