@@ -97,8 +97,10 @@ def parse_args(argv: list[str] | None = None) -> Settings:
     p.add_argument("--port", type=int, default=int(_env("port", d.port)), help="(default %(default)s)")
     p.add_argument("--data-dir", type=Path, default=Path(_env("data_dir", d.data_dir)),
                    help="SQLite database and uploads (default %(default)s)")
-    p.add_argument("--max-upload-mb", type=int, default=int(_env("max_upload_mb", d.max_upload_mb)))
-    p.add_argument("--max-json-kb", type=int, default=int(_env("max_json_kb", d.max_json_kb)))
+    p.add_argument("--max-upload-mb", type=int, default=int(_env("max_upload_mb", d.max_upload_mb)),
+                   help="largest CSV or text upload, in MB; larger gets 413 (default %(default)s)")
+    p.add_argument("--max-json-kb", type=int, default=int(_env("max_json_kb", d.max_json_kb)),
+                   help="largest JSON body (a run), in KB; larger gets 413 (default %(default)s)")
     p.add_argument("--device", choices=DEVICES, default=_env("device", d.device),
                    help="where server-side comparison jobs run (default %(default)s)")
     p.add_argument("--token", default=_env("token", None),

@@ -26,13 +26,14 @@ class CliServer:
     `url` is always http://127.0.0.1:PORT (the server may be bound wider); `token` is the one it
     printed, if any. Comparison jobs are off: these tests are about the HTTP layer."""
 
-    def __init__(self, data_dir: Path, *args: str, host: str = "127.0.0.1"):
+    def __init__(self, data_dir: Path, *args: str, host: str = "127.0.0.1",
+                 env: dict[str, str] | None = None):
         self.data_dir, self.port = Path(data_dir), free_port()
         self.data_dir.mkdir(parents=True, exist_ok=True)
         # Output to a file, not a pipe: uvicorn logs every request, and a pipe nobody reads fills
         # up and stalls the server.
         self.log = self.data_dir.parent / f"server-{self.port}.log"
-        env = {**os.environ, "PYTHONUNBUFFERED": "1", "PLAYGROUND_COMPARISONS": "off"}
+        env = {**os.environ, "PYTHONUNBUFFERED": "1", "PLAYGROUND_COMPARISONS": "off", **(env or {})}
         with open(self.log, "w") as out:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "server", "--data-dir", str(data_dir), "--device", "cpu",
