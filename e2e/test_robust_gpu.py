@@ -1,6 +1,7 @@
 """WebGPU faults in the page: no adapter, a refused device, a software adapter, a model larger than
 the adapter's limits, a validation error and a device lost mid-job each give their own message,
-the job stops, and nothing is posted as a finished run.
+the job stops, and nothing is posted as a finished run; a GPU that reads back NaN fails the
+self-test's kernels (posted as such, with no NaN in it).
 
 Test hook: the GPU lives in the module worker, which page init scripts do not reach, so faults
 are injected by serving web/gpu.js through `context.route` with JS put before it (runs before the
@@ -29,6 +30,10 @@ def at_plan_run(n: int, action: str) -> str:
 
 
 LOSE_DEVICE = "this.device.destroy();"
+# Every readback all 0xFF bytes: NaN as f32, as from a GPU that computes garbage.
+NAN_READBACK = ("{ const read = GPURuntime.prototype.readBuffer;"
+                " GPURuntime.prototype.readBuffer = async function (...args) {"
+                " const out = await read.apply(this, args); out.fill(0xff); return out; }; }")
 # MAP_READ may only be combined with COPY_DST: WebGPU reports an uncaptured validation error.
 INVALID_BUFFER = ("this.device.createBuffer({ size: 4, label: 'injected',"
                   " usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.STORAGE });")
@@ -151,3 +156,17 @@ def test_device_lost_mid_training_stops_and_posts_nothing(faulty_page, server):
     again = run_or_error(page, FOREST_JOB)
     assert "the GPU device was lost" in again.get("error", "") and "Reload the page" in again["error"]
     assert runs(server, "random_forest") == before
+
+
+def test_nan_readback_fails_the_selftest_kernels(faulty_page, server):
+    page, _ = faulty_page(after=NAN_READBACK)
+    page.click("#tab-gpu")
+    page.click("#check-gpu")
+    page.wait_for_selector("#selftest-table", timeout=120_000)
+    assert page.locator("#selftest-status").inner_text().startswith("Some kernels disagree")
+    matmul = page.locator("#selftest-table tbody tr").first.inner_text()
+    assert matmul.startswith("matmul") and "\tNO\t" in matmul, matmul
+    run = httpx.get(f"{server}/api/runs", params={"kind": "selftest", "limit": 1}).json()["runs"][0]
+    assert run["metrics"]["all_ok"] is False
+    first = run["metrics"]["kernels"][0]
+    assert (first["ok"], first["max_abs_err"]) == (False, None)

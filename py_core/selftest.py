@@ -94,6 +94,8 @@ async def run_selftest(backend, progress=None, seed: int | None = None) -> dict:
             a, r, good = max_error(g, w, c.atol, c.rtol)
             abs_err, ratio, ok = max(abs_err, a), max(ratio, r), ok and good
         seconds = await _timed(backend, plan, 1 if backend.name == "reference" else 10)
+        # A NaN or infinite output (a GPU fault) has no finite error: null in JSON, and not ok.
+        abs_err, ratio = (x if math.isfinite(x) else None for x in (abs_err, ratio))
         results.append({"name": c.name, "max_abs_err": abs_err, "err_over_tol": ratio,
                         "atol": c.atol, "rtol": c.rtol, "ok": ok, "time_s": seconds,
                         "rate": work / seconds / 1e9 if seconds > 0 else None, "unit": c.unit})

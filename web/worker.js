@@ -52,13 +52,13 @@ async function init({ webgpu, stopBuffer }) {
                     total: (performance.now() - t0) / 1000 } });
 }
 
-// The error a Python traceback ends with: from its last unindented "Name: message" line to the
-// end, as one line (a WebGPU validation message runs over several), without the class's module
-// path or JS's "Error: " wrapper: "GPUError: the GPU device was lost (...)".
+// The error a Python traceback ends with: from its last unindented "Name: message" (or bare
+// "Name") line to the end, as one line (a WebGPU validation message runs over several), without
+// the class's module path or JS's "Error: " wrapper: "GPUError: the GPU device was lost (...)".
 function finalError(text) {
   const lines = text.trim().split("\n");
   let i = lines.length - 1;
-  while (i > 0 && !/^[A-Za-z_][\w.]*: /.test(lines[i])) i--;
+  while (i > 0 && !/^[A-Za-z_][\w.]*(: |$)/.test(lines[i])) i--;
   return lines.slice(i).map((l) => l.trim()).filter(Boolean).join(" ")
     .replace(/^(?:[A-Za-z_]\w*\.)+(?=\w+: )/, "").replace(/^(\w+: )Error: /, "$1");
 }
