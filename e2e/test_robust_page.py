@@ -18,7 +18,8 @@ TEXT = f"{IMG}\n{SCRIPT}\nTo be, or not to be.\n" * 4
 TRAPS = """
   window.__xss = null;
   window.alert = (m) => { window.__xss = 'alert ' + m; };
-  document.addEventListener('securitypolicyviolation', (e) => { window.__csp = e.violatedDirective; });
+  window.__csp = [];
+  document.addEventListener('securitypolicyviolation', (e) => { window.__csp.push(e.violatedDirective); });
 """
 
 
@@ -84,5 +85,27 @@ def test_markup_in_a_text_is_shown_as_text(browser, server, tmp_path):
         assert path.name in page.locator("#text-select").inner_text()
         page.wait_for_timeout(500)
         assert_nothing_ran(page, "#panels")
+    finally:
+        context.close()
+
+
+def test_csp_blocks_inline_handlers_and_other_origins(browser, server):
+    """Defence in depth, had markup reached the DOM: the Content-Security-Policy stops inline
+    handlers and any request to another origin (here the same server as `localhost`)."""
+    context, page = open_page(browser, server)
+    try:
+        page.goto("/")
+        wait_ready(page)
+        other = server.replace("127.0.0.1", "localhost")
+        result = page.evaluate("""async (other) => {
+            document.body.insertAdjacentHTML('beforeend', '<img id=xss src=x onerror="window.__xss=1">');
+            await new Promise((r) => setTimeout(r, 300));
+            const fetched = await fetch(other + '/api/health').then(() => 'loaded', () => 'blocked');
+            return {fetched, csp: window.__csp};
+        }""", other)
+        assert result["fetched"] == "blocked"
+        assert "connect-src" in result["csp"], result
+        assert {"script-src-attr", "script-src"} & set(result["csp"]), result
+        assert page.evaluate("() => window.__xss") is None and page.dialogs == []
     finally:
         context.close()
