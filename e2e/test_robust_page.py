@@ -101,6 +101,7 @@ def test_csp_blocks_inline_handlers_and_other_origins(browser, server):
             document.body.insertAdjacentHTML('beforeend', '<img id=xss src=x onerror="window.__xss=1">');
             await new Promise((r) => setTimeout(r, 300));
             const fetched = await fetch(other + '/api/health').then(() => 'loaded', () => 'blocked');
+            await new Promise((r) => setTimeout(r, 300));  // the violation event comes after
             return {fetched, csp: window.__csp};
         }""", other)
         assert result["fetched"] == "blocked"
