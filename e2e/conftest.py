@@ -14,6 +14,7 @@ import httpx
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # bench/ (the benchmark harness) is a folder of the checkout
 CHROMIUM_FLAGS = [
     "--headless", "--no-sandbox", "--enable-unsafe-webgpu",
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
