@@ -86,7 +86,7 @@ def dataset_path(data_dir: Path | str, dataset_id: str) -> Path:
 async def lifespan(app):
     settings = app.state.settings
     settings.uploads_dir.mkdir(parents=True, exist_ok=True)
-    for stale in settings.uploads_dir.glob("dataset-*.part"):  # left by a crash mid-upload
+    for stale in settings.uploads_dir.glob("*.part"):  # data sets' and texts', left by a crash
         stale.unlink(missing_ok=True)
     await anyio.to_thread.run_sync(export_builtins, settings.data_dir)
     app.state.builtin_datasets = await anyio.to_thread.run_sync(_builtin_summaries,

@@ -7,6 +7,7 @@ leaves a sound database; a full or read-only database answers 503 and recovers b
 
 import http.client
 import json
+import socket
 import sqlite3
 import tempfile
 import threading
@@ -14,6 +15,7 @@ import time
 import uuid
 from pathlib import Path
 
+import httpx
 import pytest
 
 from robust_server import CliServer
@@ -118,6 +120,37 @@ def test_sigkill_during_a_storm_loses_no_acknowledged_run(tmp_path):
         ids = stored_ids(db)
     assert set(acked) <= set(ids), f"{len(set(acked) - set(ids))} acknowledged runs lost"
     assert len(ids) == len(set(ids)) <= len(acked) + 20 + 1  # plus the in-flight ones, at most
+
+
+def test_sigkill_mid_upload_leaves_nothing_after_restart(tmp_path):
+    """A crash mid-upload leaves a temp file (nothing can remove it then); the next start does."""
+    data = tmp_path / "data"
+    server = CliServer(data)
+    sockets = []
+    try:
+        for path, name in (("/api/datasets", "a.csv"), ("/api/texts", "a.txt")):
+            s = socket.create_connection(("127.0.0.1", server.port), timeout=10)
+            head = (f'--B\r\nContent-Disposition: form-data; name="file"; filename="{name}"\r\n'
+                    "\r\n").encode()
+            s.sendall((f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1000000\r\n"
+                       "Content-Type: multipart/form-data; boundary=B\r\n\r\n").encode()
+                      + head + b"a,b\n" + b"1,2\n" * 20_000)
+            sockets.append(s)
+        deadline = time.monotonic() + 10
+        while len(list((data / "uploads").glob("*.part"))) < 2:
+            assert time.monotonic() < deadline, list((data / "uploads").iterdir())
+            time.sleep(0.01)
+        server.kill()
+    finally:
+        for s in sockets:
+            s.close()
+        server.stop()
+    assert len(list((data / "uploads").glob("*.part"))) == 2  # what the crash left
+    with CliServer(data) as again:
+        assert list((data / "uploads").iterdir()) == []
+        for path in ("/api/datasets", "/api/texts"):  # and nothing half-stored was recorded
+            listed = next(iter(httpx.get(again.url + path, timeout=30).json().values()))
+            assert all(d["builtin"] for d in listed)
 
 
 def test_full_and_read_only_database_recover_by_themselves(client):
