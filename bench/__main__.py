@@ -54,6 +54,23 @@ def start_server(data_dir: Path, port: int, device: str) -> subprocess.Popen:
     raise SystemExit(f"the server did not start: {(data_dir / 'server.log').read_text()[-2000:]}")
 
 
+def upload_generated(base: str, spec: dict, folder: Path) -> str:
+    """Writes a generated data set as CSV (numpy, fast), uploads it, returns its id."""
+    import numpy as np
+    rng = np.random.default_rng(spec.get("seed", 0))
+    n, f = spec["rows"], spec["features"]
+    X = rng.standard_normal((n, f))
+    y = X[:, : max(1, f // 2)] @ rng.uniform(1, 100, max(1, f // 2)) + rng.normal(0, 10, n)
+    path = folder / spec["name"]
+    np.savetxt(path, np.column_stack([X, y]), delimiter=",", fmt="%.9g",
+               header=",".join([f"x{i}" for i in range(f)] + ["y"]), comments="")
+    with open(path, "rb") as fh:
+        res = httpx.post(f"{base}/api/datasets", files={"file": (spec["name"], fh, "text/csv")}, timeout=600)
+    res.raise_for_status()
+    print(f"uploaded {spec['name']}: {path.stat().st_size / 2**20:.0f} MB, {n} rows")
+    return res.json()["id"]
+
+
 def wait_comparisons(base: str, run_id: str, timeout_s: float) -> list:
     """The server's comparison runs of `run_id`, once each has finished (or the time is up)."""
     deadline = time.time() + timeout_s
@@ -96,6 +113,8 @@ def main(argv=None) -> int:
                   f"{ready['adapter'].get('architecture')} (Pyodide {ready['timings']['pyodide']:.2f} s)")
             for i, entry in enumerate(suite["jobs"]):
                 label = entry.get("label") or f"{entry['job']['kind']} {i + 1}"
+                if "upload" in entry:  # a generated CSV the job reads as "$upload"
+                    entry = {**entry, "job": {**entry["job"], "dataset": upload_generated(base, entry["upload"], data_dir)}}
                 runs = []
                 try:
                     for w in range(entry.get("warmup", 1)):

@@ -16,7 +16,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 # The headline metric of each kind, and whether larger is better.
-METRICS = [("mse", False), ("accuracy", True), ("val_loss", False)]
+METRICS = [("mse", False), ("accuracy", True), ("val_loss", False), ("mb_per_s", True)]
 TIME_KEYS = {"random_forest": "fit", "transformer": "step", "selftest": "kernels", "dataset_load": "load"}
 
 

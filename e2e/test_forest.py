@@ -60,3 +60,33 @@ def test_two_class_surface_and_confusion_matrix(page, server):
     plots = run["result"]["plots"]
     assert plots["confusion"]["classes"] == ["0", "1"] and sum(map(sum, plots["confusion"]["matrix"])) == 100
     assert plots["surface"]["grid"]["n"] ** 2 == len(plots["surface"]["grid"]["values"])
+
+
+def test_same_seed_same_forest_in_the_page_as_on_the_reference_backend(page, server):
+    """webgpu (in the page) and reference (plain Python) build the same trees: the same feature
+    and threshold at every node; leaf values agree to 1e-6 relative."""
+    import asyncio
+
+    from py_core.data import parse_csv, prepare
+    from py_core.forest import RandomForestClassifier
+
+    params = {"n_estimators": 6, "max_depth": 5, "max_features": "sqrt", "random_state": 7}
+    page.goto("/")
+    wait_ready(page)
+    run = page.evaluate("""(params) => window.playground.run({kind: 'random_forest', dataset: 'wine', target: 'target',
+        params, split: {test_size: 0.2, seed: 42}})""", params)
+    browser_model = run["result"]["model"]
+    table = parse_csv(httpx.get(f"{server}/api/datasets/wine/file").content, name="wine")
+    p = prepare(table, "target", test_size=0.2, seed=42)
+    from concurrent.futures import ThreadPoolExecutor
+    fit = RandomForestClassifier(**params, backend="reference").fit  # in a thread: Playwright owns this one's loop
+    with ThreadPoolExecutor(1) as pool:
+        forest = pool.submit(asyncio.run, fit(p.X_train, p.y_train, n_features=p.n_features)).result()
+    reference = forest.to_dict()
+    assert len(browser_model["trees"]) == len(reference["trees"]) == 6
+    for got, want in zip(browser_model["trees"], reference["trees"]):
+        assert got["feature"] == want["feature"] and got["left"] == want["left"] and got["right"] == want["right"]
+        assert got["threshold"] == want["threshold"]
+        for g, w in zip(got["value"], want["value"]):
+            for a, b in zip(g, w):
+                assert abs(a - b) <= 1e-6 * max(abs(b), 1e-12)
