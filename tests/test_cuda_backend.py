@@ -145,6 +145,8 @@ class CheckedCuda(CudaBackend):
             kernels.lookup(kernel.family, kernel.entry)(before, grid, kernel.constants)
             for i, (buf, want) in enumerate(zip(bufs, before)):
                 got = self._to_array(buf.handle.t, buf.dtype)
+                if got == want:  # the usual case, compared at C speed
+                    continue
                 if buf.dtype == "f32":
                     bad = [j for j, (x, y) in enumerate(zip(got, want))
                            if not (x == y or abs(x - y) <= 1e-6 * abs(y) + 1e-30)]

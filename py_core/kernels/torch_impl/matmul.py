@@ -4,7 +4,7 @@ from __future__ import annotations
 from ..matmul import ACCUMULATE, PARAMS, TILE, TRANS_A, TRANS_B
 from . import params, torch_kernel
 
-WRITTEN_FOR = "cbb137f1334dcb38"  # fingerprint of matmul.wgsl and kernels/matmul.py mirrored here
+WRITTEN_FOR = "c337e7cbbfe8bb44"  # fingerprint of the matmul.wgsl mirrored here
 
 
 @torch_kernel("matmul", "matmul")

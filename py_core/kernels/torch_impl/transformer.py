@@ -18,14 +18,14 @@ from .. import transformer_loss as loss
 from .. import transformer_matmul as mm
 from . import params, torch_kernel, u32
 
-WRITTEN_FOR = {  # fingerprints of the WGSL and references mirrored here
-    "transformer_matmul": "9e8b0cb0854af43e",
-    "transformer_attention": "176f13b103c87b5f",
-    "transformer_layernorm": "db65a256653aacdb",
-    "transformer_elementwise": "e9f1a7c4d5542754",
-    "transformer_embedding": "61db61d67c463b4a",
-    "transformer_loss": "c989ebb17412a554",
-    "transformer_adamw": "fa39bd7ac0ac6bb9",
+WRITTEN_FOR = {  # fingerprints of the WGSL mirrored here
+    "transformer_matmul": "2819d93461dee521",
+    "transformer_attention": "9d00cff12037eda0",
+    "transformer_layernorm": "1d53b26fdcf395e5",
+    "transformer_elementwise": "40e56aeaa357515e",
+    "transformer_embedding": "0003fcd7d097097d",
+    "transformer_loss": "91e4e8e47c32b0a7",
+    "transformer_adamw": "8985db81df08cf6d",
 }
 F32 = torch.float32
 
@@ -44,12 +44,21 @@ def _strided(t, off, so, si, outer, inner, rows, cols, ld, trans):
 
 @torch_kernel("transformer_matmul", "matmul")
 def matmul(bufs, grid, constants):
+    _matmul(bufs, grid, mm.TILE)
+
+
+@torch_kernel("transformer_matmul", "matmul_big")
+def matmul_big(bufs, grid, constants):
+    _matmul(bufs, grid, mm.BIG_TILE)
+
+
+def _matmul(bufs, grid, tile):
+    """C = alpha op(A) op(B) (+ bias) (+ C) per batch z; the causal flags act on whole tiles."""
     p = params(bufs[0], mm.PARAMS)
     a, b, c, bias = (x.t for x in bufs[1:])
     M, N, K, flags, inner = p["M"], p["N"], p["K"], p["flags"], p["inner"]
     Z = grid[2]
     pieces = [(0, Z // inner, inner)] if Z % inner == 0 else [(z, 1, 1) for z in range(Z)]
-    tile = mm.TILE
     rows = torch.arange(M, device=a.device)
     row0 = rows // tile * tile
     kk = torch.arange(K, device=a.device)
