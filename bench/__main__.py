@@ -62,7 +62,7 @@ def upload_generated(base: str, spec: dict, folder: Path) -> str:
     X = rng.standard_normal((n, f))
     y = X[:, : max(1, f // 2)] @ rng.uniform(1, 100, max(1, f // 2)) + rng.normal(0, 10, n)
     path = folder / spec["name"]
-    np.savetxt(path, np.column_stack([X, y]), delimiter=",", fmt="%.9g",
+    np.savetxt(path, np.column_stack([X, y]), delimiter=",", fmt=spec.get("format", "%.4g"),
                header=",".join([f"x{i}" for i in range(f)] + ["y"]), comments="")
     with open(path, "rb") as fh:
         res = httpx.post(f"{base}/api/datasets", files={"file": (spec["name"], fh, "text/csv")}, timeout=600)
@@ -113,14 +113,20 @@ def main(argv=None) -> int:
                   f"{ready['adapter'].get('architecture')} (Pyodide {ready['timings']['pyodide']:.2f} s)")
             for i, entry in enumerate(suite["jobs"]):
                 label = entry.get("label") or f"{entry['job']['kind']} {i + 1}"
-                if "upload" in entry:  # a generated CSV the job reads as "$upload"
-                    entry = {**entry, "job": {**entry["job"], "dataset": upload_generated(base, entry["upload"], data_dir)}}
                 runs = []
                 try:
+                    if "upload" in entry:  # a generated CSV the job reads as "$upload"
+                        entry = {**entry, "job": {**entry["job"], "dataset": upload_generated(base, entry["upload"], data_dir)}}
                     for w in range(entry.get("warmup", 1)):
                         print(f"{label}: warm-up {w + 1}")
                         page.evaluate("(job) => window.playground.compute(job).done.then(() => null)",
                                       entry.get("warmup_job", entry["job"]))
+                    # The page's main thread must stay responsive while the worker computes: the
+                    # longest gap between animation frames during the timed runs says so.
+                    page.evaluate("""() => { window.__gap = 0; let last = performance.now();
+                        const tick = (t) => { window.__gap = Math.max(window.__gap, t - last); last = t;
+                                              if (!window.__gapStop) requestAnimationFrame(tick); };
+                        window.__gapStop = false; requestAnimationFrame(tick); }""")
                     for r in range(entry.get("repeat", 1)):
                         t0 = time.perf_counter()
                         run = page.evaluate("([job, extra]) => window.playground.run(job, {extra})",
@@ -132,8 +138,10 @@ def main(argv=None) -> int:
                 except Exception as exc:  # a failed job is reported, and the suite goes on
                     errors.append({"label": label, "message": str(exc).splitlines()[0][:500]})
                     print(f"{label}: FAILED {errors[-1]['message']}")
+                gap = page.evaluate("() => { window.__gapStop = true; return window.__gap / 1000; }")
                 comps = [wait_comparisons(base, r["id"], args.comparison_timeout) for r in runs]
-                results.append({"label": label, "job": entry["job"], "runs": runs, "comparisons": comps})
+                results.append({"label": label, "job": entry["job"], "runs": runs, "comparisons": comps,
+                                "page_max_frame_gap_s": gap})
             env = environment(ready, browser.version)
             browser.close()
     finally:

@@ -73,7 +73,9 @@ def summarize(report: dict) -> list[dict]:
         tkey = TIME_KEYS.get(kind, "total")
         key, _, higher = _headline(runs[0].get("metrics", {}))
         browser_time = _stats([r["timings"].get(tkey) for r in runs])
-        rows.append({"label": job["label"], "kind": kind, "where": f"browser ({runs[0]['backend']})",
+        gap = job.get("page_max_frame_gap_s")
+        rows.append({"label": job["label"], "kind": kind, "where": f"browser ({runs[0]['backend']})"
+                     + (f", page's longest frame {gap * 1000:.0f} ms" if isinstance(gap, (int, float)) else ""),
                      "time_key": tkey, "time": browser_time,
                      "metric": key, "value": _stats([r["metrics"].get(key) for r in runs]).get("median") if key else None})
         by_runner: dict[str, list] = {}
