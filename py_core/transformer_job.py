@@ -7,7 +7,8 @@
 Pause and Stop: `ctx.pause_point()` before every step (it raises `Stopped`).
 Progress: {"stage", "fraction", "step", "loss", "val_loss", "tokens_per_s"} every log_interval
 steps (the page's live chart). The result: {"metrics": {"loss_curve": [[step, loss], ...],
-"val_loss", "val_curve": [[steps done, loss], ...], "n_params", ...}, "timings": {"step" (median
+"val_loss", "val_curve": [[steps done, loss], ...], "n_params", ..., and with params
+{"profile": N} "profile": the step's time by kernel (Trainer.profile)}, "timings": {"step" (median
 seconds a step, queue drained around the timed steps), "tokens_per_s", "total", ...},
 "samples": text}. The trained model stays in `last_model` for `sample()` and `export()`.
 """
@@ -48,7 +49,7 @@ async def run(job: dict, backend, ctx) -> dict:
     text = await _load_text(job, ctx)
     ctx.progress({"stage": "initialising weights", "fraction": 0.0})
     try:
-        trainer = Trainer(backend, cfg, text)
+        trainer = Trainer(backend, cfg, text, tiles=sampling["tiles"])
     except ValueError as exc:
         raise JobError(str(exc)) from None
     await trainer.setup()
@@ -96,11 +97,15 @@ async def run(job: dict, backend, ctx) -> dict:
     t_sample = time.perf_counter() - t0
     step_s = statistics.median(timed)
     mem = memory_bytes(cfg, len(trainer.vocab))
+    extra = {}
+    if sampling["profile"]:
+        ctx.progress({"stage": "profiling", "fraction": 1.0})
+        extra["profile"] = await trainer.profile(int(sampling["profile"]))
     return {
         "metrics": {"loss_curve": loss_curve, "val_loss": val_curve[-1][1], "val_curve": val_curve,
                     "n_params": trainer.model.n_params, "vocab_size": len(trainer.vocab),
                     "train_chars": len(trainer.train_ids), "val_chars": len(trainer.val_ids),
-                    "gpu_bytes": mem["total"]},
+                    "gpu_bytes": mem["total"], **extra},
         "timings": {"step": step_s, "tokens_per_s": trainer.tokens_per_step / step_s,
                     "setup": t_setup, "train": t_train, "eval": t_eval, "sample": t_sample,
                     "sample_chars_per_s": len(samples) / t_sample if t_sample > 0 else None,

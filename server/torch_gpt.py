@@ -15,10 +15,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from py_core.kernels import transformer_init as init_kernel
 from py_core.transformer import (STREAM_SAMPLE, STREAM_TRAIN, STREAM_VAL, ParamLayout,
-                                 TransformerConfig, Vocab, batch_offsets, choose, init_weights, split)
+                                 TransformerConfig, Vocab, batch_offsets, choose, split)
 from py_core.transformer.config import parse_job_params
-from py_core.transformer.rng import stream_key, uniform
+from py_core.transformer.rng import init_key, stream_key, uniform
 
 
 class SelfAttention(nn.Module):
@@ -73,8 +74,9 @@ class GPT(nn.Module):
 
 
 def load_flat(model: GPT, flat, layout: ParamLayout) -> GPT:
-    """Copy py_core's flat weights (array of float32, ParamLayout order) into the model."""
-    every = torch.frombuffer(bytearray(flat.tobytes()), dtype=torch.float32)
+    """Copy py_core's flat weights (array of float32 or a tensor, ParamLayout order) into the model."""
+    every = flat if isinstance(flat, torch.Tensor) else torch.frombuffer(bytearray(flat.tobytes()),
+                                                                          dtype=torch.float32)
     state = model.state_dict()
     with torch.no_grad():
         for p in layout:
@@ -87,10 +89,53 @@ def flat_weights(model: GPT, layout: ParamLayout) -> torch.Tensor:
     return torch.cat([state[p.name].detach().reshape(-1).float().cpu() for p in layout])
 
 
+def _mul32(x: torch.Tensor, c: int) -> torch.Tensor:
+    """x * c modulo 2**32 for int64 x < 2**32, without overflowing int64 (16-bit halves of c)."""
+    return (x * (c & 0xFFFF) + ((x * (c >> 16)) << 16)) & 0xFFFFFFFF
+
+
+def _mix32(x: torch.Tensor) -> torch.Tensor:
+    x = x ^ (x >> 16)
+    x = _mul32(x, 0x7FEB352D)
+    x = x ^ (x >> 15)
+    x = _mul32(x, 0x846CA68B)
+    return x ^ (x >> 16)
+
+
+def normals_torch(key: int, n: int, std: float, device="cpu") -> torch.Tensor:
+    """py_core's normals_fixed (the init_normal kernel) vectorised: the same float32 bits."""
+    table = torch.tensor(init_kernel.quantile_table().tolist(), dtype=torch.int64, device=device)
+    u = _mix32(_mix32(torch.arange(n, dtype=torch.int64, device=device) ^ key))
+    r = (u & 0x7FFFFFFF).clamp(min=1)
+    octave = torch.frexp(r.double())[1].long() - 1  # floor(log2 r), exact below 2**53
+    b = (octave - 8).clamp(min=0)
+    rem = r & ((1 << b) - 1)
+    f = torch.where(b >= 16, rem >> (b - 16).clamp(min=0), rem << (16 - b).clamp(min=0))
+    j = torch.where(octave >= 8, (r >> b) & 255, (r << (8 - octave).clamp(min=0)) & 255)
+    f = torch.where(octave >= 8, f, torch.zeros_like(f))
+    i = octave * 256 + j
+    z = table[i] - (((table[i] - table[i + 1]) * f) >> 16)
+    z = torch.where((u >> 31) != 0, -z, z)
+    return z.to(torch.float32) * torch.tensor(init_kernel.scale_of(std), dtype=torch.float32, device=device)
+
+
+def init_flat(layout: ParamLayout, seed: int, device="cpu") -> torch.Tensor:
+    """py_core's init_weights(layout, seed) with torch ops on `device` (a fraction of a second
+    on a GPU, where plain Python takes a minute for shakespeare_char's 10.7M weights): the same
+    float32 bits, as tests/test_transformer_parity.py checks."""
+    flat = torch.zeros(layout.n, dtype=torch.float32, device=device)
+    for p in layout:
+        if p.init == "normal":
+            flat[p.offset:p.offset + p.size] = normals_torch(init_key(seed, p.name), p.size, p.std, device)
+        elif p.init == "ones":
+            flat[p.offset:p.offset + p.size] = 1.0
+    return flat
+
+
 def make_model(cfg: TransformerConfig, vocab_size: int, device="cpu") -> GPT:
     """The GPT with py_core's initial weights for cfg.seed (bit-identical to the browser's)."""
     layout = ParamLayout(cfg, vocab_size)
-    return load_flat(GPT(cfg, vocab_size), init_weights(layout, cfg.seed), layout).to(device)
+    return load_flat(GPT(cfg, vocab_size).to(device), init_flat(layout, cfg.seed, device), layout)
 
 
 def optimizer(model: GPT, cfg: TransformerConfig) -> torch.optim.AdamW:

@@ -1,23 +1,33 @@
 // Strided, batched f32 matrix multiply for the transformer:
-//   C[z] = alpha * op(A[z]) * op(B[z]) (+ bias) (+ C[z] when ACCUMULATE), z = 0 .. grid.z - 1
-// The tiling is shaders/matmul.wgsl's (64 x 64 tiles of C, 16 x 16 invocations, 4 x 4 each).
-// What this family adds is what the model needs to avoid copies:
+//   C[z] = alpha * op(A[z]) * op(B[z]) (+ bias) (+ R[z]) (+ C[z] when ACCUMULATE), z < grid.z
+// with optional GELU epilogues. What this family adds to a plain tiled matmul is what the model
+// needs to avoid copies and extra passes:
 //   - element offsets: all parameters live in one buffer, so a weight is (buffer, offset);
 //   - leading dimensions: a head's slice of q, k or v is a strided view of the qkv rows;
 //   - a two-level batch, z = outer * inner + i (outer: sequence, inner: head), each level with
 //     its own element stride for A, B and C;
-//   - a fused bias, and causal shortcuts for attention's triangular matrices.
+//   - a fused bias, residual, GELU and GELU backward, and causal shortcuts for attention.
 // Row-major. op(A) is M x K: A[r * lda + k], or A[k * lda + r] when TRANS_A.
 //            op(B) is K x N: B[k * ldb + c], or B[c * ldb + k] when TRANS_B.
-//            C[r * ldc + c].
+//            C[r * ldc + c]; R and G are indexed as C.
 // flags: 1 TRANS_A, 2 TRANS_B, 4 ACCUMULATE (add into C), 8 BIAS (add bias[bias_off + c]),
 //   16 SKIP_UPPER: output tiles whose columns all exceed their rows are left unwritten,
 //   32 K_UPTO_ROW: op(A) is lower triangular (k <= r): the k loop stops after the tile's rows,
-//   64 K_FROM_ROW: op(A) is upper triangular (k >= r): the k loop starts at the tile's rows.
+//   64 K_FROM_ROW: op(A) is upper triangular (k >= r): the k loop starts at the tile's rows,
+//   128 RESIDUAL: add R (a residual stream) before storing,
+//   256 GELU: also store G = gelu(the stored value) (the MLP's activation beside its input),
+//   512 GELU_GRAD: multiply by gelu'(R) before storing (R: the MLP's pre-activation).
 // The causal flags skip whole tiles only; entries inside a computed tile come from the data, so
 // the result is exact as long as the skipped parts are zero (P and dS are, by the softmax).
-// Bindings: 0 params (uniform), 1 A (read), 2 B (read), 3 C (read_write), 4 bias (read; bind
-// any read-only buffer when BIAS is off). Grid: (ceil(N / 64), ceil(M / 64), batches).
+// Bindings: 0 params (uniform), 1 A (read), 2 B (read), 3 C (read_write), 4 bias (read), 5 R
+// (read), 6 G (read_write); bind any buffers of the right access where a flag is off.
+//
+// Two tilings of the same contract: `matmul`, 64 x 64 tiles of C (16 x 16 invocations, 4 x 4
+// each), grid (ceil(N / 64), ceil(M / 64), batches); `matmul_big`, 128 x 128 tiles (16 x 16
+// invocations, 8 x 8 each as four 4 x 4 quadrants), grid (ceil(N / 128), ceil(M / 128), batches)
+// for large products. Tiles of op(A) and op(B) sit in workgroup memory k-major as vec4s, so an
+// invocation reads its 4 rows (or columns) of a quadrant in one load; the next tiles' global loads
+// are issued before the current tiles' multiply-adds, so their latency hides behind them.
 
 struct Params {
   M: u32, N: u32, K: u32, flags: u32,
@@ -32,12 +42,16 @@ struct Params {
 @group(0) @binding(2) var<storage, read> B: array<f32>;
 @group(0) @binding(3) var<storage, read_write> C: array<f32>;
 @group(0) @binding(4) var<storage, read> bias: array<f32>;
+@group(0) @binding(5) var<storage, read> R: array<f32>;
+@group(0) @binding(6) var<storage, read_write> G: array<f32>;
 
-const TM = 64u;
-const TN = 64u;
-const TK = 16u;
-var<workgroup> As: array<f32, 1024>;  // [TK][TM]
-var<workgroup> Bs: array<f32, 1024>;  // [TK][TN]
+const K0 = 0.7978845608028654;  // sqrt(2 / pi): GELU's tanh approximation, as transformer_elementwise
+const K1 = 0.044715;
+
+fn tanh_(u: f32) -> f32 {
+  let e = exp(-2.0 * abs(u));
+  return sign(u) * (1.0 - e) / (1.0 + e);
+}
 
 fn load_a(base: u32, r: u32, k: u32) -> f32 {
   if (r >= p.M || k >= p.K) { return 0.0; }
@@ -51,10 +65,48 @@ fn load_b(base: u32, k: u32, c: u32) -> f32 {
   return B[base + k * p.ldb + c];
 }
 
+// The epilogue of one output row's 4 adjacent columns c .. c + 3.
+fn store4(c_base: u32, r: u32, c: u32, acc: vec4<f32>) {
+  if (r >= p.M) { return; }
+  let f = p.flags;
+  for (var j = 0u; j < 4u; j++) {
+    if (c + j >= p.N) { return; }
+    var v = p.alpha * acc[j];
+    if ((f & 8u) != 0u) { v += bias[p.bias_off + c + j]; }
+    let at = c_base + r * p.ldc + c + j;
+    if ((f & 128u) != 0u) { v += R[at]; }
+    if ((f & 512u) != 0u) {
+      let x = R[at];
+      let t = tanh_(K0 * (x + K1 * x * x * x));
+      v *= 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * K0 * (1.0 + 3.0 * K1 * x * x);
+    }
+    if ((f & 4u) != 0u) { v += C[at]; }
+    C[at] = v;
+    if ((f & 256u) != 0u) { G[at] = 0.5 * v * (1.0 + tanh_(K0 * (v + K1 * v * v * v))); }
+  }
+}
+
+// The k range of a tile whose rows start at row0 (tile height h), after the causal flags.
+fn k_range(row0: u32, h: u32) -> vec2<u32> {
+  var k_begin = 0u;
+  var k_end = p.K;
+  if ((p.flags & 32u) != 0u) { k_end = min(p.K, row0 + h); }
+  if ((p.flags & 64u) != 0u) { k_begin = min(row0, k_end); }
+  return vec2<u32>(k_begin, k_end);
+}
+
+// ---- matmul: 64 x 64 tiles -----------------------------------------------------------------
+const TM = 64u;
+const TK = 16u;
+// k-major rows of TM / 4 vec4s, padded by one vec4 so that stores along k spread over banks
+const SA = 17u;
+var<workgroup> As: array<vec4<f32>, 272>;  // [TK][SA]
+var<workgroup> Bs: array<vec4<f32>, 272>;  // [TK][SA]
+
 @compute @workgroup_size(16, 16)
 fn matmul(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) lid: vec3u) {
   let row0 = wg.y * TM;
-  let col0 = wg.x * TN;
+  let col0 = wg.x * TM;
   if ((p.flags & 16u) != 0u && col0 > row0 + TM - 1u) { return; }  // whole workgroup: uniform
   let outer = wg.z / p.inner;
   let inner = wg.z % p.inner;
@@ -63,70 +115,79 @@ fn matmul(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) lid: v
   let c_base = p.c_off + outer * p.c_so + inner * p.c_si;
   let trans_a = (p.flags & 1u) != 0u;
   let trans_b = (p.flags & 2u) != 0u;
-  var k_begin = 0u;
-  var k_end = p.K;
-  if ((p.flags & 32u) != 0u) { k_end = min(p.K, row0 + TM); }
-  if ((p.flags & 64u) != 0u) { k_begin = row0; }
-  let t = lid.y * 16u + lid.x;
-  var acc: array<f32, 16>;
-  for (var k0 = k_begin; k0 < k_end; k0 += TK) {
-    // 256 invocations stage 1024 elements of each tile, 4 each; neighbours read neighbouring
-    // addresses of the stored layout, so global loads coalesce with or without a transpose.
+  let kr = k_range(row0, TM);
+  let tx = lid.x;
+  let ty = lid.y;
+  let t = ty * 16u + tx;
+  // Staging: 4 elements of each tile an invocation. Neighbours read neighbouring addresses of
+  // the stored layout (along k when k is the contiguous index), so global loads coalesce.
+  var ra: array<f32, 4>;
+  var rb: array<f32, 4>;
+  for (var i = 0u; i < 4u; i++) {
+    let e = t + i * 256u;
+    var m = e % TM; var kk = e / TM;
+    if (!trans_a) { kk = e % TK; m = e / TK; }
+    ra[i] = load_a(a_base, row0 + m, kr.x + kk);
+    var n = e % TM; var kb = e / TM;
+    if (trans_b) { kb = e % TK; n = e / TK; }
+    rb[i] = load_b(b_base, kr.x + kb, col0 + n);
+  }
+  var acc: array<vec4<f32>, 4>;
+  for (var k0 = kr.x; k0 < kr.y; k0 += TK) {
     for (var i = 0u; i < 4u; i++) {
       let e = t + i * 256u;
       var m = e % TM; var kk = e / TM;
       if (!trans_a) { kk = e % TK; m = e / TK; }
-      As[kk * TM + m] = load_a(a_base, row0 + m, k0 + kk);
-      var n = e % TN; var kb = e / TN;
+      As[kk * SA + m / 4u][m % 4u] = ra[i];
+      var n = e % TM; var kb = e / TM;
       if (trans_b) { kb = e % TK; n = e / TK; }
-      Bs[kb * TN + n] = load_b(b_base, k0 + kb, col0 + n);
+      Bs[kb * SA + n / 4u][n % 4u] = rb[i];
     }
     workgroupBarrier();
+    let k1 = k0 + TK;
+    if (k1 < kr.y) {  // the next tiles' loads, in flight during the multiply-adds below
+      for (var i = 0u; i < 4u; i++) {
+        let e = t + i * 256u;
+        var m = e % TM; var kk = e / TM;
+        if (!trans_a) { kk = e % TK; m = e / TK; }
+        ra[i] = load_a(a_base, row0 + m, k1 + kk);
+        var n = e % TM; var kb = e / TM;
+        if (trans_b) { kb = e % TK; n = e / TK; }
+        rb[i] = load_b(b_base, k1 + kb, col0 + n);
+      }
+    }
     for (var kk = 0u; kk < TK; kk++) {
-      var a: array<f32, 4>;
-      var b: array<f32, 4>;
-      for (var i = 0u; i < 4u; i++) {
-        a[i] = As[kk * TM + lid.y * 4u + i];
-        b[i] = Bs[kk * TN + lid.x * 4u + i];
-      }
-      for (var i = 0u; i < 4u; i++) {
-        for (var j = 0u; j < 4u; j++) {
-          acc[i * 4u + j] = fma(a[i], b[j], acc[i * 4u + j]);
-        }
-      }
+      let a = As[kk * SA + ty];
+      let b = Bs[kk * SA + tx];
+      acc[0] = fma(vec4<f32>(a.x), b, acc[0]);
+      acc[1] = fma(vec4<f32>(a.y), b, acc[1]);
+      acc[2] = fma(vec4<f32>(a.z), b, acc[2]);
+      acc[3] = fma(vec4<f32>(a.w), b, acc[3]);
     }
     workgroupBarrier();
   }
-  for (var i = 0u; i < 4u; i++) {
-    let r = row0 + lid.y * 4u + i;
-    if (r >= p.M) { continue; }
-    for (var j = 0u; j < 4u; j++) {
-      let c = col0 + lid.x * 4u + j;
-      if (c >= p.N) { continue; }
-      var v = p.alpha * acc[i * 4u + j];
-      if ((p.flags & 8u) != 0u) { v += bias[p.bias_off + c]; }
-      let at = c_base + r * p.ldc + c;
-      if ((p.flags & 4u) != 0u) { C[at] += v; } else { C[at] = v; }
-    }
-  }
+  // constant indices only: a dynamically indexed accumulator could be demoted to local memory
+  let r = row0 + ty * 4u;
+  let c = col0 + tx * 4u;
+  store4(c_base, r, c, acc[0]);
+  store4(c_base, r + 1u, c, acc[1]);
+  store4(c_base, r + 2u, c, acc[2]);
+  store4(c_base, r + 3u, c, acc[3]);
 }
 
-// matmul_big: the same contract on 128 x 128 tiles of C, each invocation owning 8 x 8 outputs
-// strided by 16 (rows lid.y + 16 i, columns lid.x + 16 j: neighbours read neighbouring workgroup
-// memory words and write neighbouring C entries). Twice the multiply-adds per workgroup-memory
-// read of `matmul`, for large products; the causal flags act on these 128 x 128 tiles.
-// Tiles of 16 x 128 floats take 16 KiB of workgroup memory, WebGPU's guaranteed minimum.
-// Grid: (ceil(N / 128), ceil(M / 128), batches).
+// ---- matmul_big: 128 x 128 tiles -----------------------------------------------------------
+// Invocation (tx, ty) owns rows ty*4 .. +3 and 64 + ty*4 .. +3, columns tx*4 .. +3 and 64 + tx*4
+// .. +3: per k, two vec4 loads of A's column and two of B's row feed 64 multiply-adds.
 const BM = 128u;
-const BN = 128u;
 const BK = 16u;
-var<workgroup> Ab: array<f32, 2048>;  // [BK][BM]
-var<workgroup> Bb: array<f32, 2048>;  // [BK][BN]
+const SB = 33u;  // BM / 4 + 1: padded as SA (16.5 KiB in all)
+var<workgroup> Ab: array<vec4<f32>, 528>;  // [BK][SB]
+var<workgroup> Bb: array<vec4<f32>, 528>;  // [BK][SB]
 
 @compute @workgroup_size(16, 16)
 fn matmul_big(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) lid: vec3u) {
   let row0 = wg.y * BM;
-  let col0 = wg.x * BN;
+  let col0 = wg.x * BM;
   if ((p.flags & 16u) != 0u && col0 > row0 + BM - 1u) { return; }
   let outer = wg.z / p.inner;
   let inner = wg.z % p.inner;
@@ -135,48 +196,87 @@ fn matmul_big(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) li
   let c_base = p.c_off + outer * p.c_so + inner * p.c_si;
   let trans_a = (p.flags & 1u) != 0u;
   let trans_b = (p.flags & 2u) != 0u;
-  var k_begin = 0u;
-  var k_end = p.K;
-  if ((p.flags & 32u) != 0u) { k_end = min(p.K, row0 + BM); }
-  if ((p.flags & 64u) != 0u) { k_begin = row0; }
-  let t = lid.y * 16u + lid.x;
-  var acc: array<f32, 64>;
-  for (var k0 = k_begin; k0 < k_end; k0 += BK) {
+  let kr = k_range(row0, BM);
+  let tx = lid.x;
+  let ty = lid.y;
+  let t = ty * 16u + tx;
+  var ra: array<f32, 8>;
+  var rb: array<f32, 8>;
+  for (var i = 0u; i < 8u; i++) {
+    let e = t + i * 256u;
+    var m = e % BM; var kk = e / BM;
+    if (!trans_a) { kk = e % BK; m = e / BK; }
+    ra[i] = load_a(a_base, row0 + m, kr.x + kk);
+    var n = e % BM; var kb = e / BM;
+    if (trans_b) { kb = e % BK; n = e / BK; }
+    rb[i] = load_b(b_base, kr.x + kb, col0 + n);
+  }
+  var acc: array<vec4<f32>, 16>;  // [quadrant row half][4 rows][column half]: see the store
+  for (var k0 = kr.x; k0 < kr.y; k0 += BK) {
     for (var i = 0u; i < 8u; i++) {
       let e = t + i * 256u;
       var m = e % BM; var kk = e / BM;
       if (!trans_a) { kk = e % BK; m = e / BK; }
-      Ab[kk * BM + m] = load_a(a_base, row0 + m, k0 + kk);
-      var n = e % BN; var kb = e / BN;
+      Ab[kk * SB + m / 4u][m % 4u] = ra[i];
+      var n = e % BM; var kb = e / BM;
       if (trans_b) { kb = e % BK; n = e / BK; }
-      Bb[kb * BN + n] = load_b(b_base, k0 + kb, col0 + n);
+      Bb[kb * SB + n / 4u][n % 4u] = rb[i];
     }
     workgroupBarrier();
+    let k1 = k0 + BK;
+    if (k1 < kr.y) {
+      for (var i = 0u; i < 8u; i++) {
+        let e = t + i * 256u;
+        var m = e % BM; var kk = e / BM;
+        if (!trans_a) { kk = e % BK; m = e / BK; }
+        ra[i] = load_a(a_base, row0 + m, k1 + kk);
+        var n = e % BM; var kb = e / BM;
+        if (trans_b) { kb = e % BK; n = e / BK; }
+        rb[i] = load_b(b_base, k1 + kb, col0 + n);
+      }
+    }
     for (var kk = 0u; kk < BK; kk++) {
-      var a: array<f32, 8>;
-      var b: array<f32, 8>;
-      for (var i = 0u; i < 8u; i++) {
-        a[i] = Ab[kk * BM + lid.y + 16u * i];
-        b[i] = Bb[kk * BN + lid.x + 16u * i];
-      }
-      for (var i = 0u; i < 8u; i++) {
-        for (var j = 0u; j < 8u; j++) {
-          acc[i * 8u + j] = fma(a[i], b[j], acc[i * 8u + j]);
-        }
-      }
+      let a0 = Ab[kk * SB + ty];
+      let a1 = Ab[kk * SB + 16u + ty];
+      let b0 = Bb[kk * SB + tx];
+      let b1 = Bb[kk * SB + 16u + tx];
+      acc[0] = fma(vec4<f32>(a0.x), b0, acc[0]);
+      acc[1] = fma(vec4<f32>(a0.x), b1, acc[1]);
+      acc[2] = fma(vec4<f32>(a0.y), b0, acc[2]);
+      acc[3] = fma(vec4<f32>(a0.y), b1, acc[3]);
+      acc[4] = fma(vec4<f32>(a0.z), b0, acc[4]);
+      acc[5] = fma(vec4<f32>(a0.z), b1, acc[5]);
+      acc[6] = fma(vec4<f32>(a0.w), b0, acc[6]);
+      acc[7] = fma(vec4<f32>(a0.w), b1, acc[7]);
+      acc[8] = fma(vec4<f32>(a1.x), b0, acc[8]);
+      acc[9] = fma(vec4<f32>(a1.x), b1, acc[9]);
+      acc[10] = fma(vec4<f32>(a1.y), b0, acc[10]);
+      acc[11] = fma(vec4<f32>(a1.y), b1, acc[11]);
+      acc[12] = fma(vec4<f32>(a1.z), b0, acc[12]);
+      acc[13] = fma(vec4<f32>(a1.z), b1, acc[13]);
+      acc[14] = fma(vec4<f32>(a1.w), b0, acc[14]);
+      acc[15] = fma(vec4<f32>(a1.w), b1, acc[15]);
     }
     workgroupBarrier();
   }
-  for (var i = 0u; i < 8u; i++) {
-    let r = row0 + lid.y + 16u * i;
-    if (r >= p.M) { continue; }
-    for (var j = 0u; j < 8u; j++) {
-      let c = col0 + lid.x + 16u * j;
-      if (c >= p.N) { continue; }
-      var v = p.alpha * acc[i * 8u + j];
-      if ((p.flags & 8u) != 0u) { v += bias[p.bias_off + c]; }
-      let at = c_base + r * p.ldc + c;
-      if ((p.flags & 4u) != 0u) { C[at] += v; } else { C[at] = v; }
-    }
-  }
+  // acc[8 h + 2 i + g]: row row0 + 64 h + 4 ty + i, columns col0 + 64 g + 4 tx .. + 3
+  // (constant indices only: a dynamically indexed accumulator could be demoted to local memory)
+  let r = row0 + ty * 4u;
+  let c = col0 + tx * 4u;
+  store4(c_base, r, c, acc[0]);
+  store4(c_base, r, c + 64u, acc[1]);
+  store4(c_base, r + 1u, c, acc[2]);
+  store4(c_base, r + 1u, c + 64u, acc[3]);
+  store4(c_base, r + 2u, c, acc[4]);
+  store4(c_base, r + 2u, c + 64u, acc[5]);
+  store4(c_base, r + 3u, c, acc[6]);
+  store4(c_base, r + 3u, c + 64u, acc[7]);
+  store4(c_base, r + 64u, c, acc[8]);
+  store4(c_base, r + 64u, c + 64u, acc[9]);
+  store4(c_base, r + 65u, c, acc[10]);
+  store4(c_base, r + 65u, c + 64u, acc[11]);
+  store4(c_base, r + 66u, c, acc[12]);
+  store4(c_base, r + 66u, c + 64u, acc[13]);
+  store4(c_base, r + 67u, c, acc[14]);
+  store4(c_base, r + 67u, c + 64u, acc[15]);
 }

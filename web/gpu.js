@@ -201,6 +201,67 @@ export class GPURuntime {
     this.device.queue.submit([enc.finish()]);
   }
 
+  // Where a plan's time goes, from timestamp queries ("timestamp-query" feature): every dispatch
+  // in its own compute pass, the plan run `repeat` times (its effects with it). Returns JSON
+  // {"ops": mean ns of each op (0 for copies and clears), "span": mean ns from the first pass's
+  // start to the last's end}. Chromium quantises timestamps (100 µs unless its WebGPU developer
+  // features are on): means over many passes and runs are still fair, single values are not.
+  async profilePlan(id, repeat = 1) {
+    this.check();
+    const steps = this.plans.get(id);
+    const n = steps.length, count = 2 * n, PER_SET = 4096;
+    const sets = [];
+    for (let q = 0; q < count; q += PER_SET) {
+      sets.push(this.device.createQuerySet({ type: "timestamp", count: Math.min(PER_SET, count - q) }));
+    }
+    const U = GPUBufferUsage;
+    const resolve = this.device.createBuffer({ size: 8 * count, usage: U.QUERY_RESOLVE | U.COPY_SRC });
+    const staging = this.device.createBuffer({ size: 8 * count, usage: U.MAP_READ | U.COPY_DST });
+    const sums = new Float64Array(n);
+    let span = 0;
+    try {
+      for (let r = 0; r < repeat; r++) {
+        const enc = this.device.createCommandEncoder();
+        steps.forEach((s, i) => {
+          if (s[0] === "d") {
+            const q = 2 * i;
+            const pass = enc.beginComputePass({ timestampWrites: { querySet: sets[Math.floor(q / PER_SET)],
+              beginningOfPassWriteIndex: q % PER_SET, endOfPassWriteIndex: q % PER_SET + 1 } });
+            pass.setPipeline(s[1]);
+            pass.setBindGroup(0, s[2]);
+            pass.dispatchWorkgroups(s[3], s[4], s[5]);
+            pass.end();
+          } else if (s[0] === "c") {
+            enc.clearBuffer(this.buffers.get(s[1]));
+          } else {
+            enc.copyBufferToBuffer(this.buffers.get(s[1]), s[2], this.buffers.get(s[3]), s[4], s[5]);
+          }
+        });
+        sets.forEach((set, k) => enc.resolveQuerySet(set, 0, set.count, resolve, 8 * k * PER_SET));
+        enc.copyBufferToBuffer(resolve, 0, staging, 0, 8 * count);
+        this.device.queue.submit([enc.finish()]);
+        await staging.mapAsync(GPUMapMode.READ);
+        const t = new BigUint64Array(staging.getMappedRange());
+        let first = null, last = null;
+        steps.forEach((s, i) => {
+          if (s[0] !== "d") return;
+          const a = t[2 * i], b = t[2 * i + 1];
+          if (b > a) sums[i] += Number(b - a);
+          if (first === null || a < first) first = a;
+          if (last === null || b > last) last = b;
+        });
+        if (first !== null && last > first) span += Number(last - first);
+        staging.unmap();
+      }
+    } finally {
+      this.check();
+      sets.forEach((set) => set.destroy());
+      resolve.destroy();
+      staging.destroy();
+    }
+    return JSON.stringify({ ops: Array.from(sums, (v) => v / repeat), span: span / repeat });
+  }
+
   async finish() {
     await this.device.queue.onSubmittedWorkDone();
     this.check();

@@ -78,12 +78,20 @@ class Plan:
 
     ops: list = field(default_factory=list)
     compiled: object = None  # the backend's cached form
+    labels: dict = field(default_factory=dict)  # op index -> name in profiles (default: the kernel's)
 
-    def dispatch(self, kernel: Kernel, buffers: list[Buffer], grid) -> "Plan":
+    def dispatch(self, kernel: Kernel, buffers: list[Buffer], grid, label: str | None = None) -> "Plan":
         grid = tuple(grid) + (1,) * (3 - len(grid))
+        if label is not None:
+            self.labels[len(self.ops)] = label
         self.ops.append(("dispatch", kernel, list(buffers), grid))
         self.compiled = None
         return self
+
+    def label(self, i: int) -> str:
+        """The profile name of op i: its label, else the kernel's name, else the op's kind."""
+        op = self.ops[i]
+        return self.labels.get(i) or (op[1].name if op[0] == "dispatch" else op[0])
 
     def clear(self, buf: Buffer) -> "Plan":
         """Fill `buf` with zero bits."""
@@ -192,6 +200,29 @@ class Backend(abc.ABC):
 
     async def finish(self) -> None:
         """Wait until all submitted work is done (before reading a clock)."""
+
+    async def profile(self, plan: Plan, repeat: int = 3) -> dict:
+        """Where a plan's time goes: {"ops": [(label, seconds), ...] for every op (the mean of
+        `repeat` runs), "span": seconds from the first op's start to the last's end, "method"}.
+        The plan's operations run `repeat` times more (their effects with them). This default
+        times each op alone on the wall clock (its own submission, the queue drained around it,
+        less an empty submission's cost): relative costs on any backend. The webgpu backend
+        reads timestamp queries where the adapter has them."""
+        import time
+
+        async def timed(p: Plan) -> float:
+            await self.run(p)  # compiles pipelines and bind groups outside the timing
+            await self.finish()
+            t0 = time.perf_counter()
+            for _ in range(repeat):
+                await self.run(p)
+                await self.finish()
+            return (time.perf_counter() - t0) / repeat
+
+        base = await timed(Plan())
+        ops = [(plan.label(i), max(0.0, await timed(Plan(ops=[op])) - base))
+               for i, op in enumerate(plan.ops)]
+        return {"ops": ops, "span": sum(t for _, t in ops), "method": "wall clock, op by op"}
 
     def free(self, buf: Buffer) -> None:
         buf.handle = None

@@ -71,6 +71,20 @@ class WebGPUBackend(Backend):
             plan.compiled = self._compile_plan(plan)
         self._call("submit", self.rt.runPlan, plan.compiled, repeat)
 
+    async def profile(self, plan: Plan, repeat: int = 3) -> dict:
+        """Timestamp queries around every dispatch where the adapter has "timestamp-query"
+        (web/gpu.js profilePlan), else the wall-clock default."""
+        if "timestamp-query" not in self.features:
+            return await super().profile(plan, repeat)
+        if plan.compiled is None:
+            plan.compiled = self._compile_plan(plan)
+        try:
+            got = json.loads(await self.rt.profilePlan(plan.compiled, repeat))
+        except Exception as exc:
+            raise GPUError(f"WebGPU profiling failed: {exc}") from exc
+        return {"ops": [(plan.label(i), ns * 1e-9) for i, ns in enumerate(got["ops"])],
+                "span": got["span"] * 1e-9, "method": "timestamp queries, a pass per dispatch"}
+
     async def finish(self) -> None:
         try:
             await self.rt.finish()

@@ -14,6 +14,7 @@ from . import transformer_adamw as adam
 from . import transformer_attention as att
 from . import transformer_elementwise as ew
 from . import transformer_embedding as emb
+from . import transformer_init as init
 from . import transformer_layernorm as ln
 from . import transformer_loss as loss
 from . import transformer_matmul as mm
@@ -37,15 +38,18 @@ def _matmul_case(m, n, k, flags, batches=1, entry="matmul"):
         rows_b = n if flags & mm.TRANS_B else k
         a = backend.buffer("f32", data=random_floats(rng, 7 + batches * rows_a * lda))
         b = backend.buffer("f32", data=random_floats(rng, 11 + batches * rows_b * ldb + n + 2))
-        c = backend.buffer("f32", data=random_floats(rng, batches * m * (n + 1) + 4))
+        c_len = batches * m * (n + 1) + 4
+        c = backend.buffer("f32", data=random_floats(rng, c_len))
+        res = backend.buffer("f32", data=random_floats(rng, c_len, 2.0))  # residual, pre-activation
+        g = backend.buffer("f32", data=random_floats(rng, c_len))
         prm = _uniform(backend, mm.PARAMS, **mm.params(
             m, n, k, flags, alpha=0.75, lda=lda, ldb=ldb, ldc=n + 1, a_off=7, b_off=11, c_off=4,
             bias_off=11 + batches * rows_b * ldb, inner=2 if batches % 2 == 0 else 1,
             a_so=2 * rows_a * lda, a_si=rows_a * lda, b_so=2 * rows_b * ldb, b_si=rows_b * ldb,
             c_so=2 * m * (n + 1), c_si=m * (n + 1)))
         tile = mm.BIG_TILE if entry == "matmul_big" else mm.TILE
-        plan = backend.plan().dispatch(kern, [prm, a, b, c, b], mm.grid(m, n, batches, tile))
-        return plan, [c], 2 * m * n * k * batches
+        plan = backend.plan().dispatch(kern, [prm, a, b, c, b, res, g], mm.grid(m, n, batches, tile))
+        return plan, [c, g] if flags & mm.GELU else [c], 2 * m * n * k * batches
     return setup
 
 
@@ -70,6 +74,26 @@ case("transformer matmul 128-tile k<=row 260x5x260", atol=1e-5, rtol=1e-4)(
     _matmul_case(260, 5, 260, mm.K_UPTO_ROW, entry="matmul_big"))
 case("transformer matmul 128-tile k>=row A^T 260x5x260", atol=1e-5, rtol=1e-4)(
     _matmul_case(260, 5, 260, mm.TRANS_A | mm.K_FROM_ROW, entry="matmul_big"))
+case("transformer matmul bias residual + GELU 70x50x33", atol=1e-5, rtol=1e-4)(
+    _matmul_case(70, 50, 33, mm.BIAS | mm.RESIDUAL | mm.GELU | mm.TRANS_B))
+case("transformer matmul GELU backward 66x40x21", atol=1e-5, rtol=1e-4)(
+    _matmul_case(66, 40, 21, mm.GELU_GRAD))
+case("transformer matmul 128-tile residual + GELU 150x131x40", atol=1e-5, rtol=1e-4)(
+    _matmul_case(150, 131, 40, mm.BIAS | mm.RESIDUAL | mm.GELU, entry="matmul_big"))
+case("transformer matmul 128-tile GELU backward A^T 140x129x35", atol=1e-5, rtol=1e-4)(
+    _matmul_case(140, 129, 35, mm.TRANS_A | mm.GELU_GRAD, entry="matmul_big"))
+
+
+@case("transformer init normals 5000 (bit-exact)", atol=1e-30, rtol=0.0)
+async def _init_case(backend, rng):
+    n, off = 5000, 3
+    table = backend.buffer("u32", data=init.quantile_table())
+    out = backend.buffer("f32", data=random_floats(rng, n + 2 * off))
+    u = _uniform(backend, init.INIT, n=n, offset=off, key=rng.getrandbits(32),
+                 scale=init.scale_of(rng.uniform(0.001, 0.1)))
+    plan = backend.plan().dispatch(await backend.kernel("transformer_init", "init_normal"),
+                                   [u, table, out], ew.grid_1d(n))
+    return plan, [out], n
 
 
 def _attention_buffers(backend, rng, b_, h_, t_, d_):
@@ -84,11 +108,12 @@ async def _attention_forward(backend, plan, qkv, s, y, b_, h_, t_, d_):
     """S = q k^T / sqrt(d) per (sequence, head), causal softmax in place, y = P v."""
     c_ = h_ * d_
     kern = await backend.kernel("transformer_matmul", "matmul")
+    spare = backend.buffer("f32", 4)  # the unused G output
     scores = _uniform(backend, mm.PARAMS, **mm.params(
         t_, t_, d_, mm.TRANS_B | mm.SKIP_UPPER, alpha=1 / math.sqrt(d_), lda=3 * c_, ldb=3 * c_,
         inner=h_, a_off=0, b_off=c_, a_so=t_ * 3 * c_, a_si=d_, b_so=t_ * 3 * c_, b_si=d_,
         c_so=h_ * t_ * t_, c_si=t_ * t_))
-    plan.dispatch(kern, [scores, qkv, qkv, s, qkv], mm.grid(t_, t_, b_ * h_))
+    plan.dispatch(kern, [scores, qkv, qkv, s, qkv, qkv, spare], mm.grid(t_, t_, b_ * h_))
     sm = await backend.kernel("transformer_attention", "softmax_causal")
     rows = b_ * h_ * t_
     plan.dispatch(sm, [_uniform(backend, att.PARAMS, T=t_, rows=rows, scale=1.0, pad=0), s],
@@ -96,7 +121,7 @@ async def _attention_forward(backend, plan, qkv, s, y, b_, h_, t_, d_):
     pv = _uniform(backend, mm.PARAMS, **mm.params(
         t_, d_, t_, mm.K_UPTO_ROW, lda=t_, ldb=3 * c_, ldc=c_, inner=h_, b_off=2 * c_,
         a_so=h_ * t_ * t_, a_si=t_ * t_, b_so=t_ * 3 * c_, b_si=d_, c_so=t_ * c_, c_si=d_))
-    plan.dispatch(kern, [pv, s, qkv, y, qkv], mm.grid(t_, d_, b_ * h_))
+    plan.dispatch(kern, [pv, s, qkv, y, qkv, qkv, spare], mm.grid(t_, d_, b_ * h_))
 
 
 @case("transformer attention forward 2 heads T=70 d=8", atol=1e-5, rtol=1e-4)
@@ -119,17 +144,18 @@ async def _attention_backward_case(backend, rng):
     plan = backend.plan()
     await _attention_forward(backend, plan, qkv, s, y, b_, h_, t_, d_)
     kern = await backend.kernel("transformer_matmul", "matmul")
+    spare = backend.buffer("f32", 4)
     sq, sh = dict(a_so=t_ * 3 * c_, a_si=d_), dict(c_so=h_ * t_ * t_, c_si=t_ * t_)
     # dP = dy v^T
     u = _uniform(backend, mm.PARAMS, **mm.params(
         t_, t_, d_, mm.TRANS_B | mm.SKIP_UPPER, lda=c_, ldb=3 * c_, inner=h_, b_off=2 * c_,
         a_so=t_ * c_, a_si=d_, b_so=t_ * 3 * c_, b_si=d_, **sh))
-    plan.dispatch(kern, [u, dy, qkv, dp, qkv], mm.grid(t_, t_, b_ * h_))
+    plan.dispatch(kern, [u, dy, qkv, dp, qkv, qkv, spare], mm.grid(t_, t_, b_ * h_))
     # dv = P^T dy
     u = _uniform(backend, mm.PARAMS, **mm.params(
         t_, d_, t_, mm.TRANS_A | mm.K_FROM_ROW, lda=t_, ldb=c_, ldc=3 * c_, inner=h_,
         c_off=2 * c_, a_so=h_ * t_ * t_, a_si=t_ * t_, b_so=t_ * c_, b_si=d_, c_so=t_ * 3 * c_, c_si=d_))
-    plan.dispatch(kern, [u, s, dy, dqkv, dy], mm.grid(t_, d_, b_ * h_))
+    plan.dispatch(kern, [u, s, dy, dqkv, dy, dy, spare], mm.grid(t_, d_, b_ * h_))
     smb = await backend.kernel("transformer_attention", "softmax_causal_backward")
     rows = b_ * h_ * t_
     plan.dispatch(smb, [_uniform(backend, att.PARAMS, T=t_, rows=rows, scale=1 / math.sqrt(d_), pad=0),
@@ -138,11 +164,11 @@ async def _attention_backward_case(backend, rng):
     u = _uniform(backend, mm.PARAMS, **mm.params(
         t_, d_, t_, mm.K_UPTO_ROW, lda=t_, ldb=3 * c_, ldc=3 * c_, inner=h_, b_off=c_,
         a_so=h_ * t_ * t_, a_si=t_ * t_, b_so=t_ * 3 * c_, b_si=d_, c_so=t_ * 3 * c_, c_si=d_))
-    plan.dispatch(kern, [u, dp, qkv, dqkv, qkv], mm.grid(t_, d_, b_ * h_))
+    plan.dispatch(kern, [u, dp, qkv, dqkv, qkv, qkv, spare], mm.grid(t_, d_, b_ * h_))
     u = _uniform(backend, mm.PARAMS, **mm.params(
         t_, d_, t_, mm.TRANS_A | mm.K_FROM_ROW, lda=t_, ldb=3 * c_, ldc=3 * c_, inner=h_,
         c_off=c_, a_so=h_ * t_ * t_, a_si=t_ * t_, b_so=t_ * 3 * c_, b_si=d_, c_so=t_ * 3 * c_, c_si=d_))
-    plan.dispatch(kern, [u, dp, qkv, dqkv, qkv], mm.grid(t_, d_, b_ * h_))
+    plan.dispatch(kern, [u, dp, qkv, dqkv, qkv, qkv, spare], mm.grid(t_, d_, b_ * h_))
     return plan, [dp, dqkv], 4 * 2 * b_ * h_ * t_ * t_ * d_ // 2
 
 

@@ -1,6 +1,8 @@
-"""Reference of `shaders/transformer_matmul.wgsl`: strided, batched matmul with offsets and bias."""
+"""Reference of `shaders/transformer_matmul.wgsl`: strided, batched matmul with offsets, bias,
+residual and GELU epilogues. Bindings: params, A, B, C, bias, R, G (see the WGSL)."""
 from __future__ import annotations
 
+import math
 
 from ..gpu.layout import Struct
 from . import reference
@@ -10,10 +12,22 @@ PARAMS = Struct("M:u32 N:u32 K:u32 flags:u32 alpha:f32 inner:u32 lda:u32 ldb:u32
                 "b_si:u32 c_so:u32 c_si:u32")
 TRANS_A, TRANS_B, ACCUMULATE, BIAS = 1, 2, 4, 8
 SKIP_UPPER, K_UPTO_ROW, K_FROM_ROW = 16, 32, 64
+RESIDUAL, GELU, GELU_GRAD = 128, 256, 512
 TILE = 64        # rows and columns of C per workgroup of `matmul`
 BIG_TILE = 128   # ... of `matmul_big`
 BIG_MIN_GROUPS = 96  # matmul_big only when its 128 x 128 tiles still give this many workgroups
-WRITES = {("transformer_matmul", "matmul"): {3}, ("transformer_matmul", "matmul_big"): {3}}
+BIG_BYTES = 16896    # workgroup memory of matmul_big (two padded 16 x 128 tiles)
+WRITES = {("transformer_matmul", "matmul"): {3, 6}, ("transformer_matmul", "matmul_big"): {3, 6}}
+K0, K1 = 0.7978845608028654, 0.044715  # GELU's tanh approximation (transformer_elementwise)
+
+
+def _gelu(x: float) -> float:
+    return 0.5 * x * (1.0 + math.tanh(K0 * (x + K1 * x ** 3)))
+
+
+def _gelu_grad(x: float) -> float:
+    t = math.tanh(K0 * (x + K1 * x ** 3))
+    return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * K0 * (1.0 + 3.0 * K1 * x * x)
 
 
 def grid(m: int, n: int, batches: int = 1, tile: int = TILE) -> tuple[int, int, int]:
@@ -52,7 +66,7 @@ def matmul_big(bufs, grid_, constants):
 
 
 def _matmul(bufs, grid_, tile):
-    prm, a, b, c, bias = bufs
+    prm, a, b, c, bias, res, g = bufs
     p = PARAMS.unpack(prm)
     m, n, k, flags, alpha = p["M"], p["N"], p["K"], p["flags"], p["alpha"]
     lda, ldb, ldc = p["lda"], p["ldb"], p["ldc"]
@@ -68,8 +82,8 @@ def _matmul(bufs, grid_, tile):
             b_rows = [b[bb + kk * ldb:bb + kk * ldb + n] for kk in range(k)]
         for i in range(m):
             row0 = i // tile * tile
-            k_begin = row0 if flags & K_FROM_ROW else 0
             k_end = min(k, row0 + tile) if flags & K_UPTO_ROW else k
+            k_begin = min(row0, k_end) if flags & K_FROM_ROW else 0
             acc = [0.0] * n
             for kk in range(k_begin, k_end):
                 aik = a[ab + kk * lda + i] if flags & TRANS_A else a[ab + i * lda + kk]
@@ -82,4 +96,10 @@ def _matmul(bufs, grid_, tile):
                 if flags & BIAS:
                     v += bias[p["bias_off"] + j]
                 at = cb + i * ldc + j
+                if flags & RESIDUAL:
+                    v += res[at]
+                if flags & GELU_GRAD:
+                    v *= _gelu_grad(res[at])
                 c[at] = c[at] + v if flags & ACCUMULATE else v
+                if flags & GELU:
+                    g[at] = _gelu(c[at])

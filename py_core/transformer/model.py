@@ -18,32 +18,37 @@ from ..kernels import transformer_adamw as adam
 from ..kernels import transformer_attention as att
 from ..kernels import transformer_elementwise as ew
 from ..kernels import transformer_embedding as emb
+from ..kernels import transformer_init as init
 from ..kernels import transformer_layernorm as ln
 from ..kernels import transformer_loss as loss
 from ..kernels import transformer_matmul as mm
 from .config import TransformerConfig
+from . import rng
 from .params import ParamLayout
 
-WRITES = {**mm.WRITES, **ln.WRITES, **att.WRITES, **ew.WRITES, **emb.WRITES, **loss.WRITES, **adam.WRITES}
+WRITES = {**mm.WRITES, **ln.WRITES, **att.WRITES, **ew.WRITES, **emb.WRITES, **loss.WRITES,
+          **adam.WRITES, **init.WRITES}
 CHUNK = 64          # rows each first-pass column sum adds up
 NORM_GROUP = 4096   # gradient elements each first-pass norm workgroup squares and adds
-WORKGROUP_BYTES = 8192  # matmul's tiles: the workgroup memory every kernel here fits in (matmul_big: 16 KiB)
+WORKGROUP_BYTES = 16384  # WebGPU's minimum, which every kernel here fits in (matmul_big: mm.BIG_BYTES)
+SPLIT_TARGET = 256  # workgroups a weight gradient aims at (a large GPU holds ~2 per SM of ~130)
 
 
 def _rows_grid(rows: int) -> tuple[int, int, int]:
     return (min(rows, ew.MAX_GROUPS), -(-rows // ew.MAX_GROUPS), 1)
 
 
-def split_k(n: int, k: int, rows: int) -> int:
+def split_k(n: int, k: int, rows: int, big: bool = True) -> int:
     """How many slices a weight gradient dW = dy^T x (n x k, summed over `rows`) is split into.
     Few output tiles over a long sum leave most of a large GPU idle (the LM head's V x C gradient
     is a dozen tiles summed over B*T rows), so the rows are cut into equal slices, each slice's
     product goes to its own slab, and a column sum adds the slabs (deterministic, no atomics).
     The slice count divides `rows`, so every slice has the same length."""
-    tiles = -(-n // mm.TILE) * -(-k // mm.TILE)
-    if tiles >= 128 or rows < 1024 or n * k > 64 * ew.MAX_GROUPS:
+    _, grid = mm.pick(n, k, 1, big)
+    tiles = grid[0] * grid[1]
+    if tiles >= SPLIT_TARGET // 2 or rows < 1024 or n * k > 64 * ew.MAX_GROUPS:
         return 1
-    want = min(rows // 512, -(-256 // tiles))
+    want = min(rows // 512, -(-SPLIT_TARGET // tiles), 32)
     return max(d for d in range(1, want + 1) if rows % d == 0)
 
 
@@ -62,7 +67,8 @@ def activation_specs(cfg: TransformerConfig, vocab_size: int, batch: int, length
               ("logits", "f32", (head_rows or m) * v), ("losses", "f32", m)]
     if backward:
         chunks = -(-m // CHUNK)
-        slabs = max([split_k(n, k, m) * n * k for n, k in ((3 * c, c), (c, c), (f, c), (c, f), (v, c))])
+        slabs = max([split_k(n, k, m) * n * k for n, k in ((3 * c, c), (c, c), (f, c), (c, f), (v, c))]
+                    + [split_k(n, k, m, False) * n * k for n, k in ((3 * c, c), (c, c), (f, c), (c, f), (v, c))])
         specs += [("dres", "f32", m * c), ("dln", "f32", m * c), ("dqkv", "f32", 3 * m * c),
                   ("dfc", "f32", m * f), ("datt", "f32", batch * h * length * length),
                   ("part", "f32", chunks * max(f, 3 * c)), ("slabs", "f32", slabs)]
@@ -122,35 +128,39 @@ class _Recorder:
     def __init__(self, backend, plan):
         self.backend, self.plan = backend, plan
 
-    async def __call__(self, family, entry, struct, values, bufs, grid):
+    async def __call__(self, family, entry, struct, values, bufs, grid, label=None):
         kern = await self.backend.kernel(family, entry)
         if struct is not None:
             bufs = [self.backend.buffer("u32", data=struct.pack(**values), uniform=True), *bufs]
         for i in WRITES[(family, entry)]:  # WebGPU forbids a written buffer bound twice
             if any(b is bufs[i] for j, b in enumerate(bufs) if j != i):
                 raise RuntimeError(f"{family}.{entry}: binding {i} is written and bound again")
-        self.plan.dispatch(kern, bufs, grid)
+        self.plan.dispatch(kern, bufs, grid, label)
         return bufs[0]
 
 
 class GPT:
     """A GPT's parameters on `backend`, and the recording of its passes into plans."""
 
-    def __init__(self, backend, config: TransformerConfig, vocab_size: int):
+    def __init__(self, backend, config: TransformerConfig, vocab_size: int, tiles: str = "auto"):
         if not 1 <= vocab_size <= ew.MAX_GROUPS:
             raise ValueError(f"vocabulary of {vocab_size} characters: 1 to {ew.MAX_GROUPS} supported")
         self.backend, self.config, self.vocab_size = backend, config.validate(), vocab_size
         self.layout = ParamLayout(config, vocab_size)
         lim = backend.limits
         if lim["maxComputeWorkgroupStorageSize"] < WORKGROUP_BYTES or lim["maxComputeInvocationsPerWorkgroup"] < 256:
-            raise LimitError("this adapter offers less than 8 KiB of workgroup memory or 256 "
+            raise LimitError("this adapter offers less than 16 KiB of workgroup memory or 256 "
                              "invocations a workgroup; the transformer's kernels need both")
-        if lim["maxStorageBuffersPerShaderStage"] < 5:
-            raise LimitError("the transformer's kernels bind 5 storage buffers; this adapter allows "
+        if lim["maxStorageBuffersPerShaderStage"] < 6:
+            raise LimitError("the transformer's kernels bind 6 storage buffers; this adapter allows "
                              f"{lim['maxStorageBuffersPerShaderStage']}")
         self.params = self.grads = self.m1 = self.m2 = None
-        # large products on matmul_big's 128 x 128 tiles (mm.pick); they need 16 KiB of workgroup memory
-        self.big_tiles = lim["maxComputeWorkgroupStorageSize"] >= 16384
+        # large products on matmul_big's 128 x 128 tiles (mm.pick), where workgroup memory allows
+        # (tiles="64": every product on 64 x 64 tiles, to compare)
+        if tiles not in ("auto", "64"):
+            raise ValueError(f'tiles must be "auto" or "64", not {tiles!r}')
+        self.big_tiles = lim["maxComputeWorkgroupStorageSize"] >= mm.BIG_BYTES and tiles == "auto"
+        self.spare = backend.buffer("f32", 4)  # bound where a kernel's optional output is unused
 
     @property
     def n_params(self) -> int:
@@ -163,6 +173,31 @@ class GPT:
         if self.params is None:
             self.params = self.backend.buffer("f32", self.layout.n)
         self.backend.write(self.params, weights)
+        return self
+
+    async def init(self, seed: int) -> "GPT":
+        """params <- params.init_weights(layout, seed), the normals drawn on the GPU (init_normal,
+        the same bits as the Python reference) and the LayerNorm gains and zeros written here."""
+        L, b = self.layout, self.backend
+        b.check_size(4 * L.n, what=f"the {L.n} parameters")
+        if self.params is None:
+            self.params = b.buffer("f32", L.n)
+        plain = array("f", bytes(4 * (L.n - L.n_decay)))
+        for p in L:
+            if p.init == "ones":
+                plain[p.offset - L.n_decay:p.offset - L.n_decay + p.size] = array("f", [1.0]) * p.size
+        b.write(self.params, plain, offset=L.n_decay)
+        table = b.buffer("u32", data=init.quantile_table())
+        plan = b.plan()
+        r = _Recorder(b, plan)
+        for p in L:
+            if p.init == "normal":
+                await r("transformer_init", "init_normal", init.INIT, dict(
+                    n=p.size, offset=p.offset, key=rng.init_key(seed, p.name), scale=init.scale_of(p.std)),
+                    [table, self.params], ew.grid_1d(p.size), "init")
+        await b.run(plan)
+        await b.finish()
+        b.free(table)
         return self
 
     async def weights(self) -> array:
@@ -184,25 +219,37 @@ class GPT:
         await _Recorder(self.backend, plan)(
             "transformer_embedding", "get_batch", emb.BATCH,
             dict(B=a.batch, T=t, n_windows=n_windows, key=key), [sched, tokens, a.idx, a.tgt],
-            (-(-a.rows // 64), 1, 1))
+            (-(-a.rows // 64), 1, 1), "get batch")
 
-    async def _mm(self, r, values: dict, bufs: list, batches: int = 1):
-        """A transformer_matmul dispatch, on 128- or 64-wide tiles as its size suits (mm.pick)."""
-        entry, grid = mm.pick(values["M"], values["N"], batches, self.big_tiles)
-        return await r("transformer_matmul", entry, mm.PARAMS, values, bufs, grid)
+    async def _mm(self, r, values: dict, bufs: list, batches: int = 1, label=None, entry=None):
+        """A transformer_matmul dispatch, on 128- or 64-wide tiles as its size suits (mm.pick).
+        bufs: [A, B, C] and optionally bias, R, G; unused ones are bound to harmless stand-ins."""
+        pick, grid = mm.pick(values["M"], values["N"], batches, self.big_tiles)
+        if entry is not None:
+            tile = mm.BIG_TILE if entry == "matmul_big" else mm.TILE
+            pick, grid = entry, mm.grid(values["M"], values["N"], batches, tile)
+        a, b, c = bufs[:3]
+        bias = bufs[3] if len(bufs) > 3 and bufs[3] is not None else b
+        res = bufs[4] if len(bufs) > 4 and bufs[4] is not None else a
+        g = bufs[5] if len(bufs) > 5 and bufs[5] is not None else self.spare
+        return await r("transformer_matmul", pick, mm.PARAMS, values, [a, b, c, bias, res, g], grid,
+                       label and f"{label} ({pick})")
 
-    async def _linear(self, r, x, w, out, rows, n, k, bias=None, accumulate=False, a_off=0):
-        """out (+)= x W^T (+ b): x (rows, k), W (n, k) and b (n) in the parameter buffer."""
+    async def _linear(self, r, x, w, out, rows, n, k, bias=None, a_off=0, flags=0, res=None,
+                      gelu=None, label=None):
+        """out = x W^T (+ b) (+ res) (gelu <- GELU(out)): x (rows, k), W (n, k) and b (n) in the
+        parameter buffer."""
         L = self.layout
-        flags = mm.TRANS_B | (mm.BIAS if bias else 0) | (mm.ACCUMULATE if accumulate else 0)
+        flags |= mm.TRANS_B | (mm.BIAS if bias else 0) | (mm.RESIDUAL if res is not None else 0) | (
+            mm.GELU if gelu is not None else 0)
         return await self._mm(r, mm.params(
             rows, n, k, flags, a_off=a_off, b_off=L.offset(w), bias_off=L.offset(bias) if bias else 0),
-            [x, self.params, out, self.params])
+            [x, self.params, out, self.params, res, gelu], label=label)
 
-    async def _layernorm(self, r, x, name, y, stats, rows):
+    async def _layernorm(self, r, x, name, y, stats, rows, label="ln fwd"):
         await r("transformer_layernorm", "layernorm_forward", ln.PARAMS, dict(
             rows=rows, C=self.config.n_embd, w_off=self.layout.offset(name + ".weight"), flags=0,
-            eps=ln.EPS, chunk=CHUNK), [x, self.params, y, stats], _rows_grid(rows))
+            eps=ln.EPS, chunk=CHUNK), [x, self.params, y, stats], _rows_grid(rows), label)
 
     def _heads(self, b, t):
         """matmul fields of the batched per-(sequence, head) products over qkv (M, 3C)."""
@@ -222,76 +269,82 @@ class GPT:
         f = 4 * c
         await r("transformer_embedding", "embed_forward", emb.EMBED, dict(
             M=m, T=t, C=c, V=self.vocab_size, wte_off=L.offset("transformer.wte.weight"),
-            wpe_off=L.offset("transformer.wpe.weight")), [a.idx, self.params, a.x0], ew.grid_1d(m * c))
+            wpe_off=L.offset("transformer.wpe.weight")), [a.idx, self.params, a.x0], ew.grid_1d(m * c),
+            "embed fwd")
         x = a.x0
         for i in range(cfg.n_layer):
             p, A = f"transformer.h.{i}.", (lambda name, i=i: a.layer(i, name))
             await self._layernorm(r, x, p + "ln_1", A("ln1"), A("stats1"), m)
-            await self._linear(r, A("ln1"), p + "attn.c_attn.weight", A("qkv"), m, 3 * c, c, p + "attn.c_attn.bias")
+            await self._linear(r, A("ln1"), p + "attn.c_attn.weight", A("qkv"), m, 3 * c, c,
+                               p + "attn.c_attn.bias", label="qkv fwd")
             # att = softmax(q k^T / sqrt(d)) per (sequence, head): (B, H, T, T)
             await self._mm(r, mm.params(
                 t, t, d, mm.TRANS_B | mm.SKIP_UPPER, alpha=1 / math.sqrt(d), lda=3 * c, ldb=3 * c,
                 inner=h, b_off=c, a_so=sq["so"], a_si=sq["si"], b_so=sq["so"], b_si=sq["si"],
-                c_so=st["so"], c_si=st["si"]), [A("qkv"), A("qkv"), A("att"), A("qkv")], bt * h)
+                c_so=st["so"], c_si=st["si"]), [A("qkv"), A("qkv"), A("att")], bt * h, "att scores fwd")
             await r("transformer_attention", "softmax_causal", att.PARAMS, dict(
-                T=t, rows=bt * h * t, scale=1.0, pad=0), [A("att")], _rows_grid(bt * h * t))
+                T=t, rows=bt * h * t, scale=1.0, pad=0), [A("att")], _rows_grid(bt * h * t), "att softmax fwd")
             # atty = att v, heads side by side: (M, C)
             await self._mm(r, mm.params(
                 t, d, t, mm.K_UPTO_ROW, lda=t, ldb=3 * c, ldc=c, inner=h, b_off=2 * c,
                 a_so=st["so"], a_si=st["si"], b_so=sq["so"], b_si=sq["si"], c_so=sy["so"], c_si=sy["si"]),
-                [A("att"), A("qkv"), A("atty"), A("qkv")], bt * h)
-            plan.copy(x, A("xm"))  # residual: xm = x + atty W^T + b
-            await self._linear(r, A("atty"), p + "attn.c_proj.weight", A("xm"), m, c, c, p + "attn.c_proj.bias", True)
+                [A("att"), A("qkv"), A("atty")], bt * h, "att pv fwd")
+            # residual: xm = x + atty Wo^T + b
+            await self._linear(r, A("atty"), p + "attn.c_proj.weight", A("xm"), m, c, c,
+                               p + "attn.c_proj.bias", res=x, label="proj fwd")
             await self._layernorm(r, A("xm"), p + "ln_2", A("ln2"), A("stats2"), m)
-            await self._linear(r, A("ln2"), p + "mlp.c_fc.weight", A("fc"), m, f, c, p + "mlp.c_fc.bias")
-            await r("transformer_elementwise", "gelu_forward", ew.GELU, dict(n=m * f, pad0=0, pad1=0, pad2=0),
-                    [A("fc"), A("gelu")], ew.grid_1d(m * f))
-            plan.copy(A("xm"), A("out"))  # residual: out = xm + gelu W^T + b
-            await self._linear(r, A("gelu"), p + "mlp.c_proj.weight", A("out"), m, c, f, p + "mlp.c_proj.bias", True)
+            # fc = ln2 Wfc^T + b and gelu = GELU(fc), both kept for the backward pass
+            await self._linear(r, A("ln2"), p + "mlp.c_fc.weight", A("fc"), m, f, c, p + "mlp.c_fc.bias",
+                               gelu=A("gelu"), label="fc+gelu fwd")
+            # residual: out = xm + gelu Wp^T + b
+            await self._linear(r, A("gelu"), p + "mlp.c_proj.weight", A("out"), m, c, f,
+                               p + "mlp.c_proj.bias", res=A("xm"), label="fcproj fwd")
             x = A("out")
         await self._layernorm(r, x, "transformer.ln_f", a.lnf, a.statsf, m)
         # logits = lnf wte^T (the head is tied to the token embedding)
-        return await self._linear(r, a.lnf, "transformer.wte.weight", a.logits, a.head_rows, self.vocab_size, c)
+        return await self._linear(r, a.lnf, "transformer.wte.weight", a.logits, a.head_rows,
+                                  self.vocab_size, c, label="head fwd")
 
     async def record_loss(self, plan, a: Activations, sched, hist) -> None:
         """losses, hist[sched.slot] <- cross-entropy against tgt; logits <- its gradient."""
         r = _Recorder(self.backend, plan)
         u = dict(rows=a.rows, V=self.vocab_size, inv_rows=1.0 / a.rows, pad=0)
-        await r("transformer_loss", "cross_entropy", loss.PARAMS, u, [a.logits, a.tgt, a.losses], _rows_grid(a.rows))
-        await r("transformer_loss", "loss_mean", loss.PARAMS, u, [sched, a.losses, hist], (1, 1, 1))
+        await r("transformer_loss", "cross_entropy", loss.PARAMS, u, [a.logits, a.tgt, a.losses],
+                _rows_grid(a.rows), "cross-entropy")
+        await r("transformer_loss", "loss_mean", loss.PARAMS, u, [sched, a.losses, hist], (1, 1, 1), "loss mean")
 
-    async def _colsum(self, r, a, src, rows, cols, out_off):
+    async def _colsum(self, r, a, src, rows, cols, out_off, label="bias grads"):
         """grads[out_off:+cols] = column sums of src (rows, cols), in two deterministic passes."""
         chunks = -(-rows // CHUNK)
         await r("transformer_elementwise", "colsum", ew.COLSUM, dict(rows=rows, cols=cols, chunk=CHUNK, out_off=0),
-                [src, a.part], (-(-cols // 64), chunks, 1))
+                [src, a.part], (-(-cols // 64), chunks, 1), label)
         await r("transformer_elementwise", "colsum", ew.COLSUM, dict(rows=chunks, cols=cols, chunk=chunks,
-                out_off=out_off), [a.part, self.grads], (-(-cols // 64), 1, 1))
+                out_off=out_off), [a.part, self.grads], (-(-cols // 64), 1, 1), label)
 
-    async def _weight_grad(self, r, a, dy, x, rows, n, k, c_off):
+    async def _weight_grad(self, r, a, dy, x, rows, n, k, c_off, label):
         """grads[c_off:+n*k] = dy^T x for dy (rows, n) and x (rows, k); split along the rows
         (see split_k) when the output alone would not fill the GPU."""
-        s = split_k(n, k, rows)
+        s = split_k(n, k, rows, self.big_tiles)
         if s == 1:
-            await self._mm(r, mm.params(
-                n, k, rows, mm.TRANS_A, c_off=c_off), [dy, x, self.grads, x])
+            await self._mm(r, mm.params(n, k, rows, mm.TRANS_A, c_off=c_off), [dy, x, self.grads],
+                           label=label)
             return
         part = rows // s  # slab z = dy[z*part:(z+1)*part]^T x[z*part:(z+1)*part]
         await self._mm(r, mm.params(
             n, k, part, mm.TRANS_A, lda=n, ldb=k, a_so=part * n, b_so=part * k, c_so=n * k),
-            [dy, x, a.slabs, x], s)
+            [dy, x, a.slabs], s, label=label, entry=mm.pick(n, k, 1, self.big_tiles)[0])
         await r("transformer_elementwise", "colsum", ew.COLSUM, dict(rows=s, cols=n * k, chunk=s, out_off=c_off),
-        [a.slabs, self.grads], (-(-n * k // 64), 1, 1))
+                [a.slabs, self.grads], (-(-n * k // 64), 1, 1), label + " slabs")
 
-    async def _linear_backward(self, r, a, dy, x, w, bias, dx, rows, n, k, accumulate=False):
-        """For y = x W^T + b with dy (rows, n): dx (+)= dy W; dW = dy^T x; db = colsum(dy)."""
+    async def _linear_backward(self, r, a, dy, x, w, bias, dx, rows, n, k, flags=0, res=None, label=""):
+        """For y = x W^T + b with dy (rows, n): dx (+)= dy W (flags: ACCUMULATE, or GELU_GRAD
+        with res the pre-activation); dW = dy^T x; db = colsum(dy)."""
         L = self.layout
-        await self._mm(r, mm.params(
-            rows, k, n, mm.ACCUMULATE if accumulate else 0, b_off=L.offset(w)),
-            [dy, self.params, dx, self.params])
-        await self._weight_grad(r, a, dy, x, rows, n, k, L.offset(w))
+        await self._mm(r, mm.params(rows, k, n, flags, b_off=L.offset(w)),
+                       [dy, self.params, dx, None, res], label=label + " dx")
+        await self._weight_grad(r, a, dy, x, rows, n, k, L.offset(w), label + " dW")
         if bias:
-            await self._colsum(r, a, dy, rows, n, L.offset(bias))
+            await self._colsum(r, a, dy, rows, n, L.offset(bias), label + " db")
 
     async def _layernorm_backward(self, r, a, x, name, stats, dy, accumulate=True):
         """dres (+)= LayerNorm backward of dy; the weight and bias gradients into grads."""
@@ -299,12 +352,13 @@ class GPT:
         u = dict(rows=m, C=c, w_off=self.layout.offset(name + ".weight"), eps=ln.EPS, chunk=CHUNK)
         await r("transformer_layernorm", "layernorm_backward", ln.PARAMS,
                 dict(u, flags=ln.ACCUMULATE if accumulate else 0),
-                [x, self.params, stats, dy, a.dres], _rows_grid(m))
+                [x, self.params, stats, dy, a.dres], _rows_grid(m), "ln bwd")
         chunks = -(-m // CHUNK)
         await r("transformer_layernorm", "layernorm_param_grads", ln.PARAMS, dict(u, flags=0),
-                [x, stats, dy, a.part], (-(-c // 64), chunks, 1))
+                [x, stats, dy, a.part], (-(-c // 64), chunks, 1), "ln bwd params")
         await r("transformer_elementwise", "colsum", ew.COLSUM, dict(
-            rows=chunks, cols=2 * c, chunk=chunks, out_off=u["w_off"]), [a.part, self.grads], (-(-2 * c // 64), 1, 1))
+            rows=chunks, cols=2 * c, chunk=chunks, out_off=u["w_off"]), [a.part, self.grads],
+            (-(-2 * c // 64), 1, 1), "ln bwd params")
 
     async def record_backward(self, plan, a: Activations) -> None:
         """grads <- d(mean loss)/d(params), from the logits' gradient that record_loss left."""
@@ -315,50 +369,51 @@ class GPT:
         f, v = 4 * c, self.vocab_size
         wte = L.offset("transformer.wte.weight")
         # head: dlnf = dlogits wte; dwte = dlogits^T lnf (the embedding's part is added below)
-        await self._mm(r, mm.params(m, c, v, 0, b_off=wte), [a.logits, self.params, a.dln, self.params])
-        await self._weight_grad(r, a, a.logits, a.lnf, m, v, c, wte)
+        await self._mm(r, mm.params(m, c, v, 0, b_off=wte), [a.logits, self.params, a.dln], label="head bwd dx")
+        await self._weight_grad(r, a, a.logits, a.lnf, m, v, c, wte, "head bwd dW")
         last = a.layer(cfg.n_layer - 1, "out") if cfg.n_layer else a.x0
         await self._layernorm_backward(r, a, last, "transformer.ln_f", a.statsf, a.dln, accumulate=False)
         for i in reversed(range(cfg.n_layer)):
             p, A = f"transformer.h.{i}.", (lambda name, i=i: a.layer(i, name))
             x = a.layer(i - 1, "out") if i else a.x0
-            # MLP: dres holds d(out); out = xm + gelu(fc) Wp^T + bp
+            # MLP: dres holds d(out); out = xm + gelu(fc) Wp^T + bp; dfc = (dres Wp) * gelu'(fc)
             await self._linear_backward(r, a, a.dres, A("gelu"), p + "mlp.c_proj.weight",
-                                        p + "mlp.c_proj.bias", a.dfc, m, c, f)
-            await r("transformer_elementwise", "gelu_backward", ew.GELU, dict(n=m * f, pad0=0, pad1=0, pad2=0),
-                    [A("fc"), a.dfc], ew.grid_1d(m * f))
+                                        p + "mlp.c_proj.bias", a.dfc, m, c, f, mm.GELU_GRAD, A("fc"),
+                                        label="fcproj bwd")
             await self._linear_backward(r, a, a.dfc, A("ln2"), p + "mlp.c_fc.weight", p + "mlp.c_fc.bias",
-                                        a.dln, m, f, c)
+                                        a.dln, m, f, c, label="fc bwd")
             await self._layernorm_backward(r, a, A("xm"), p + "ln_2", A("stats2"), a.dln)
             # attention: dres holds d(xm); xm = x + atty Wo^T + bo
             await self._linear_backward(r, a, a.dres, A("atty"), p + "attn.c_proj.weight",
-                                        p + "attn.c_proj.bias", a.dln, m, c, c)
+                                        p + "attn.c_proj.bias", a.dln, m, c, c, label="proj bwd")
             # datt = d(atty) v^T; dv = att^T d(atty)   (a.dln holds d(atty))
             await self._mm(r, mm.params(
                 t, t, d, mm.TRANS_B | mm.SKIP_UPPER, lda=c, ldb=3 * c, inner=h, b_off=2 * c,
                 a_so=sy["so"], a_si=sy["si"], b_so=sq["so"], b_si=sq["si"], c_so=st["so"], c_si=st["si"]),
-                [a.dln, A("qkv"), a.datt, A("qkv")], bt * h)
+                [a.dln, A("qkv"), a.datt], bt * h, "att dP bwd")
             await self._mm(r, mm.params(
                 t, d, t, mm.TRANS_A | mm.K_FROM_ROW, lda=t, ldb=c, ldc=3 * c, inner=h, c_off=2 * c,
                 a_so=st["so"], a_si=st["si"], b_so=sy["so"], b_si=sy["si"], c_so=sq["so"], c_si=sq["si"]),
-                [A("att"), a.dln, a.dqkv, a.dln], bt * h)
+                [A("att"), a.dln, a.dqkv], bt * h, "att dv bwd")
             # dscores = softmax backward, times 1/sqrt(d); dq = dscores k; dk = dscores^T q
             await r("transformer_attention", "softmax_causal_backward", att.PARAMS, dict(
-                T=t, rows=bt * h * t, scale=1 / math.sqrt(d), pad=0), [A("att"), a.datt], _rows_grid(bt * h * t))
-            for c_off, b_off, flags in ((0, c, mm.K_UPTO_ROW), (c, 0, mm.TRANS_A | mm.K_FROM_ROW)):
+                T=t, rows=bt * h * t, scale=1 / math.sqrt(d), pad=0), [A("att"), a.datt],
+                _rows_grid(bt * h * t), "att softmax bwd")
+            for c_off, b_off, flags, what in ((0, c, mm.K_UPTO_ROW, "att dq bwd"),
+                                              (c, 0, mm.TRANS_A | mm.K_FROM_ROW, "att dk bwd")):
                 await self._mm(r, mm.params(
                     t, d, t, flags, lda=t, ldb=3 * c, ldc=3 * c, inner=h, b_off=b_off, c_off=c_off,
                     a_so=st["so"], a_si=st["si"], b_so=sq["so"], b_si=sq["si"], c_so=sq["so"], c_si=sq["si"]),
-                    [a.datt, A("qkv"), a.dqkv, A("qkv")], bt * h)
+                    [a.datt, A("qkv"), a.dqkv], bt * h, what)
             await self._linear_backward(r, a, a.dqkv, A("ln1"), p + "attn.c_attn.weight",
-                                        p + "attn.c_attn.bias", a.dln, m, 3 * c, c)
+                                        p + "attn.c_attn.bias", a.dln, m, 3 * c, c, label="qkv bwd")
             await self._layernorm_backward(r, a, x, p + "ln_1", A("stats1"), a.dln)
         # embeddings: dres holds d(x0) = d(wte[idx] + wpe[t])
         u = dict(M=m, T=t, C=c, V=v, wte_off=wte, wpe_off=L.offset("transformer.wpe.weight"))
         await r("transformer_embedding", "embed_backward_wte", emb.EMBED, u, [a.idx, a.dres, self.grads],
-                (-(-c // 64), v, 1))
+                (-(-c // 64), v, 1), "embed bwd wte")
         await r("transformer_embedding", "embed_backward_wpe", emb.EMBED, u, [a.dres, self.grads],
-                ew.grid_1d(t * c))
+                ew.grid_1d(t * c), "embed bwd wpe")
 
     async def record_optimizer(self, plan, sched) -> None:
         """Clip by the global gradient norm and take an AdamW step (hyperparameters from config,
@@ -367,9 +422,10 @@ class GPT:
         cfg, n = self.config, self.layout.n
         groups = -(-n // NORM_GROUP)
         await r("transformer_adamw", "reduce_sum", adam.REDUCE, dict(n=n, per_group=NORM_GROUP, out_off=0,
-                flags=adam.SQUARE), [self.grads, self.norm_part], ew.grid_1d(groups, 1))
+                flags=adam.SQUARE), [self.grads, self.norm_part], ew.grid_1d(groups, 1), "grad norm")
         await r("transformer_adamw", "reduce_sum", adam.REDUCE, dict(n=groups, per_group=groups, out_off=0,
-                flags=0), [self.norm_part, self.state], (1, 1, 1))
+                flags=0), [self.norm_part, self.state], (1, 1, 1), "grad norm")
         await r("transformer_adamw", "adamw", adam.ADAM, dict(
             n=n, n_decay=self.layout.n_decay, beta1=cfg.beta1, beta2=cfg.beta2, eps=cfg.eps,
-            clip=cfg.grad_clip), [sched, self.state, self.params, self.grads, self.m1, self.m2], ew.grid_1d(n))
+            clip=cfg.grad_clip), [sched, self.state, self.params, self.grads, self.m1, self.m2], ew.grid_1d(n),
+            "adamw")

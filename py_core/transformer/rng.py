@@ -1,34 +1,28 @@
 """Counter-based random numbers that the browser, the server and PyTorch all reproduce exactly.
 
-- Initial weights: normals from Box–Muller over uniforms from keyed BLAKE2b in counter mode
-  (`hashlib`, C speed in CPython and Pyodide alike). The logarithm and the sine and cosine are
-  computed here with +, -, *, / and sqrt only, which IEEE 754 rounds the same everywhere, rather
-  than with `math.log` / `math.cos`, whose last bit differs between C libraries (glibc on the
-  server, musl in Pyodide): so the weights are bit-identical in the tab and on the server.
-- Batches and sampling: `hash32(key, counter)`, integer arithmetic modulo 2**32, which the
-  get_batch kernel computes on the GPU too (see py_core/kernels/transformer_embedding.py).
+- Everything starts from `hash32(key, counter)`, integer arithmetic modulo 2**32, which the
+  kernels compute on the GPU too (py_core/kernels/transformer_embedding.py): batch offsets,
+  sampling uniforms, and the initial weights, normals made from the hash with integer steps and
+  one correctly rounded f32 multiply (py_core/kernels/transformer_init.py), so the weights are
+  bit-identical whether the GPU, Pyodide or CPython draws them.
+- The cosine of the learning-rate schedule is computed here with +, -, * and / only, which IEEE
+  754 rounds the same everywhere, rather than with `math.cos`, whose last bit differs between C
+  libraries (glibc on the server, musl in Pyodide).
 """
 from __future__ import annotations
 
-import hashlib
 from array import array
-from math import frexp, sqrt
 
 from ..kernels.transformer_embedding import MASK, batch_offset, hash32, mix32
+from ..kernels.transformer_init import normals_fixed, tensor_key
 
-__all__ = ["STREAM_TRAIN", "STREAM_VAL", "STREAM_SAMPLE", "stream_key", "hash32", "uniform",
-           "normals", "batch_offsets", "cos_pi"]
+__all__ = ["STREAM_TRAIN", "STREAM_VAL", "STREAM_SAMPLE", "STREAM_INIT", "stream_key", "hash32",
+           "uniform", "normals", "init_key", "batch_offsets", "cos_pi"]
 
-STREAM_TRAIN, STREAM_VAL, STREAM_SAMPLE = 1, 2, 3  # independent streams of one seed
+STREAM_TRAIN, STREAM_VAL, STREAM_SAMPLE, STREAM_INIT = 1, 2, 3, 4  # independent streams of one seed
 
-_LN2 = 0.6931471805599453
-_SQRT_HALF = 0.7071067811865476
 _HALF_PI = 1.5707963267948966
-_BIG_ENDIAN = array("I", [1]).tobytes()[0] != 1
 _U32 = 2.3283064365386963e-10   # 2**-32
-_Q32 = 9.313225746154785e-10    # 4 * 2**-32: a u32 as quarter turns
-# 1 / (2k + 1) for the atanh series of the logarithm, highest power first
-_LOG_C = [1.0 / (2 * k + 1) for k in range(10, -1, -1)]
 # sine and cosine Taylor coefficients, highest power first (|x| <= pi / 4: error < 1e-17)
 _SIN_C = [(-1) ** k / _f for k, _f in reversed(list(enumerate(
     [1, 6, 120, 5040, 362880, 39916800, 6227020800, 1307674368000])))]
@@ -44,20 +38,6 @@ def stream_key(seed: int, stream: int) -> int:
 def uniform(key: int, counter: int) -> float:
     """A float in (0, 1) from the hash of (key, counter)."""
     return (hash32(key, counter) + 0.5) * _U32
-
-
-def _log(u: float) -> float:
-    """ln(u) for u > 0 with IEEE basic operations only: u = m 2^e, ln m = 2 atanh((m-1)/(m+1))."""
-    m, e = frexp(u)
-    if m < _SQRT_HALF:
-        m += m
-        e -= 1
-    t = (m - 1.0) / (m + 1.0)
-    t2 = t * t
-    s = 0.0
-    for c in _LOG_C:
-        s = s * t2 + c
-    return 2.0 * t * s + e * _LN2
 
 
 def _sincos(quarter_turns: float) -> tuple[float, float]:
@@ -87,46 +67,15 @@ def cos_pi(x: float) -> float:
 
 
 def normals(seed: int, label: str, n: int, std: float = 1.0) -> array:
-    """n normal(0, std) float32 values for the tensor `label`; block b of 16 comes from
-    BLAKE2b(label || 0 || b, key=seed) as 8 pairs of u32, each pair one Box–Muller draw
-    (radius from the first, angle from the second). `_log` and `_sincos`, inlined for speed."""
-    key = seed.to_bytes(8, "little")
-    prefix = label.encode() + b"\0"
-    out = array("d")
-    push = out.append
-    lc, sc, cc = _LOG_C, _SIN_C, _COS_C
-    for b in range(-(-n // 16)):
-        w = array("I", hashlib.blake2b(prefix + b.to_bytes(8, "little"), key=key, digest_size=64).digest())
-        if _BIG_ENDIAN:  # pragma: no cover
-            w.byteswap()
-        for i in range(0, 16, 2):
-            m, e = frexp((w[i] + 0.5) * _U32)
-            if m < _SQRT_HALF:
-                m += m
-                e -= 1
-            t = (m - 1.0) / (m + 1.0)
-            t2 = t * t
-            ln = ((((((((((lc[0] * t2 + lc[1]) * t2 + lc[2]) * t2 + lc[3]) * t2 + lc[4]) * t2 + lc[5])
-                      * t2 + lc[6]) * t2 + lc[7]) * t2 + lc[8]) * t2 + lc[9]) * t2 + lc[10])
-            r = sqrt(-2.0 * (2.0 * t * ln + e * _LN2))
-            a = (w[i + 1] + 0.5) * _Q32
-            q = int(a + 0.5)
-            x = (a - q) * _HALF_PI
-            x2 = x * x
-            sn = x * (((((((sc[0] * x2 + sc[1]) * x2 + sc[2]) * x2 + sc[3]) * x2 + sc[4]) * x2 + sc[5])
-                       * x2 + sc[6]) * x2 + sc[7])
-            cs = (((((((cc[0] * x2 + cc[1]) * x2 + cc[2]) * x2 + cc[3]) * x2 + cc[4]) * x2 + cc[5])
-                   * x2 + cc[6]) * x2 + cc[7]) * x2 + cc[8]
-            q &= 3
-            if q == 0:
-                push(r * cs); push(r * sn)
-            elif q == 1:
-                push(-r * sn); push(r * cs)
-            elif q == 2:
-                push(-r * cs); push(-r * sn)
-            else:
-                push(r * sn); push(-r * cs)
-    return array("f", [v * std for v in out[:n]])
+    """n normal(0, std) float32 values for the tensor `label`: element i from hash32 of the
+    tensor's key and i, through a fixed-point quantile table (kernels/transformer_init.py), as
+    the init_normal kernel draws them on the GPU."""
+    return normals_fixed(init_key(seed, label), n, std)
+
+
+def init_key(seed: int, label: str) -> int:
+    """The 32-bit key of tensor `label`'s initial weights."""
+    return tensor_key(stream_key(seed, STREAM_INIT), label)
 
 
 def batch_offsets(seed: int, stream: int, step: int, batch_size: int, n_windows: int) -> list[int]:

@@ -4,7 +4,9 @@ A step is one plan: draw the batch (get_batch hashes the step number), forward, 
 (the mean loss goes to hist[step] on the GPU), backward, gradient norm, AdamW. Each step Python
 writes the 24-byte schedule uniform (step, learning rate, bias corrections) and runs the plan:
 two calls, whatever the model's size. Losses come back only when asked for (`losses()`), every
-`log_interval` steps in the job runner.
+`log_interval` steps in the job runner. A validation estimate is one plan too: eval_steps times
+(draw a validation batch, forward, loss into its slot of val_hist), the forward's dispatches
+recorded once and listed eval_steps times, each batch with its own schedule uniform.
 """
 from __future__ import annotations
 
@@ -14,7 +16,6 @@ from array import array
 from ..kernels.transformer_embedding import SCHED
 from .config import TransformerConfig
 from .model import GPT, Activations, check_fits
-from .params import init_weights
 from .rng import STREAM_TRAIN, STREAM_VAL, stream_key
 from .text import Vocab, split
 
@@ -22,8 +23,10 @@ from .text import Vocab, split
 class Trainer:
     """Trains a GPT on one text. `await Trainer(backend, config, text).setup()`, then `step()`."""
 
-    def __init__(self, backend, config: TransformerConfig, text: str):
-        self.backend, self.config = backend, config.validate()
+    def __init__(self, backend, config: TransformerConfig, text: str, tiles: str = "auto"):
+        self.backend, self.config, self.tiles = backend, config.validate(), tiles
+        if tiles not in ("auto", "64"):
+            raise ValueError(f'tiles must be "auto" or "64", not {tiles!r}')
         self.vocab = Vocab.from_text(text)
         self.train_ids, self.val_ids = split(self.vocab.encode(text), config.val_fraction)
         for what, ids in (("training", self.train_ids), ("validation", self.val_ids)):
@@ -44,14 +47,18 @@ class Trainer:
         record the step and evaluation plans."""
         cfg, b = self.config, self.backend
         check_fits(b, cfg, len(self.vocab))
-        self.model = GPT(b, cfg, len(self.vocab))
-        self.model.load(init_weights(self.model.layout, cfg.seed) if weights is None else weights)
+        self.model = GPT(b, cfg, len(self.vocab), self.tiles)
+        if weights is None:
+            await self.model.init(cfg.seed)  # on the GPU: init_weights' very bits
+        else:
+            self.model.load(weights)
         self.model.allocate_optimizer()
         self.acts = Activations(b, cfg, len(self.vocab), cfg.batch_size, cfg.block_size, backward=True)
         self.train_tokens = b.buffer("u32", data=self.train_ids)
         self.val_tokens = b.buffer("u32", data=self.val_ids)
         self.sched = b.buffer("u32", data=self._schedule(0, 0), uniform=True)
-        self.eval_sched = b.buffer("u32", data=self._schedule(0, 0), uniform=True)
+        self.eval_scheds = [b.buffer("u32", data=self._schedule(0, i), uniform=True)
+                            for i in range(cfg.eval_steps)]
         self.hist = b.buffer("f32", cfg.steps)            # training loss of every step
         self.val_hist = b.buffer("f32", cfg.eval_steps)   # losses of one validation estimate
 
@@ -63,10 +70,15 @@ class Trainer:
         await m.record_backward(self.step_plan, a)
         await m.record_optimizer(self.step_plan, self.sched)
 
+        forward = b.plan()
+        await m.record_forward(forward, a)
         self.eval_plan = b.plan()
-        await m.record_batch(self.eval_plan, a, self.val_tokens, stream_key(cfg.seed, STREAM_VAL), self.eval_sched)
-        await m.record_forward(self.eval_plan, a)
-        await m.record_loss(self.eval_plan, a, self.eval_sched, self.val_hist)
+        for s in self.eval_scheds:
+            await m.record_batch(self.eval_plan, a, self.val_tokens, stream_key(cfg.seed, STREAM_VAL), s)
+            first = len(self.eval_plan.ops)
+            self.eval_plan.ops += forward.ops
+            self.eval_plan.labels.update({first + i: lab for i, lab in forward.labels.items()})
+            await m.record_loss(self.eval_plan, a, s, self.val_hist)
         return self
 
     def _schedule(self, step: int, slot: int) -> array:
@@ -93,11 +105,38 @@ class Trainer:
     async def evaluate(self) -> float:
         """Mean loss over eval_steps validation batches (new batches each estimate, as nanoGPT)."""
         n = self.config.eval_steps
-        for i in range(n):
-            self.backend.write(self.eval_sched, self._schedule(self.evals * n + i, i))
-            await self.backend.run(self.eval_plan)
+        for i, s in enumerate(self.eval_scheds):
+            self.backend.write(s, self._schedule(self.evals * n + i, i))
+        await self.backend.run(self.eval_plan)
         self.evals += 1
         return sum((await self.backend.read(self.val_hist, n)).tolist()) / n
+
+    async def profile(self, repeat: int = 5) -> dict:
+        """Where a step's time goes: backend.profile of the step plan, summed by kernel label
+        over the layers: {"method", "span_ms", "sum_ms", "kernels": [[label, ms a step,
+        dispatches a step], ...] slowest first}. The profiled runs train on; the weights, AdamW
+        moments and loss history are put back afterwards."""
+        b, m = self.backend, self.model
+        state = [m.params, m.m1, m.m2, self.hist]
+        keep = [b.buffer("f32", buf.length) for buf in state]
+        save, restore = b.plan(), b.plan()
+        for buf, copy in zip(state, keep):
+            save.copy(buf, copy)
+            restore.copy(copy, buf)
+        await b.run(save)
+        got = await b.profile(self.step_plan, repeat)
+        await b.run(restore)
+        await b.finish()
+        for copy in keep:
+            b.free(copy)
+        by_label: dict[str, list] = {}
+        for label, seconds in got["ops"]:
+            entry = by_label.setdefault(label, [label, 0.0, 0])
+            entry[1] += seconds * 1e3
+            entry[2] += 1
+        rows = sorted(by_label.values(), key=lambda e: -e[1])
+        return {"method": got["method"], "span_ms": got["span"] * 1e3,
+                "sum_ms": sum(e[1] for e in rows), "kernels": [[k, round(t, 4), n] for k, t, n in rows]}
 
     def trained(self):
         """The model as it stands, for sampling and export."""
