@@ -127,41 +127,47 @@ def hist_build(bufs, grid, constants):
     p = params(bufs[0], PARAMS)
     binned, fmeta, target, state, slots, hist = (b.t for b in bufs[1:])
     n, F, FW, NB, C, S, T = p["n"], p["F"], p["FW"], p["NB"], p["C"], p["S"], p["T"]
-    mse = p["crit"] == MSE
+    dev = hist.device
     offs = fmeta[0:2 * F:2].to(I64)
     feats = _arange(F, hist)
-    flags = u32(slots[:T * S * 4].view(T * S, 4)[:, 1])
+    # The built slots, numbered: the sums are made in (built slot, bin, channel) order.
+    built = (u32(slots[:T * S * 4].view(T * S, 4)[:, 1]) & BUILT) != 0  # (T * S,)
+    tb, sb = built.view(T, S).nonzero(as_tuple=True)
+    if not len(tb):
+        return
+    number = torch.cumsum(built.to(I64), 0) - 1  # (T * S,): a built slot's number
+    acc = torch.zeros(len(tb) * NB, C, dtype=I64, device=dev)
     words = u32(binned[:n * FW].view(n, FW))
-    sums = torch.zeros(T * S * NB, dtype=I64, device=hist.device) if mse else None
     step = max(1, CHUNK // max(F, 1))
     for i0 in range(0, T * n, step):
         st = u32(state[i0:min(T * n, i0 + step)])
         w, slot = st & 255, st >> 8
-        keep = (w != 0) & (slot < S)  # DONE and any slot past the stride: no histogram
-        i = keep.nonzero().view(-1)
-        t, r, slot, w = (i + i0) // n, (i + i0) % n, slot[i], w[i]
-        built = (flags[t * S + slot] & BUILT) != 0
-        t, r, slot, w = t[built], r[built], slot[built], w[built]
-        if not len(t):
+        i = ((w != 0) & (slot < S)).nonzero().view(-1)  # DONE (and past the stride): no histogram
+        ts = (i + i0) // n * S + slot[i]
+        keep = built[ts].nonzero().view(-1)
+        ts, r, w = ts[keep], ((i + i0) % n)[keep], w[i][keep]
+        if not len(r):
             continue
-        h = ((t * S + slot) * NB)[:, None] + offs[None, :] + _bins(words[r], feats[None, :], FW)
-        h = h.view(-1)  # (rows x F) bins of (tree, slot, global bin)
-        m = len(t)
-        if mse:
+        m = len(r)
+        h = ((number[ts] * NB)[:, None] + offs[None, :] + _bins(words[r], feats[None, :], FW)).view(-1)
+        ones = torch.ones(m * F, dtype=I64, device=dev)
+        if p["crit"] == MSE:
             v = target[r].to(I64) * w  # signed fixed-point y times the bootstrap count
-            sums.index_add_(0, h, v[:, None].expand(m, F).reshape(-1))
-            hist.index_add_(0, h * C + 2, w.to(torch.int32)[:, None].expand(m, F).reshape(-1))
-            hist.index_add_(0, h * C + 3, torch.ones(m * F, dtype=torch.int32, device=h.device))
+            acc[:, 0].index_add_(0, h, v[:, None].expand(m, F).reshape(-1))
+            acc[:, 2].index_add_(0, h, w[:, None].expand(m, F).reshape(-1))
+            acc[:, 3].index_add_(0, h, ones)
         else:
-            cls = u32(target[r])
-            hist.index_add_(0, (h.view(m, F) * C + cls[:, None]).view(-1),
-                            w.to(torch.int32)[:, None].expand(m, F).reshape(-1))
-            hist.index_add_(0, h * C + C - 1, torch.ones(m * F, dtype=torch.int32, device=h.device))
-    if mse:  # the 64-bit sums, added to the low and high words exactly (mod 2^64)
-        hv = hist[:T * S * NB * C].view(-1, C)
-        total = _signed64(u32(hv[:, 0]), u32(hv[:, 1])) + sums
-        hv[:, 0] = to_u32(total)
-        hv[:, 1] = to_u32(total >> 32)
+            flat = acc.view(-1)
+            flat.index_add_(0, (h.view(m, F) * C + u32(target[r])[:, None]).view(-1),
+                            w[:, None].expand(m, F).reshape(-1))
+            flat.index_add_(0, h * C + C - 1, ones)
+    H = hist[:T * S * NB * C].view(T, S, NB, C)
+    old = u32(H[tb, sb]).view(-1, C)
+    new = old + acc  # each channel wraps at 32 bits; the squared-error sum is 64-bit:
+    if p["crit"] == MSE:
+        total = _signed64(old[:, 0], old[:, 1]) + acc[:, 0]
+        new[:, 0], new[:, 1] = total, total >> 32
+    H[tb, sb] = to_u32(new).view(len(tb), NB, C)
 
 
 def _seg_prefix(x, start):
