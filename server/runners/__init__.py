@@ -14,6 +14,8 @@ crosses the process boundary.
 """
 from __future__ import annotations
 
+import gc
+import sys
 import traceback
 from pathlib import Path
 
@@ -46,6 +48,17 @@ def execute(name: str, job: dict, data_dir: str, device: str) -> dict:
     except Exception as exc:  # the job's own failure: reported on the comparison, never raised
         return {"status": "failed", "error": f"{type(exc).__name__}: {exc}",
                 "traceback": traceback.format_exc(limit=20)}
+    finally:
+        _release_gpu_memory()
+
+
+def _release_gpu_memory() -> None:
+    """Hand PyTorch's cached GPU memory back between jobs: the worker process lives on, and the
+    page's WebGPU may share this GPU."""
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_available() and torch.cuda.is_initialized():
+        gc.collect()
+        torch.cuda.empty_cache()
 
 
 __all__ = ["RUNNERS", "Unavailable", "execute", "runners_for"]
