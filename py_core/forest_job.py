@@ -3,14 +3,18 @@
     {"kind": "random_forest", "dataset": ID, "target": COLUMN,
      "task": "regression" | "classification",     # inferred from the target when absent
      "features": [COLUMN, ...],                   # default: every usable column but the target
-     "params": {...},                             # the estimators' parameters (py_core.forest)
+     "params": {...},                             # the estimators' parameters (py_core.forest),
+                                                  # and "profile": true for kernel timings
      "split": {"test_size": 0.2, "seed": 42}}
 
 Result: {"metrics": {...}, "timings": {...}, "model": {...}, "plots": {...}, "params": {...}}
 - metrics: mse, mae, r2 (regression) or accuracy, f1 (macro), log_loss (classification), on the
   test rows; n_train, n_test, n_features, and oob_score with params {"oob_score": true}.
 - timings (seconds, the queue drained before each clock read): binning, fit (binning included),
-  predict (the test rows).
+  predict (the test rows); the fit's phases (prepare, thresholds, binning, levels, readback,
+  host: see `RandomForest*.timings_`). With params {"profile": true}: each kernel's GPU time
+  summed over the fit ("k_NAME"), and predict_all: predicting every row, train and test
+  (metrics: predict_all_rows).
 - model: `RandomForest*.to_dict()` plus "data": what a new CSV needs to be predicted the same way
   (feature names, categories, medians), for `predict_csv`.
 - plots: pred_vs_actual [[actual, predicted]] and residuals [[predicted, actual - predicted]]
@@ -42,6 +46,7 @@ async def run(job: dict, backend, ctx) -> dict:
         if not isinstance(job.get(key), str):
             raise JobError(f'a random_forest job needs "{key}" (a string)')
     params = dict(job.get("params") or {})
+    profile = bool(params.pop("profile", False))
     unknown = set(params) - PARAMS
     if unknown:
         raise JobError(f"unknown forest parameter(s) {sorted(unknown)}: use {sorted(PARAMS)}")
@@ -69,7 +74,8 @@ async def run(job: dict, backend, ctx) -> dict:
     t0 = time.perf_counter()
     try:
         await forest.fit(prep.X_train, y_train, n_features=F, progress=progress,
-                         should_stop=ctx.should_stop, pause=getattr(ctx, "pause_point", None))
+                         should_stop=ctx.should_stop, pause=getattr(ctx, "pause_point", None),
+                         profile=profile)
     except ValueError as exc:
         raise JobError(str(exc)) from exc
     await backend.finish()
@@ -85,6 +91,17 @@ async def run(job: dict, backend, ctx) -> dict:
     t_predict = time.perf_counter() - t0
 
     metrics = {"n_train": len(prep.y_train), "n_test": len(prep.y_test), "n_features": F}
+    timings = {"fit": t_fit, "predict": t_predict}
+    timings.update((k, v) for k, v in forest.timings_.items() if k != "fit")
+    if profile:  # prediction of every row, as a benchmark of prediction alone
+        X_all = array("d", prep.X_train)
+        X_all.extend(prep.X_test)
+        await backend.finish()
+        t0 = time.perf_counter()
+        await forest._predict_raw(X_all, F)
+        await backend.finish()
+        timings["predict_all"] = time.perf_counter() - t0
+        metrics["predict_all_rows"] = len(X_all) // F
     importances = zip(info["features"], forest.feature_importances_)
     plots = {"importances": sorted(({"name": name, "importance": imp} for name, imp in importances),
                                    key=lambda d: -d["importance"])}
@@ -124,8 +141,7 @@ async def run(job: dict, backend, ctx) -> dict:
     ctx.progress({"stage": "done", "fraction": 1.0})
     return {"metrics": metrics, "model": model, "plots": plots,
             "params": {k: v for k, v in forest.get_params().items() if k != "backend"},
-            "timings": {"fit": t_fit, "predict": t_predict,
-                        "binning": forest.timings_.get("binning", 0.0)}}
+            "timings": timings}
 
 
 async def _load_table(ctx, dataset_id):

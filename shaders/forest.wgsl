@@ -1,18 +1,24 @@
 // Random forest, grown level by level for a batch of trees at once (py_core/forest/builder.py).
-// References: py_core/kernels/forest.py. Every kernel takes the same uniform Params at binding 0.
-// A level: hist_build (atomics, built slots) -> hist_prefix (cumulative) -> split_scan (derived
-// slots = parent - sibling; best split per feature) -> split_pick (per node) -> alloc (number the
-// children, give the open ones next-level slots) -> hist_clear (zero what the next level builds)
-// -> route_rows.
+// References: py_core/kernels/forest.py. Every kernel takes the same uniform Params at binding 0
+// (sort_pass: its own Sort).
+// Once a fit: check_finite (X, and targets for y), sample + sort_pass (each feature's sorted
+// subsample, for the bin thresholds), bin_features, targets (y to fixed point).
+// A level (or, where one level's histograms do not fit a buffer, each range of its slots):
+// hist_clear (zero the built slots) -> hist_build (atomics, built slots) -> hist_prefix
+// (cumulative) -> split_scan (derived slots = parent - sibling; best split per feature) ->
+// split_pick (per node); then alloc (number the children, give the open ones next-level slots)
+// -> route_rows. At the end: finalize (prediction arrays), importance, oob; predict.
 //
-// Shapes (u32 unless said): X f32 (rows, F) · edges f32 (NB, 3): per bin its upper threshold,
-// smallest and largest value · fmeta (F, 2): first global bin, bins · binned (n, FW): four 8-bit
-// bins a word · target (n): i32 fixed-point y or class · state (T, n): slot << 8 | bootstrap count
-// · hist (T, S, NB, C) · slots (T, S, 4): node, flags, parent slot, - · childmap (T, S, 2)
+// Shapes (u32 unless said): X (rows, F) f32, or f64 as two words (lo, hi) when p.xd = 1: read
+// through x_at, which rounds an f64 to f32 exactly as the CPU does · edges f32 (NB, 3): per bin
+// its upper threshold, smallest and largest value · fmeta (F, 2): first global bin, bins · binned
+// (n, FW): four 8-bit bins a word · target (n): i32 fixed-point y or class · state (T, n):
+// slot << 8 | bootstrap count · hist (T, S_h, NB, C): the slots [s_lo, s_lo + S_h) of the level
+// (S_h = S: all of them) · slots (T, S, 4): node, flags, parent slot, - · childmap (T, S, 2)
 // · left (T, S, C) · cand (T, S, F, 4) · nodes (T_all, NC, 4 + C): feature, bin, next bin, left
 // child, stats[C] (the node's channels; a leaf's feature is LEAF)
 // · meta (T_all, 2): nodes, open slots next level · ptree (T_all, NC, 3): feature, threshold
-// bits, left child · pval f32 (T_all, NC, K).
+// bits, left child (LEAF in a leaf) · pval f32 (T_all, NC, K) · flags (1): 1 X, 2 y not finite.
 // Channels C: regression [sum lo, sum hi, weight, rows] (the sum is 64-bit two's complement in two
 // u32, exact under atomics); classification [weight of class 0..K-1, rows].
 // Grids are 2-D when large: workgroup id = wid.x + wid.y * nwg.x.
@@ -24,6 +30,8 @@ struct Params {
   msl: u32, max_depth: u32, mf: u32, hb: u32,
   S: u32, NC: u32, depth: u32, S_cur: u32,
   S_next: u32, T_all: u32, inv_scale: f32, mid: f32,
+  xd: u32, ye: i32, ym_lo: u32, ym_hi: u32,   // X is f64; y fixed point: round(y 2^ye) - ym
+  step: u32, SM: u32, S_h: u32, s_lo: u32,     // sample every step-th row into SM; hist slots
 }
 
 const LEAF: u32 = 0xFFFFFFFFu;  // no feature: a leaf; also "none"
@@ -87,9 +95,147 @@ fn i64_to_f32(lo: u32, hi: u32) -> f32 {
   return select(m, -m, neg);
 }
 
+// 64-bit integers as vec2u (lo, hi), wrapping. Shifts take 0 <= s < 64.
+fn add64(a: vec2u, b: vec2u) -> vec2u {
+  let lo = a.x + b.x;
+  return vec2u(lo, a.y + b.y + select(0u, 1u, lo < a.x));
+}
+
+fn sub64(a: vec2u, b: vec2u) -> vec2u {
+  return vec2u(a.x - b.x, a.y - b.y - select(0u, 1u, a.x < b.x));
+}
+
+fn shl64(v: vec2u, s: u32) -> vec2u {
+  if (s == 0u) { return v; }
+  if (s < 32u) { return vec2u(v.x << s, (v.y << s) | (v.x >> (32u - s))); }
+  return vec2u(0u, v.x << (s - 32u));
+}
+
+fn shr64(v: vec2u, s: u32) -> vec2u {
+  if (s == 0u) { return v; }
+  if (s < 32u) { return vec2u((v.x >> s) | (v.y << (32u - s)), v.y >> s); }
+  return vec2u(v.y >> (s - 32u), 0u);
+}
+
+// v / 2^s rounded half to even, 1 <= s < 64.
+fn rne_shr64(v: vec2u, s: u32) -> vec2u {
+  let q = shr64(v, s);
+  let rem = sub64(v, shl64(q, s));
+  let half = shl64(vec2u(1u, 0u), s - 1u);
+  let gt = rem.y > half.y || (rem.y == half.y && rem.x > half.x);
+  let eq = rem.y == half.y && rem.x == half.x;
+  return select(q, add64(q, vec2u(1u, 0u)), gt || (eq && (q.x & 1u) == 1u));
+}
+
+// The f32 nearest an f64 (ties to even; beyond f32's range: inf), by integer steps: the same
+// bits as the CPU's double-to-float conversion (array('f') in Python).
+fn f64_to_f32_bits(lo: u32, hi: u32) -> u32 {
+  let sign = hi & 0x80000000u;
+  let E = (hi >> 20u) & 0x7FFu;
+  let mh = hi & 0xFFFFFu;
+  if (E == 0x7FFu) { return sign | 0x7F800000u | select(0u, 0x400000u, (mh | lo) != 0u); }
+  if (E == 0u) { return sign; }  // zero, or an f64 subnormal: far below f32's smallest
+  let e = i32(E) - 1023;
+  if (e > 127) { return sign | 0x7F800000u; }
+  if (e >= -126) {
+    let m = (mh << 3u) | (lo >> 29u);  // the top 23 of 52 mantissa bits
+    let rem = lo & 0x1FFFFFFFu;
+    var bits = (u32(e + 127) << 23u) | m;
+    if (rem > 0x10000000u || (rem == 0x10000000u && (m & 1u) == 1u)) { bits += 1u; }  // may carry to inf
+    return sign | bits;
+  }
+  let sh = u32(-97 - e);  // an f32 subnormal: (2^52 + mantissa) * 2^(e - 52) in units of 2^-149
+  if (sh > 53u) { return sign; }
+  return sign | rne_shr64(vec2u(lo, mh | 0x100000u), sh).x;
+}
+
+// round(y * 2^e) mod 2^64 of an f64 y (finite), by integer steps.
+fn f64_scaled_round(lo: u32, hi: u32, e: i32) -> vec2u {
+  let E = (hi >> 20u) & 0x7FFu;
+  let m = vec2u(lo, (hi & 0xFFFFFu) | select(0u, 0x100000u, E != 0u));  // y = m * 2^(E' - 1075)
+  let k = i32(max(E, 1u)) - 1075 + e;
+  var v = vec2u(0u, 0u);
+  if (k >= 0) {
+    if (k < 64) { v = shl64(m, u32(k)); }
+  } else if (k > -54) {  // below that, |y 2^e| < 1/2
+    v = rne_shr64(m, u32(-k));
+  }
+  if ((hi >> 31u) == 1u) { v = sub64(vec2u(0u, 0u), v); }
+  return v;
+}
+
+// ---- X: rows of f32, or of f64 read as the f32 nearest each --------------------------------
+@group(0) @binding(1) var<storage, read> X: array<u32>;
+
+fn x_bits(r: u32, f: u32) -> u32 {
+  let i = r * p.F + f;
+  if (p.xd == 0u) { return X[i]; }
+  return f64_to_f32_bits(X[2u * i], X[2u * i + 1u]);
+}
+
+fn x_at(r: u32, f: u32) -> f32 { return bitcast<f32>(x_bits(r, f)); }
+
+// ---- check_finite: flags |= 1 when some X value is NaN or infinite (as f32) ------------------
+// 1 X · 2 flags (1) atomic. Thread per value.
+@group(0) @binding(2) var<storage, read_write> cf_flags: array<atomic<u32>>;
+
+@compute @workgroup_size(256)
+fn check_finite(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
+                @builtin(local_invocation_index) lid: u32) {
+  let i = linear(wid, nwg) * 256u + lid;
+  if (i >= p.n * p.F) { return; }
+  if ((x_bits(i / p.F, i % p.F) & 0x7F800000u) == 0x7F800000u) { atomicOr(&cf_flags[0], 1u); }
+}
+
+// ---- sample: every step-th row of each feature, padded with +inf to SM values ----------------
+// 1 X · 2 samp (F, SM) f32 bits out (-0 made +0, so that equal values have equal bits).
+// Thread per (feature, i). sort_pass then sorts each feature's SM values.
+@group(0) @binding(2) var<storage, read_write> sa_out: array<u32>;
+
+@compute @workgroup_size(256)
+fn sample(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
+          @builtin(local_invocation_index) lid: u32) {
+  let i = linear(wid, nwg) * 256u + lid;
+  if (i >= p.F * p.SM) { return; }
+  let f = i / p.SM;
+  let j = i % p.SM;
+  var v = 0x7F800000u;
+  if (j * p.step < p.n) {
+    v = x_bits(j * p.step, f);
+    if ((v & 0x7FFFFFFFu) == 0u) { v = 0u; }
+  }
+  sa_out[i] = v;
+}
+
+// ---- sort_pass: one compare-exchange pass (j, k) of a bitonic sort of `count` runs of `len` ---
+// 1 data (count, len) f32 bits, sorted ascending as floats (finite, or +inf) through an integer
+// key. Thread per pair. Run for k = 2, 4, .., len and, for each, j = k/2, .., 1.
+struct Sort { j: u32, k: u32, len: u32, count: u32 }
+@group(0) @binding(0) var<uniform> so: Sort;
+@group(0) @binding(1) var<storage, read_write> so_data: array<u32>;
+
+fn order_key(b: u32) -> u32 { return select(b ^ 0x80000000u, ~b, (b >> 31u) == 1u); }
+
+@compute @workgroup_size(256)
+fn sort_pass(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
+             @builtin(local_invocation_index) lid: u32) {
+  let i = linear(wid, nwg) * 256u + lid;
+  let half = so.len / 2u;
+  if (i >= so.count * half) { return; }
+  let t = i % half;
+  let a = (i / half) * so.len + 2u * so.j * (t / so.j) + t % so.j;
+  let b = a + so.j;
+  let x = so_data[a];
+  let y = so_data[b];
+  let up = ((2u * so.j * (t / so.j) + t % so.j) & so.k) == 0u;
+  if ((order_key(x) > order_key(y)) == up && x != y) {
+    so_data[a] = y;
+    so_data[b] = x;
+  }
+}
+
 // ---- bin_features: X -> binned, bin = number of the feature's thresholds below x -----------
-// 1 X (n, F) f32 · 2 edges (NB, 3) f32 · 3 fmeta (F, 2) · 4 binned (n, FW) out. Thread per word.
-@group(0) @binding(1) var<storage, read> X: array<f32>;
+// 1 X · 2 edges (NB, 3) f32 · 3 fmeta (F, 2) · 4 binned (n, FW) out. Thread per word.
 @group(0) @binding(2) var<storage, read> bf_edges: array<f32>;
 @group(0) @binding(3) var<storage, read> bf_fmeta: array<u32>;
 @group(0) @binding(4) var<storage, read_write> bf_binned: array<u32>;
@@ -105,7 +251,7 @@ fn bin_features(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg:
   for (var q = 0u; q < 4u; q++) {
     let f = wd * 4u + q;
     if (f >= p.F) { break; }
-    let x = X[r * p.F + f];
+    let x = x_at(r, f);
     let off = bf_fmeta[2u * f];
     var lo = 0u;
     var hi = bf_fmeta[2u * f + 1u] - 1u;  // thresholds of this feature
@@ -116,6 +262,27 @@ fn bin_features(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg:
     word |= lo << (8u * q);
   }
   bf_binned[i] = word;
+}
+
+// ---- targets: regression y (f64) to fixed point, round(y 2^ye) - ym, exact -------------------
+// 1 y (n, 2): f64 words · 2 target (n) i32 out · 3 flags (1) atomic: |= 2 for a y not finite.
+@group(0) @binding(1) var<storage, read> tg_y: array<u32>;
+@group(0) @binding(2) var<storage, read_write> tg_out: array<u32>;
+@group(0) @binding(3) var<storage, read_write> tg_flags: array<atomic<u32>>;
+
+@compute @workgroup_size(256)
+fn targets(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
+           @builtin(local_invocation_index) lid: u32) {
+  let i = linear(wid, nwg) * 256u + lid;
+  if (i >= p.n) { return; }
+  let lo = tg_y[2u * i];
+  let hi = tg_y[2u * i + 1u];
+  if (((hi >> 20u) & 0x7FFu) == 0x7FFu) {
+    atomicOr(&tg_flags[0], 2u);
+    tg_out[i] = 0u;
+    return;
+  }
+  tg_out[i] = sub64(f64_scaled_round(lo, hi, p.ye), vec2u(p.ym_lo, p.ym_hi)).x;
 }
 
 // ---- bootstrap: n draws with replacement per tree, counted into state (cleared before) ------
@@ -136,12 +303,11 @@ fn bootstrap(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: ve
   atomicAdd(&bs_state[t * p.n + row], 1u);
 }
 
-// ---- init_trees: root slot open and built (histogram zeroed), root node a leaf for now -------
-// 1 slots (T, S, 4) · 2 nodes · 3 meta · 4 hist (T, S, NB, C). Thread per (tree, slot).
+// ---- init_trees: root slot open and built, root node a leaf for now ------------------------
+// 1 slots (T, S, 4) · 2 nodes · 3 meta. Thread per (tree, slot).
 @group(0) @binding(1) var<storage, read_write> it_slots: array<u32>;
 @group(0) @binding(2) var<storage, read_write> it_nodes: array<u32>;
 @group(0) @binding(3) var<storage, read_write> it_meta: array<u32>;
-@group(0) @binding(4) var<storage, read_write> it_hist: array<u32>;
 
 @compute @workgroup_size(256)
 fn init_trees(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
@@ -161,16 +327,36 @@ fn init_trees(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: v
     it_meta[2u * tree] = 1u;
     it_meta[2u * tree + 1u] = 1u;
   }
-  // The root's histogram (slot 0), zeroed by the tree's S threads together.
+}
+
+// The slots [s_lo, s_lo + pass_slots()) of the level have histograms in this pass; slot s of
+// tree t sits at hist_slot(t, s).
+fn pass_slots() -> u32 { return min(p.S_h, p.S_cur - p.s_lo); }
+
+fn hist_slot(t: u32, s: u32) -> u32 { return t * p.S_h + s - p.s_lo; }
+
+// ---- hist_clear: zero the histograms of this pass's built slots -----------------------------
+// 1 slots (T, S, 4) · 2 hist (T, S_h, NB, C). Workgroup of 256 per (tree, slot of the pass).
+@group(0) @binding(1) var<storage, read> hc_slots: array<u32>;
+@group(0) @binding(2) var<storage, read_write> hc_hist: array<u32>;
+
+@compute @workgroup_size(256)
+fn hist_clear(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
+              @builtin(local_invocation_index) lid: u32) {
+  let id = linear(wid, nwg);
+  let sp = pass_slots();
+  if (id >= p.T * sp) { return; }
+  let t = id / sp;
+  let s = p.s_lo + id % sp;
+  if ((hc_slots[(t * p.S + s) * 4u + 1u] & BUILT) == 0u) { return; }
   let W = p.NB * p.C;
-  let chunk = (W + p.S - 1u) / p.S;
-  let root = (i - s) * W;
-  for (var e = s * chunk; e < min(W, (s + 1u) * chunk); e++) { it_hist[root + e] = 0u; }
+  let base = hist_slot(t, s) * W;
+  for (var e = lid; e < W; e += 256u) { hc_hist[base + e] = 0u; }
 }
 
 // ---- hist_build: each in-bag row of a built slot adds itself to (slot, feature, bin) ----------
 // 1 binned (n, FW) · 2 fmeta (F, 2) · 3 target (n) · 4 state (T, n) · 5 slots (T, S, 4)
-// · 6 hist (T, S, NB, C) atomic. Thread per (tree, row).
+// · 6 hist (T, S_h, NB, C) atomic. Thread per (tree, row).
 @group(0) @binding(1) var<storage, read> hb_binned: array<u32>;
 @group(0) @binding(2) var<storage, read> hb_fmeta: array<u32>;
 @group(0) @binding(3) var<storage, read> hb_target: array<u32>;
@@ -186,11 +372,11 @@ fn hist_build(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: v
   let st = hb_state[i];
   let w = st & 255u;
   let slot = st >> 8u;
-  if (w == 0u || slot == DONE) { return; }
+  if (w == 0u || slot == DONE || slot < p.s_lo || slot >= p.s_lo + pass_slots()) { return; }
   let t = i / p.n;
   let r = i % p.n;
   if ((hb_slots[(t * p.S + slot) * 4u + 1u] & BUILT) == 0u) { return; }
-  let base = (t * p.S + slot) * p.NB;
+  let base = hist_slot(t, slot) * p.NB;
   let tv = hb_target[r];
   var lo = 0u;
   var hi = 0u;
@@ -216,7 +402,8 @@ fn hist_build(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: v
 }
 
 // ---- hist_prefix: built histograms become cumulative along each feature's bins ---------------
-// 1 fmeta (F, 2) · 2 slots (T, S, 4) · 3 hist (T, S, NB, C). Thread per (tree, slot, feature).
+// 1 fmeta (F, 2) · 2 slots (T, S, 4) · 3 hist (T, S_h, NB, C). Thread per (tree, slot of the
+// pass, feature).
 // From here on every histogram is cumulative: bin j holds bins 0..j, so a split's left side is
 // one bin's channels, the last bin holds the node's totals, and parent - sibling stays exact.
 @group(0) @binding(1) var<storage, read> sp_fmeta: array<u32>;
@@ -227,12 +414,13 @@ fn hist_build(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: v
 fn hist_prefix(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
                @builtin(local_invocation_index) lid: u32) {
   let i = linear(wid, nwg) * 256u + lid;
-  if (i >= p.T * p.S_cur * p.F) { return; }
+  let sp = pass_slots();
+  if (i >= p.T * sp * p.F) { return; }
   let f = i % p.F;
-  let t = i / p.F / p.S_cur;
-  let s = i / p.F % p.S_cur;
+  let t = i / p.F / sp;
+  let s = p.s_lo + i / p.F % sp;
   if ((sp_slots[(t * p.S + s) * 4u + 1u] & BUILT) == 0u) { return; }
-  let h0 = ((t * p.S + s) * p.NB + sp_fmeta[2u * f]) * p.C;
+  let h0 = (hist_slot(t, s) * p.NB + sp_fmeta[2u * f]) * p.C;
   for (var j = 1u; j < sp_fmeta[2u * f + 1u]; j++) {
     let h = h0 + j * p.C;
     var c0 = 0u;
@@ -249,8 +437,9 @@ fn hist_prefix(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: 
 // ---- split_scan: the best split of one feature of one open slot ------------------------------
 // 1 fmeta · 2 slots · 3 hist · 4 nodes · 5 cand (T, S, F, 4): score bits, bin, next bin, flags
 // (1: has a split, 2: the feature varies in the node) · 6 xlogx (n + 1) f32: x ln x, for entropy
-// · 7 hist_prev (the parent level's). Thread per (tree, slot, feature). A slot not built by
-// atomics first gets this feature's bins as parent - sibling.
+// · 7 hist_prev (the parent level's). Thread per (tree, slot of the pass, feature). A slot not
+// built by atomics first gets this feature's bins as parent - sibling (only where a level's
+// histograms fit in one pass, S_h = S).
 // Candidates: a split after each non-empty bin b, the right side starting at the next non-empty
 // bin b2 (only such splits differ). Score (larger is better, f32 in this order):
 //   squared error  sl*sl/wl + sr*sr/wr      (sl, sr: sums of w*y, wl, wr: weights)
@@ -396,20 +585,21 @@ fn varies(hbase: u32, f: u32) -> u32 {
 fn split_scan(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
               @builtin(local_invocation_index) lid: u32) {
   let i = linear(wid, nwg) * 256u + lid;
-  if (i >= p.T * p.S_cur * p.F) { return; }
+  let sp = pass_slots();
+  if (i >= p.T * sp * p.F) { return; }
   let f = i % p.F;
-  let t = i / p.F / p.S_cur;
-  let s = i / p.F % p.S_cur;
+  let t = i / p.F / sp;
+  let s = p.s_lo + i / p.F % sp;
   let sl = (t * p.S + s) * 4u;
   let flags = sp_slots[sl + 1u];
   if ((flags & OPEN) == 0u) { return; }
-  let hbase = (t * p.S + s) * p.NB;
+  let hbase = hist_slot(t, s) * p.NB;
   let off = sp_fmeta[2u * f];
   let nb = sp_fmeta[2u * f + 1u];
   if ((flags & BUILT) == 0u) {  // parent - sibling, for this feature's bins
     let me = (hbase + off) * p.C;
-    let sib = ((t * p.S + (s ^ 1u)) * p.NB + off) * p.C;
-    let par = ((t * p.S + sp_slots[sl + 2u]) * p.NB + off) * p.C;
+    let sib = (hist_slot(t, s ^ 1u) * p.NB + off) * p.C;
+    let par = ((t * p.S_h + sp_slots[sl + 2u]) * p.NB + off) * p.C;
     for (var e = 0u; e < nb * p.C; e += p.C) {
       var c0 = 0u;
       if (p.crit == MSE) {
@@ -448,15 +638,16 @@ fn split_scan(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: v
 
 // ---- split_pick: each open slot's split among its features' candidates ----------------------
 // 1 fmeta · 2 slots · 3 hist · 4 nodes · 5 cand · 6 xlogx · 7 left (T, S, C): the left child's
-// channels. Thread per (tree, slot). Ties: lowest feature. If no scanned feature varies in the
+// channels. Thread per (tree, slot of the pass). Ties: lowest feature. If no scanned feature varies in the
 // node, the first feature of the permutation that does is scanned here (as scikit-learn).
 @compute @workgroup_size(256)
 fn split_pick(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
               @builtin(local_invocation_index) lid: u32) {
   let i = linear(wid, nwg) * 256u + lid;
-  if (i >= p.T * p.S_cur) { return; }
-  let t = i / p.S_cur;
-  let s = i % p.S_cur;
+  let sp = pass_slots();
+  if (i >= p.T * sp) { return; }
+  let t = i / sp;
+  let s = p.s_lo + i % sp;
   let sl = (t * p.S + s) * 4u;
   if ((sp_slots[sl + 1u] & OPEN) == 0u) { return; }
   let node = sp_slots[sl];
@@ -476,7 +667,7 @@ fn split_pick(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: v
       if (better(c, best)) { best = c; }
     }
   }
-  let hbase = (t * p.S + s) * p.NB;
+  let hbase = hist_slot(t, s) * p.NB;
   if (any == 0u) {
     var first = LEAF;
     var pick = 0u;
@@ -502,7 +693,8 @@ fn split_pick(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: v
 // · 6 meta (T_all, 2). Workgroup of 256 per tree: a prefix sum over the level's slots, so node
 // numbers are the same on every backend. A split whose children are both closed takes no slot;
 // otherwise the pair (2j, 2j+1): the child with fewer rows is built (slot 2j), the other (if
-// open) derived.
+// open) derived. Where a level's histograms take several passes (S_h < S), there is no parent
+// histogram to derive from: the open children are both built, a closed one takes no slot.
 @group(0) @binding(1) var<storage, read> al_slots: array<u32>;
 @group(0) @binding(2) var<storage, read_write> al_nodes: array<u32>;
 @group(0) @binding(3) var<storage, read> al_left: array<u32>;
@@ -608,7 +800,8 @@ fn alloc(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
       for (var side = 0u; side < 2u; side++) {
         let ns = 2u * j + select(1u, 0u, side == small);  // the built child takes the even slot
         let open = select(open_l, open_r, side == 1u);
-        let flags = select(0u, OPEN, open) | select(0u, BUILT, side == small);
+        var flags = select(0u, OPEN, open) | select(0u, BUILT, side == small);
+        if (p.S_h < p.S) { flags = select(0u, OPEN | BUILT, open); }
         let e = (t * p.S + ns) * 4u;
         al_next[e] = nid + side;
         al_next[e + 1u] = flags;
@@ -625,26 +818,6 @@ fn alloc(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
     al_meta[2u * tree] = first_node + 2u * total_splits;
     al_meta[2u * tree + 1u] = total_pairs;
   }
-}
-
-// ---- hist_clear: zero the histograms the next level builds by atomics ------------------------
-// 1 meta (T_all, 2) · 2 hist_next (T, S, NB, C). Workgroup of 256 per (tree, pair): slot 2j of
-// each of the tree's pairs (the buffer held the parent level's histograms, no longer needed).
-@group(0) @binding(1) var<storage, read> hc_meta: array<u32>;
-@group(0) @binding(2) var<storage, read_write> hc_hist: array<u32>;
-
-@compute @workgroup_size(256)
-fn hist_clear(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
-              @builtin(local_invocation_index) lid: u32) {
-  let id = linear(wid, nwg);
-  let pairs = p.S_next / 2u;
-  if (id >= p.T * pairs) { return; }
-  let t = id / pairs;
-  let j = id % pairs;
-  if (j >= hc_meta[2u * (p.tree0 + t) + 1u]) { return; }
-  let W = p.NB * p.C;
-  let base = (t * p.S + 2u * j) * W;
-  for (var e = lid; e < W; e += 256u) { hc_hist[base + e] = 0u; }
 }
 
 // ---- route_rows: each row of a split node moves to its child's slot, or rests (DONE) ----------
@@ -681,7 +854,7 @@ fn route_rows(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: v
 
 // ---- finalize: the batch's trees in the form prediction reads ---------------------------------
 // 1 nodes · 2 meta · 3 edges (NB, 3) f32 · 4 fmeta · 5 ptree (T_all, NC, 3) · 6 pval (T_all, NC, K).
-// Threshold: halfway between the largest value of the left bin and the smallest of the right
+// A leaf: feature and left child LEAF, threshold 0. Threshold: halfway between the largest value of the left bin and the smallest of the right
 // one (scikit-learn's midpoint on small data), kept within the thresholds that give the same
 // partition. Values: mean of y, or class fractions (weighted by bootstrap counts).
 @group(0) @binding(1) var<storage, read> fi_nodes: array<u32>;
@@ -704,7 +877,7 @@ fn finalize(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec
   let f = fi_nodes[rec];
   fi_tree[3u * out] = f;
   fi_tree[3u * out + 1u] = 0u;
-  fi_tree[3u * out + 2u] = 0u;
+  fi_tree[3u * out + 2u] = LEAF;
   if (f != LEAF) {
     let g = fi_fmeta[2u * f] + fi_nodes[rec + 1u];
     let g2 = fi_fmeta[2u * f] + fi_nodes[rec + 2u];
@@ -723,13 +896,85 @@ fn finalize(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec
   }
 }
 
+// ---- importance: the impurity decrease of each feature's splits, per tree -----------------------
+// 1 nodes · 2 meta · 3 imp (T_all, G, F) f32 out: the sum over nodes [g * IMP_CHUNK, (g + 1) *
+// IMP_CHUNK) of the tree split on f. Workgroup per (tree, g, 256 features). A split's decrease of
+// weighted impurity, in a form free of cancellation (w = wl + wr):
+//   squared error, gini   wl wr / w * sum over channels (left/wl - right/wr)^2
+//                          (the sums of w y, or the class weights)
+//   entropy               sum_k cl_k ln(cl_k w / (c_k wl)) + cr_k ln(cr_k w / (c_k wr))
+// in units that cancel when a tree's decreases are normalised (fixed-point y for regression).
+const IMP_CHUNK: u32 = 2048u;
+
+@group(0) @binding(1) var<storage, read> im_nodes: array<u32>;
+@group(0) @binding(2) var<storage, read> im_meta: array<u32>;
+@group(0) @binding(3) var<storage, read_write> im_out: array<f32>;
+
+fn im_sum(rec: u32) -> f32 { return i64_to_f32(im_nodes[rec + 4u], im_nodes[rec + 5u]); }
+
+fn decrease(l: u32, r: u32) -> f32 {
+  if (p.crit == MSE) {
+    let wl = f32(im_nodes[l + 6u]);
+    let wr = f32(im_nodes[r + 6u]);
+    let d = im_sum(l) / wl - im_sum(r) / wr;
+    return wl * wr / (wl + wr) * (d * d);
+  }
+  var wl = 0u;
+  var wr = 0u;
+  for (var k = 0u; k < p.K; k++) {
+    wl += im_nodes[l + 4u + k];
+    wr += im_nodes[r + 4u + k];
+  }
+  let fl = f32(wl);
+  let fr = f32(wr);
+  let fw = f32(wl + wr);
+  var acc = 0.0;
+  for (var k = 0u; k < p.K; k++) {
+    let cl = f32(im_nodes[l + 4u + k]);
+    let cr = f32(im_nodes[r + 4u + k]);
+    if (p.crit == GINI) {
+      let d = cl / fl - cr / fr;
+      acc = acc + d * d;
+    } else {
+      let c = cl + cr;
+      if (cl > 0.0) { acc = acc + cl * log(cl * fw / (c * fl)); }
+      if (cr > 0.0) { acc = acc + cr * log(cr * fw / (c * fr)); }
+    }
+  }
+  if (p.crit == GINI) { return fl * fr / fw * acc; }
+  return acc;
+}
+
+@compute @workgroup_size(256)
+fn importance(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
+              @builtin(local_invocation_index) lid: u32) {
+  let G = (p.NC + IMP_CHUNK - 1u) / IMP_CHUNK;
+  let fchunks = (p.F + 255u) / 256u;
+  let id = linear(wid, nwg);
+  let tree = id / (G * fchunks);
+  let g = id / fchunks % G;
+  let f = (id % fchunks) * 256u + lid;
+  if (tree >= p.T_all || f >= p.F) { return; }
+  let NW = 4u + p.C;
+  let end = min(im_meta[2u * tree], (g + 1u) * IMP_CHUNK);
+  var acc = 0.0;
+  for (var node = g * IMP_CHUNK; node < end; node++) {
+    let rec = (tree * p.NC + node) * NW;
+    if (im_nodes[rec] != f) { continue; }
+    let l = (tree * p.NC + im_nodes[rec + 3u]) * NW;
+    acc = acc + decrease(l, l + NW);
+  }
+  im_out[(tree * G + g) * p.F + f] = acc;
+}
+
 // ---- predict / oob: walk every tree for each row ----------------------------------------------
-// predict: 1 X (n, F) f32 · 2 ptree · 3 pval · 4 out (n, K) f32 = mean over T_all trees.
+// predict: 1 X · 2 ptree · 3 pval · 4 out (n, K, 2): the mean over T_all trees, f32 summed in
+//          tree order, written as the f64 of the same value (two words, lo and hi).
 // oob:     1 X · 2 ptree · 3 pval · 4 state (T, n) · 5 oob (n, K + 1) f32 += the batch's trees
 //          that did not draw the row, and their count.
 @group(0) @binding(2) var<storage, read> pr_tree: array<u32>;
 @group(0) @binding(3) var<storage, read> pr_val: array<f32>;
-@group(0) @binding(4) var<storage, read_write> pr_out: array<f32>;
+@group(0) @binding(4) var<storage, read_write> pr_out: array<u32>;
 @group(0) @binding(4) var<storage, read> oob_state: array<u32>;
 @group(0) @binding(5) var<storage, read_write> oob_out: array<f32>;
 
@@ -740,9 +985,26 @@ fn leaf_of(tree: u32, r: u32) -> u32 {
     let f = pr_tree[e];
     if (f == LEAF) { break; }
     let left = pr_tree[e + 2u];
-    node = select(left + 1u, left, X[r * p.F + f] <= bitcast<f32>(pr_tree[e + 1u]));
+    node = select(left + 1u, left, x_at(r, f) <= bitcast<f32>(pr_tree[e + 1u]));
   }
   return tree * p.NC + node;
+}
+
+// The f64 of an f32, exactly (subnormals normalised).
+fn f32_to_f64(x: f32) -> vec2u {
+  let b = bitcast<u32>(x);
+  let sign = b & 0x80000000u;
+  let E = (b >> 23u) & 0xFFu;
+  var m = b & 0x7FFFFFu;
+  if (E == 0xFFu) { return vec2u(m << 29u, sign | 0x7FF00000u | (m >> 3u)); }
+  var e = i32(E) + 896;  // 1023 - 127
+  if (E == 0u) {
+    if (m == 0u) { return vec2u(0u, sign); }
+    let sh = 23u - firstLeadingBit(m);
+    m = (m << sh) & 0x7FFFFFu;
+    e = 897 - i32(sh);
+  }
+  return vec2u(m << 29u, sign | (u32(e) << 20u) | (m >> 3u));
 }
 
 @compute @workgroup_size(256)
@@ -755,7 +1017,11 @@ fn predict(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3
     let leaf = leaf_of(tree, r);
     for (var k = 0u; k < p.K; k++) { acc[k] += pr_val[leaf * p.K + k]; }
   }
-  for (var k = 0u; k < p.K; k++) { pr_out[r * p.K + k] = acc[k] / f32(p.T_all); }
+  for (var k = 0u; k < p.K; k++) {
+    let v = f32_to_f64(acc[k] / f32(p.T_all));
+    pr_out[2u * (r * p.K + k)] = v.x;
+    pr_out[2u * (r * p.K + k) + 1u] = v.y;
+  }
 }
 
 @compute @workgroup_size(256)

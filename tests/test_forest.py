@@ -161,7 +161,8 @@ def test_same_seed_same_forest_on_reference_and_native(native_backend, reference
         assert a["left"] == b["left"] and a["right"] == b["right"]
         va, vb = np.array(a["value"], dtype=float), np.array(b["value"], dtype=float)
         assert np.allclose(va, vb, rtol=1e-6, atol=1e-6 * np.abs(va).max()), f"tree {t}: values"
-    assert ref["feature_importances"] == pytest.approx(nat["feature_importances"], rel=1e-9)
+    # Summed in f32 on the device (entropy's logarithms may differ in the last bit).
+    assert ref["feature_importances"] == pytest.approx(nat["feature_importances"], rel=1e-5)
     if kw.get("oob_score"):
         assert ref["oob_score"] == pytest.approx(nat["oob_score"], rel=1e-5)
     pa, pb = (run(f.predict(X[:50])) for f in fits)
@@ -224,7 +225,7 @@ def test_a_forest_too_big_for_the_adapter_is_refused_clearly(native_backend):
     f = RandomForestRegressor(n_estimators=2, backend=native_backend, min_samples_leaf=1)
     native_backend_limits = dict(native_backend.limits)
     try:
-        native_backend.limits["maxStorageBufferBindingSize"] = 2**16
+        native_backend.limits["maxStorageBufferBindingSize"] = 2**12  # less than one node's histogram
         with pytest.raises(LimitError, match="MiB"):
             run(f.fit([[float(i), float(i % 7)] for i in range(400)], [float(i) for i in range(400)]))
     finally:

@@ -66,8 +66,9 @@ def random_forest(rng, task, backend, bootstrap=None):
     return RandomForestClassifier(criterion=task, **kw)
 
 
-ENTRIES = ["bin_features", "bootstrap", "init_trees", "hist_build", "hist_prefix", "split_scan",
-           "split_pick", "alloc", "hist_clear", "route_rows", "finalize", "oob", "predict"]
+ENTRIES = ["check_finite", "targets", "bin_features", "bootstrap", "init_trees", "hist_build",
+           "hist_prefix", "split_scan", "split_pick", "alloc", "hist_clear", "route_rows", "finalize",
+           "importance", "oob", "predict"]
 PER_LEVEL = {"hist_build", "hist_prefix", "split_scan", "split_pick", "alloc", "hist_clear",
              "route_rows"}  # the others run once a fit or a batch: capture their first dispatch
 
@@ -75,6 +76,8 @@ PER_LEVEL = {"hist_build", "hist_prefix", "split_scan", "split_pick", "alloc", "
 @pytest.mark.parametrize("task", ["regression", "gini", "entropy"])
 @pytest.mark.parametrize("entry", ENTRIES)
 def test_kernel_matches_reference(native_backend, rng, entry, task):
+    if entry == "targets" and task != "regression":
+        pytest.skip("regression targets only")
     X, y = random_data(rng, task)
     for attempt in range(5):  # a small random forest may never reach the chosen dispatch
         ref = CapturingBackend(entry, rng.randrange(6) if entry in PER_LEVEL and attempt < 3 else 0)

@@ -13,6 +13,8 @@ export const LIMITS = [
 export const FEATURES = ["subgroups", "shader-f16", "timestamp-query",
   "chromium-experimental-subgroup-matrix"];
 
+const QUERIES_PER_SET = 2048;  // dispatches a query set stamps (WebGPU allows 4096 queries a set)
+
 export class GPUUnavailable extends Error {
   constructor(reason, message) { super(message); this.reason = reason; }
 }
@@ -171,7 +173,7 @@ export class GPURuntime {
         entries: bufs.map((b, i) => ({ binding: i, resource: { buffer: this.buffers.get(b) } })),
       });
       this.device.popErrorScope().then((err) => { if (err) this.error ??= `${name}: ${err.message}`; });
-      return ["d", pipeline, group, x, y, z];
+      return ["d", pipeline, group, x, y, z, name];
     });
     const id = this.nextId++;
     this.plans.set(id, steps);
@@ -182,9 +184,25 @@ export class GPURuntime {
     this.check();
     const steps = this.plans.get(id);
     const enc = this.device.createCommandEncoder();
+    const prof = this.prof;
     for (let r = 0; r < repeat; r++) {
       let pass = null;
       for (const s of steps) {
+        if (s[0] === "d" && prof && prof.names.length < prof.capacity) {
+          // Profiling: each dispatch in a pass of its own, stamped at its start and end.
+          if (pass) { pass.end(); pass = null; }
+          const q = prof.names.length;
+          const set = prof.sets[Math.floor(q / QUERIES_PER_SET)] ?? this.addQuerySet(prof);
+          const at = 2 * (q % QUERIES_PER_SET);
+          const timed = enc.beginComputePass({ timestampWrites: {
+            querySet: set.qs, beginningOfPassWriteIndex: at, endOfPassWriteIndex: at + 1 } });
+          timed.setPipeline(s[1]);
+          timed.setBindGroup(0, s[2]);
+          timed.dispatchWorkgroups(s[3], s[4], s[5]);
+          timed.end();
+          prof.names.push(s[6]);
+          continue;
+        }
         if (s[0] === "d") {
           pass ??= enc.beginComputePass();
           pass.setPipeline(s[1]);
@@ -199,6 +217,57 @@ export class GPURuntime {
       if (pass) pass.end();
     }
     this.device.queue.submit([enc.finish()]);
+  }
+
+  // GPU time per kernel name, from timestamp queries (feature "timestamp-query"), while a profile
+  // is open: profileStart(), then runPlan as usual, then await profileStop().
+  profileStart(capacity = 65536) {
+    this.check();
+    if (!this.device.features.has("timestamp-query")) throw new Error("this device has no timestamp-query");
+    this.prof = { capacity, names: [], sets: [] };
+  }
+
+  addQuerySet(prof) {
+    const set = {
+      qs: this.device.createQuerySet({ type: "timestamp", count: 2 * QUERIES_PER_SET }),
+      resolved: this.device.createBuffer({ size: 16 * QUERIES_PER_SET,
+        usage: GPUBufferUsage.QUERY_RESOLVE | GPUBufferUsage.COPY_SRC }),
+    };
+    prof.sets.push(set);
+    return set;
+  }
+
+  // JSON {name: [seconds, dispatches]}.
+  async profileStop() {
+    const prof = this.prof;
+    this.prof = null;
+    const out = {};
+    try {
+      for (const [i, set] of prof.sets.entries()) {
+        const count = Math.min(QUERIES_PER_SET, prof.names.length - i * QUERIES_PER_SET);
+        if (count <= 0) break;
+        const staging = this.device.createBuffer({ size: 16 * count, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
+        const enc = this.device.createCommandEncoder();
+        enc.resolveQuerySet(set.qs, 0, 2 * count, set.resolved, 0);
+        enc.copyBufferToBuffer(set.resolved, 0, staging, 0, 16 * count);
+        this.device.queue.submit([enc.finish()]);
+        await staging.mapAsync(GPUMapMode.READ);
+        const stamps = new BigUint64Array(staging.getMappedRange());
+        for (let q = 0; q < count; q++) {
+          const name = prof.names[i * QUERIES_PER_SET + q];
+          const ns = stamps[2 * q + 1] > stamps[2 * q] ? Number(stamps[2 * q + 1] - stamps[2 * q]) : 0;
+          const e = (out[name] ??= [0, 0]);
+          e[0] += ns * 1e-9;
+          e[1] += 1;
+        }
+        staging.unmap();
+        staging.destroy();
+      }
+    } finally {
+      for (const set of prof.sets) { set.qs.destroy(); set.resolved.destroy(); }
+    }
+    this.check();
+    return JSON.stringify(out);
   }
 
   // Where a plan's time goes, from timestamp queries ("timestamp-query" feature): every dispatch

@@ -4,7 +4,8 @@
     clf = await RandomForestClassifier(n_estimators=100, random_state=0, backend="native").fit(X, y)
 
 Modules: `estimators` (the two estimators), `builder` (buffers, plans and the level loop),
-`binning` (feature thresholds), `export` (the JSON format and feature importances).
+`binning` (feature thresholds), `trees` (the grown forest as flat arrays; prediction), `export`
+(the JSON format).
 """
 from .estimators import RandomForestClassifier, RandomForestRegressor, as_matrix, r2_score
 

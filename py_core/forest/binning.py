@@ -1,4 +1,4 @@
-"""Quantile bins of each feature, computed once on the CPU; rows are binned on the GPU.
+"""Quantile bins of each feature, from a sorted subsample of its values; rows are binned on the GPU.
 
 A feature with at most `n_bins` distinct values gets one bin per value and thresholds halfway
 between neighbours, so small data sees exactly scikit-learn's candidate splits. Otherwise the
@@ -6,6 +6,11 @@ thresholds are the midpoint percentiles of (a subsample of) the values, as sciki
 HistGradientBoosting does. Everything is in f32, the precision the GPU compares in: a row goes
 to bin j when exactly j of the feature's thresholds are below its value, so `x <= threshold[j]`
 holds for bins 0..j and fails above.
+
+The subsample is every `step`-th row (`sample_shape`). GPU backends sort it on the device
+(`sample` and `sort_pass` kernels) and read it back once; `sorted_columns` does the same in
+Python. Either way each feature's values are its f32 values, -0 made +0, sorted ascending, so the
+thresholds are the same on every backend. From the sorted values only O(n_bins log m) are read.
 """
 from __future__ import annotations
 
@@ -15,6 +20,13 @@ from bisect import bisect_left, bisect_right
 
 SUBSAMPLE = 100_000  # rows the thresholds are computed from (HistGradientBoosting: 200,000)
 INF = float("inf")
+
+
+def sample_shape(n: int) -> tuple[int, int, int]:
+    """(step, m, SM): every step-th row, m of them, padded to SM = a power of two (for the sort)."""
+    step = -(-n // SUBSAMPLE)
+    m = -(-n // step)
+    return step, m, 1 << max(0, (m - 1).bit_length())
 
 
 def _f32(x: float) -> float:
@@ -27,14 +39,24 @@ def midpoint(a: float, b: float) -> float:
     return m if a <= m < b else a
 
 
-def feature_bins(values: list[float], n_bins: int, distinct=None
-                 ) -> tuple[list[float], list[float], list[float]]:
-    """(thresholds, lo, hi) of one feature from its sorted f32 values (and, if known, their
-    distinct values): len(thresholds) + 1 bins, lo/hi the smallest and largest value in each."""
-    if distinct is None:
-        distinct = set(values)
-    if len(distinct) <= n_bins:
-        distinct = sorted(distinct)
+def distinct_upto(values, limit: int) -> list[float] | None:
+    """The distinct values of a sorted sequence if there are at most `limit`, else None: found
+    by bisection, O(limit log m) steps."""
+    out, i, m = [], 0, len(values)
+    while i < m:
+        if len(out) == limit:
+            return None
+        v = values[i]
+        out.append(v)
+        i = bisect_right(values, v, i)
+    return out
+
+
+def feature_bins(values, n_bins: int) -> tuple[list[float], list[float], list[float]]:
+    """(thresholds, lo, hi) of one feature from its sorted f32 values (a list or an array):
+    len(thresholds) + 1 bins, lo/hi the smallest and largest value in each."""
+    distinct = distinct_upto(values, n_bins)
+    if distinct is not None:
         return [midpoint(a, b) for a, b in zip(distinct, distinct[1:])], distinct, distinct
     m = len(values)
     cuts = set()
@@ -62,26 +84,35 @@ def feature_bins(values: list[float], n_bins: int, distinct=None
     return thresholds, lo, hi
 
 
-def bin_edges(X: array, n: int, n_features: int, n_bins: int) -> tuple[array, array, list[list[float]]]:
-    """(edges, fmeta, thresholds) for the kernels.
+def sorted_columns(X: array, n: int, n_features: int) -> list:
+    """Each feature's subsample, sorted, in Python (what `sample` + `sort_pass` give on a GPU).
+    X: row-major n x n_features, array('f') or array('d') (rounded to f32 here)."""
+    step = sample_shape(n)[0]
+    out = []
+    for f in range(n_features):
+        col = X[f:n * n_features:n_features * step]
+        if col.typecode != "f":
+            col = array("f", col)
+        out.append(sorted(v + 0.0 for v in col))  # -0 + 0 is +0
+    return out
+
+
+def edges_from_sorted(columns, n_bins: int) -> tuple[array, array, list[list[float]]]:
+    """(edges, fmeta, thresholds) for the kernels from each feature's sorted values.
 
     edges: f32 (NB, 3): per global bin its upper threshold (inf for a feature's last bin), its
     smallest and its largest value. fmeta: u32 (F, 2): first global bin, number of bins.
-    X: array('f'), row-major n x n_features.
     """
-    step = -(-n // SUBSAMPLE)
     edges, fmeta, all_thresholds = array("f"), array("I"), []
-    for f in range(n_features):
-        col = X[f:n * n_features:n_features * step]
-        values = col.tolist()
-        distinct = set(values)
-        if len(distinct) <= n_bins:
-            values = distinct = sorted(distinct)
-        else:
-            values.sort()
-        thresholds, lo, hi = feature_bins(values, n_bins, distinct)
+    for values in columns:
+        thresholds, lo, hi = feature_bins(values, n_bins)
         fmeta.extend((len(edges) // 3, len(thresholds) + 1))
         for j in range(len(thresholds) + 1):
             edges.extend((thresholds[j] if j < len(thresholds) else INF, lo[j], hi[j]))
         all_thresholds.append(thresholds)
     return edges, fmeta, all_thresholds
+
+
+def bin_edges(X: array, n: int, n_features: int, n_bins: int) -> tuple[array, array, list[list[float]]]:
+    """`edges_from_sorted` of X's sorted subsample (X: array('f'/'d'), row-major)."""
+    return edges_from_sorted(sorted_columns(X, n, n_features), n_bins)

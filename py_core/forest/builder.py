@@ -2,32 +2,45 @@
 
 The method (kernels in `shaders/forest.wgsl`):
 
-1. Features are binned once (`binning.py` finds the thresholds; `bin_features` bins the rows).
+1. The data go up as they are (f64 values are rounded to f32 by the kernels, as the CPU would).
+   `check_finite` refuses NaN and infinities, `targets` turns regression y into exact fixed point,
+   and `sample` + `sort_pass` sort a subsample of each feature on the device; the thresholds are
+   picked from it on the CPU (`binning.py`, O(n_bins log m) values read) and `bin_features` bins
+   the rows.
 2. Trees grow in batches sized to the adapter's limits. For a batch, `bootstrap` counts n draws
    with replacement per tree into each row's state (slot << 8 | count), from a hash RNG.
 3. Level by level, all trees of the batch at once, a plan recorded once per level runs:
-   `hist_build` (integer atomics into (tree, slot, feature, bin): only the smaller child of each
-   split, or the root), `hist_prefix` (built histograms made cumulative along the bins),
-   `split_scan` (per slot and feature: the larger child's histogram as parent - sibling, then
-   the feature's best split, f32 gain in a fixed order), `split_pick` (per slot: the best over
-   its random feature subset), `alloc` (per tree, a prefix sum numbers the children and gives
-   the open ones slots of the next level), `hist_clear` (zeroes the histograms the next level
-   builds) and `route_rows` (each row moves to its child's slot). Nothing is read back between levels: the number of slots a level
-   can need is bounded from n, min_samples_split and min_samples_leaf, so every grid is fixed.
-   Memory: two levels of histograms, Tb x S x NB x C words each, sized to HIST_BUDGET and the
-   adapter's binding limit; the trees are grown in batches of Tb.
+   `hist_clear` (zeroes the histograms this level builds), `hist_build` (integer atomics into
+   (tree, slot, feature, bin): only the smaller child of each split, or the root), `hist_prefix`
+   (built histograms made cumulative along the bins), `split_scan` (per slot and feature: the
+   larger child's histogram as parent - sibling, then the feature's best split, f32 gain in a
+   fixed order), `split_pick` (per slot: the best over its random feature subset), `alloc` (per
+   tree, a prefix sum numbers the children and gives the open ones slots of the next level) and
+   `route_rows` (each row moves to its child's slot). Nothing is read back between levels: the
+   number of slots a level can need is bounded from n, min_samples_split and min_samples_leaf,
+   so every grid is fixed.
+   Memory: two levels of histograms, Tb x S x NB x C words each, sized to the histogram budget
+   and the adapter's binding limit; the trees are grown in batches of Tb. Where one tree's level
+   does not fit a buffer (128 MiB adapters, deep trees on wide data), a level's slots are done in
+   passes of S_h slots with one histogram buffer; every open child is then built by atomics (no
+   parent to subtract from) and the forest is the same.
 4. `finalize` turns nodes into the (feature, threshold, left child, value) arrays that `predict`
-   and `oob` walk; the nodes come back to Python in one readback at the end.
+   and `oob` walk and `importance` sums each feature's impurity decrease; all of it comes back to
+   Python in one readback at the end and stays in flat arrays (`trees.Trees`).
 """
 from __future__ import annotations
 
 import math
+import time
 from array import array
 from dataclasses import dataclass
+from fractions import Fraction
 
 from ..gpu import LimitError
-from ..kernels.forest import (ENTROPY, LEAF, MSE, PARAMS, WG, grid, half_bits)
-from .binning import bin_edges
+from ..kernels.forest import (ENTROPY, IMP_CHUNK, MSE, NOT_FINITE_X, NOT_FINITE_Y, PARAMS, SORT,
+                              WG, grid, half_bits)
+from .binning import edges_from_sorted, sample_shape, sorted_columns
+from .trees import Trees, matrix_words
 
 HIST_BUDGET = 512 * 2**20  # bytes of one level's histograms per batch, at most (GPU backends)
 REFERENCE_BUDGET = 64 * 2**20  # the reference backend keeps these in Python arrays
@@ -35,10 +48,11 @@ NONE_DEPTH = 0xFFFFFFFF  # max_depth=None in the kernels' params
 CHECK_EVERY = 8  # levels between the small readbacks that end a deep (max_depth > 16 or None) batch
 MAX_ROWS = 2**24 - 1  # weights and counts stay exact in f32
 Y_BITS = 23  # regression targets as signed fixed point of this many bits (w * y fits in i32)
+DEVICE_SORT = ("webgpu", "native")  # backends that sort the binning subsample themselves
 
-KERNELS = ("bin_features", "bootstrap", "init_trees", "hist_build", "hist_prefix", "split_scan",
-           "split_pick", "hist_clear",
-           "alloc", "route_rows", "finalize", "predict", "oob")
+KERNELS = ("check_finite", "sample", "sort_pass", "targets", "bin_features", "bootstrap",
+           "init_trees", "hist_clear", "hist_build", "hist_prefix", "split_scan", "split_pick",
+           "alloc", "route_rows", "finalize", "importance", "oob")
 
 
 @dataclass
@@ -66,6 +80,7 @@ class Sizes:
     C: int
     K: int
     S: int        # slot stride: the most slots a level can need, per tree
+    S_h: int      # slots a histogram buffer holds per tree (S, or fewer: a level in passes)
     NC: int       # node capacity per tree
     Tb: int       # trees per batch
     levels: int | None  # None: grow until no node is open
@@ -75,6 +90,10 @@ def level_slots(d: int, n: int, s_min: int) -> int:
     """Slots level d can need per tree: pairs of children of the open nodes at level d - 1, of
     which there are at most 2^(d-1) and at most n // s_min (each holds s_min distinct rows)."""
     return 1 if d == 0 else 2 * min(2 ** (d - 1), n // s_min)
+
+
+def _cap(backend) -> int:
+    return min(backend.limits["maxStorageBufferBindingSize"], backend.limits["maxBufferSize"])
 
 
 def plan_sizes(backend, n: int, F: int, NB: int, spec: GrowSpec) -> Sizes:
@@ -87,43 +106,46 @@ def plan_sizes(backend, n: int, F: int, NB: int, spec: GrowSpec) -> Sizes:
     NC = 2 * max(1, n // spec.min_samples_leaf) - 1
     if D is not None and D < 40:
         NC = min(NC, 2 ** (D + 1) - 1)
-    cap = min(backend.limits["maxStorageBufferBindingSize"], backend.limits["maxBufferSize"],
-              REFERENCE_BUDGET if backend.name == "reference" else HIST_BUDGET)
-    per_tree = 4 * S * NB * C
-    Tb = min(spec.n_estimators, cap // per_tree, cap // (4 * n))
-    if Tb < 1:
+    cap = min(_cap(backend), REFERENCE_BUDGET if backend.name == "reference" else HIST_BUDGET)
+    per_slot = 4 * NB * C
+    if per_slot > cap:
         raise LimitError(
-            f"one tree's histograms need {per_tree / 2**20:.1f} MiB ({S} nodes a level x {NB} bins "
-            f"x {C} channels) but at most {cap / 2**20:.0f} MiB fit in a buffer here: lower "
-            f"n_bins or max_depth, or raise min_samples_leaf")
+            f"one node's histogram needs {per_slot / 2**20:.1f} MiB ({NB} bins x {C} channels) but at "
+            f"most {cap / 2**20:.0f} MiB fit in a buffer here: lower n_bins or use fewer features")
     T = spec.n_estimators
+    S_h = S if per_slot * S <= cap else cap // per_slot  # else each level in passes of S_h slots
+    Tb = max(1, min(T, cap // (per_slot * S_h)))
+    backend.check_size(4 * n * Tb, f"the bootstrap state of {n} rows")
     NW = 4 + C
     backend.check_size(4 * T * NC * NW, f"the nodes of {T} trees of up to {NC} nodes")
     backend.check_size(4 * T * NC * max(3, K), f"the prediction arrays of {T} trees")
-    backend.check_size(4 * n * F, f"the {n} x {F} training matrix")
-    return Sizes(n, F, -(-F // 4), NB, C, K, S, NC, Tb, D)
+    return Sizes(n, F, -(-F // 4), NB, C, K, S, S_h, NC, Tb, D)
 
 
-def _fixed_point(y, n):
-    """Targets as signed Y_BITS-bit integers around `mid`; value = q * inv_scale + mid."""
+def fixed_point_scale(y) -> tuple[int, int, float]:
+    """(e, M, mid) for regression targets y as q = round(y 2^e) - M: |q| <= 2^Y_BITS - 1, M the
+    fixed point of the middle of y's range, mid its f32; a value is q 2^-e + mid. The kernel
+    computes q exactly from y's f64 bits, so every backend gets the same integers."""
     lo, hi = min(y), max(y)
-    mid = array("f", [(lo + hi) / 2])[0]
-    half = max(hi - mid, mid - lo)
-    scale = (2 ** Y_BITS - 1.5) / half if half > 0 else 1.0  # |q| <= 2^23 - 1 after rounding
-    q = array("i", map(round, map(scale.__mul__, map((-mid).__add__, map(float, y)))))
-    return array("I", q.tobytes()), scale, mid
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        raise ValueError("y has NaN or infinite values")
+    c = lo / 2 + hi / 2
+    half = max(hi - c, c - lo) or abs(c) or 1.0
+    e = Y_BITS - math.frexp(half)[1]  # half 2^e < 2^Y_BITS
+    if half * 2.0 ** e > 2 ** Y_BITS - 2:  # leave room for the two roundings
+        e -= 1
+    M = round(Fraction(c) * Fraction(2) ** e)  # exact, ties to even
+    return e, M, math.ldexp(M, -e)
 
 
 @dataclass
 class Grown:
-    """A grown forest as read back: per tree (feature, threshold, left, value) lists and the
-    nodes' statistics; and, on the device, the prediction arrays."""
-    trees: list           # dicts with feature, threshold, left, right, value, stats
-    NC: int
-    ptree: object         # device buffers
+    """A grown forest as read back, and its prediction arrays on the device."""
+    trees: Trees
+    ptree: object          # device buffers
     pval: object
-    oob: array | None     # (n, K + 1): summed out-of-bag predictions and their count
-    y_scale: float        # regression fixed point (1.0 for classes)
+    importances: list      # F floats, summing to 1 (or all 0)
+    oob: array | None      # (n, K + 1): summed out-of-bag predictions and their count
     timings: dict
 
 
@@ -134,27 +156,30 @@ class Grower:
         self.b, self.spec = backend, spec
 
     async def grow(self, X: array, n: int, F: int, y, progress=None, should_stop=None,
-                   pause=None) -> Grown:
-        import time
+                   pause=None, profile=False) -> Grown:
+        """X: row-major n x F, array('f') or array('d'); y: array('d') targets (regression) or
+        array('I') class indices."""
         b, spec = self.b, self.spec
         if n > MAX_ROWS:
             raise LimitError(f"{n} rows: the forest trains on at most {MAX_ROWS} rows")
+        clock, timings = time.perf_counter, {}
+        t0 = clock()
         k = {name: await b.kernel("forest", name) for name in KERNELS}
-        t0 = time.perf_counter()
-        edges, fmeta, _ = bin_edges(X, n, F, spec.n_bins)
-        NB = len(fmeta) and sum(fmeta[1::2])
-        z = self.z = plan_sizes(b, n, F, NB, spec)
-        K, C, NC, S, Tb, T = z.K, z.C, z.NC, z.S, z.Tb, spec.n_estimators
+        T, K = spec.n_estimators, spec.n_classes
+        step, m, SM = sample_shape(n)
         if spec.crit == MSE:
-            target, scale, mid = _fixed_point(y, n)
+            ye, ym, mid = fixed_point_scale(y)
         else:
-            target, scale, mid = array("I", y), 1.0, 0.0
-        self.base = dict(n=n, F=F, FW=z.FW, NB=NB, C=C, K=K, crit=spec.crit, T=Tb, tree0=0,
+            ye, ym, mid = 0, 0, 0.0
+        words, xd = matrix_words(b, X, n, F, f"the {n} x {F} training matrix")
+        self.base = dict(n=n, F=F, FW=-(-F // 4), NB=0, C=0, K=K, crit=spec.crit, T=0, tree0=0,
                          seed=spec.seed, boot=int(spec.bootstrap), mss=spec.min_samples_split,
                          msl=spec.min_samples_leaf,
                          max_depth=NONE_DEPTH if spec.max_depth is None else spec.max_depth,
-                         mf=spec.max_features, hb=half_bits(F), S=S, NC=NC, depth=0, S_cur=1,
-                         S_next=0, T_all=T, inv_scale=1.0 / scale, mid=mid)
+                         mf=spec.max_features, hb=half_bits(F), S=0, NC=0, depth=0, S_cur=1,
+                         S_next=0, T_all=T, inv_scale=math.ldexp(1.0, -ye), mid=mid, xd=xd,
+                         ye=ye, ym_lo=ym & 0xFFFFFFFF, ym_hi=(ym >> 32) & 0xFFFFFFFF, step=step,
+                         SM=SM, S_h=0, s_lo=0)
         owned, kept = [], []  # every buffer of the fit is freed at the end, but the forest's own
 
         def buf(*args, **kwargs):
@@ -162,18 +187,62 @@ class Grower:
             owned.append(made)
             return made
 
+        if profile:
+            b.profile_start()
         try:
+            # -- data up; checks, fixed-point targets and the sorted subsample --------------------
             P0 = buf("u32", data=PARAMS.pack(**self.base), uniform=True)
-            Xb = buf("f32", data=X)
+            Xb = buf("u32", data=words)
+            flags = buf("u32", 1)
+            prep = b.plan().dispatch(k["check_finite"], [P0, Xb, flags], self._grid(n * F))
+            if spec.crit == MSE:
+                tgt = buf("u32", n)
+                yb = buf("u32", data=memoryview(y).cast("B"))
+                prep.dispatch(k["targets"], [P0, yb, tgt, flags], self._grid(n))
+            else:
+                tgt = buf("u32", data=y)
+            device_sort = b.name in DEVICE_SORT
+            if device_sort:
+                samp = buf("u32", F * SM + 1)  # the last word: a copy of the flags
+                prep.dispatch(k["sample"], [P0, Xb, samp], self._grid(F * SM))
+                for kk in (2 ** i for i in range(1, SM.bit_length())):
+                    for j in (kk >> i for i in range(1, kk.bit_length())):
+                        Ps = buf("u32", uniform=True, data=SORT.pack(j=j, k=kk, len=SM, count=F))
+                        prep.dispatch(k["sort_pass"], [Ps, samp], self._grid(F * SM // 2))
+                prep.copy(flags, samp, 1, dst_offset=F * SM)
+            await b.run(prep)
+            if device_sort:
+                got = await b.read(samp)
+                bad = got[F * SM]
+                values = array("f")
+                values.frombytes(memoryview(got)[:F * SM].cast("B"))
+                columns = [values[f * SM:f * SM + m] for f in range(F)]
+            else:
+                bad = (await b.read(flags))[0]
+            if bad & NOT_FINITE_X:
+                raise ValueError("X has NaN or infinite values (or values beyond float32): impute or drop them")
+            if bad & NOT_FINITE_Y:
+                raise ValueError("y has NaN or infinite values")
+            if not device_sort:
+                columns = sorted_columns(X, n, F)
+            edges, fmeta, _ = edges_from_sorted(columns, spec.n_bins)
+            timings["thresholds"] = clock() - t0
+
+            NB = sum(fmeta[1::2])
+            z = self.z = plan_sizes(b, n, F, NB, spec)
+            C, NC, S, S_h, Tb = z.C, z.NC, z.S, z.S_h, z.Tb
+            self.base.update(NB=NB, C=C, T=Tb, S=S, NC=NC, S_h=S_h)
+            b.write(P0, PARAMS.pack(**self.base))
             eb = buf("f32", data=edges)
             fb = buf("u32", data=fmeta)
             binned = buf("u32", n * z.FW)
             await b.run(b.plan().dispatch(k["bin_features"], [P0, Xb, eb, fb, binned],
                                           self._grid(n * z.FW)))
             await b.finish()
-            t_bin = time.perf_counter() - t0
+            timings["binning"] = clock() - t0
+            t1 = clock()
 
-            tgt = buf("u32", data=target)
+            # -- the trees, batch by batch, level by level ----------------------------------------
             if spec.crit == ENTROPY:  # x ln x for every weight a node can have
                 xlogx = buf("f32", data=array("f", [0.0] + [v * math.log(v) for v in range(1, n + 1)]))
             else:
@@ -184,7 +253,9 @@ class Grower:
             pval = buf("f32", K * T * NC)
             oobb = buf("f32", n * (K + 1)) if spec.oob and spec.bootstrap else None
             state = buf("u32", Tb * n)
-            hist = [buf("u32", Tb * S * NB * C) for _ in range(2)]
+            passes = S_h < S  # a level's slots in several passes, one histogram buffer
+            hist = [buf("u32", Tb * S_h * NB * C) for _ in range(1 if passes else 2)]
+            prev = buf("u32", 4) if passes else None  # split_scan's parent level: not read then
             slots = [buf("u32", Tb * S * 4) for _ in range(2)]
             childmap = buf("u32", Tb * S * 2)
             left = buf("u32", Tb * S * C)
@@ -192,14 +263,15 @@ class Grower:
 
             init = (b.plan().clear(state)
                     .dispatch(k["bootstrap"], [P0, state], self._grid(Tb * n))
-                    .dispatch(k["init_trees"], [P0, slots[0], nodes, meta, hist[0]], self._grid(Tb * S)))
+                    .dispatch(k["init_trees"], [P0, slots[0], nodes, meta], self._grid(Tb * S)))
             final = b.plan().dispatch(k["finalize"], [P0, nodes, meta, eb, fb, ptree, pval],
                                       self._grid(Tb * NC))
             if oobb is not None:
                 final.dispatch(k["oob"], [P0, Xb, ptree, pval, state, oobb], self._grid(n))
-            level_params, level_plans = [], []  # per level: (uniform, slots, next slots), plan
+            level_params, level_plans = [], []  # per level: [(uniform, params)], plan
             s_min = max(spec.min_samples_split, 2 * spec.min_samples_leaf)
             batch = [0, Tb]  # first tree, trees
+            wgs = b.limits["maxComputeWorkgroupsPerDimension"]
 
             def level(d):
                 """The recorded plan of level d: made once, run for every batch."""
@@ -208,26 +280,28 @@ class Grower:
                     s_cur = level_slots(e, n, s_min)
                     last = z.levels is not None and e == z.levels - 1
                     s_next = 0 if last else level_slots(e + 1, n, s_min)
-                    P = buf("u32", uniform=True,
-                                 data=PARAMS.pack(**self._params(e, s_cur, s_next, *batch)))
-                    cur, other = e % 2, 1 - e % 2
-                    plan = (b.plan()
-                            .dispatch(k["hist_build"], [P, binned, fb, tgt, state, slots[cur], hist[cur]],
-                                      self._grid(Tb * n))
-                            .dispatch(k["hist_prefix"], [P, fb, slots[cur], hist[cur]],
-                                      self._grid(Tb * s_cur * F))
-                            .dispatch(k["split_scan"], [P, fb, slots[cur], hist[cur], nodes, cand, xlogx,
-                                                        hist[other]], self._grid(Tb * s_cur * F))
-                            .dispatch(k["split_pick"], [P, fb, slots[cur], hist[cur], nodes, cand, xlogx,
-                                                        left], self._grid(Tb * s_cur))
-                            .dispatch(k["alloc"], [P, slots[cur], nodes, left, slots[other], childmap, meta],
-                                      grid(Tb, b.limits["maxComputeWorkgroupsPerDimension"])))
+                    cur, other = slots[e % 2], slots[1 - e % 2]
+                    h = hist[e % len(hist)]
+                    parent = prev if passes else hist[1 - e % 2]
+                    plan, ups = b.plan(), []
+                    for s_lo in range(0, s_cur, S_h):
+                        sp = min(S_h, s_cur - s_lo)
+                        pp = dict(depth=e, S_cur=s_cur, S_next=s_next, s_lo=s_lo)
+                        P = buf("u32", uniform=True, data=PARAMS.pack(**self._params(pp, *batch)))
+                        ups.append((P, pp))
+                        (plan.dispatch(k["hist_clear"], [P, cur, h], grid(Tb * sp, wgs))
+                         .dispatch(k["hist_build"], [P, binned, fb, tgt, state, cur, h], self._grid(Tb * n))
+                         .dispatch(k["hist_prefix"], [P, fb, cur, h], self._grid(Tb * sp * F))
+                         .dispatch(k["split_scan"], [P, fb, cur, h, nodes, cand, xlogx, parent],
+                                   self._grid(Tb * sp * F))
+                         .dispatch(k["split_pick"], [P, fb, cur, h, nodes, cand, xlogx, left],
+                                   self._grid(Tb * sp)))
+                    P = ups[0][0]
+                    plan.dispatch(k["alloc"], [P, cur, nodes, left, other, childmap, meta], grid(Tb, wgs))
                     if not last:
-                        plan.dispatch(k["hist_clear"], [P, meta, hist[other]],
-                                      grid(Tb * (s_next // 2), b.limits["maxComputeWorkgroupsPerDimension"]))
-                        plan.dispatch(k["route_rows"], [P, binned, state, slots[cur], nodes, childmap],
+                        plan.dispatch(k["route_rows"], [P, binned, state, cur, nodes, childmap],
                                       self._grid(Tb * n))
-                    level_params.append((P, s_cur, s_next))
+                    level_params.append(ups)
                     level_plans.append(plan)
                 return level_plans[d]
 
@@ -235,9 +309,10 @@ class Grower:
             while batch[0] < T:
                 done = batch[0]
                 batch[1] = nt = min(Tb, T - done)
-                b.write(P0, PARAMS.pack(**self._params(0, 1, 0, done, nt)))
-                for d, (P, s_cur, s_next) in enumerate(level_params):
-                    b.write(P, PARAMS.pack(**self._params(d, s_cur, s_next, done, nt)))
+                b.write(P0, PARAMS.pack(**self._params({}, done, nt)))
+                for ups in level_params:
+                    for P, pp in ups:
+                        b.write(P, PARAMS.pack(**self._params(pp, done, nt)))
                 await b.run(init)
                 d = 0
                 while z.levels is None or d < z.levels:
@@ -253,84 +328,91 @@ class Grower:
                         progress({"stage": f"level {d}/{total}", "trees": [done, T],
                                   "fraction": (done + nt * min(1.0, d / total)) / T})
                     if (z.levels or 64) > 16 and d % CHECK_EVERY == 0:
-                        m = await b.read(meta)  # a few words: is any node still open?
-                        if not any(m[2 * (done + t) + 1] for t in range(nt)):
+                        m_ = await b.read(meta)  # a few words: is any node still open?
+                        if not any(m_[2 * (done + t) + 1] for t in range(nt)):
                             break
                 await b.run(final)
                 batch[0] = done + nt
-            # The one readback of the fit.
-            node_words, counts = await b.read(nodes), await b.read(meta)
-            tree_words, values = await b.read(ptree), await b.read(pval)
-            oob = await b.read(oobb) if oobb is not None else None
-            trees = _host_trees(node_words, counts, tree_words, values, T, NC, C, K)
+            await b.finish()
+            timings["levels"] = clock() - t1
+            t1 = clock()
+
+            # -- the one readback of the fit --------------------------------------------------------
+            G = -(-NC // IMP_CHUNK)
+            imp = buf("f32", T * G * F)
+            Pi = buf("u32", uniform=True, data=PARAMS.pack(**self._params({}, 0, T)))
+            await b.run(b.plan().dispatch(k["importance"], [Pi, nodes, meta, imp],
+                                          grid(T * G * -(-F // WG), wgs)))
+            parts = await self._read_all([meta, ptree, pval, imp] + ([oobb] if oobb else []))
+            timings["readback"] = clock() - t1
+            t1 = clock()
+            counts = array("I", parts[0][0::2])
+            trees = Trees(T, NC, K, counts, parts[1], _typed("f", parts[2]))
+            importances = _importances(_typed("f", parts[3]), counts, T, G, F)
+            oob = _typed("f", parts[4]) if oobb else None
+            timings["host"] = clock() - t1
+            if profile:
+                for name, (seconds, count) in (await b.profile_stop()).items():
+                    timings["k_" + name.split(".")[-1]] = seconds
+                profile = False
             kept = [ptree, pval]
-            return Grown(trees, NC, ptree, pval, oob, scale, {"binning": t_bin})
+            return Grown(trees, ptree, pval, importances, oob, timings)
         finally:  # also when stopped or failed
+            if profile:
+                await b.profile_stop()
             for made in owned:
                 if not any(made is keep for keep in kept):
                     b.free(made)
 
-    def _params(self, depth, s_cur, s_next, tree0, nt):
-        return dict(self.base, depth=depth, S_cur=s_cur, S_next=s_next, tree0=tree0, T=nt)
+    async def _read_all(self, bufs) -> list:
+        """The buffers' words, in one readback when they fit one buffer."""
+        b = self.b
+        total = sum(x.length for x in bufs)
+        if 4 * total > _cap(b):
+            return [await b.read(x) for x in bufs]
+        pack = b.buffer("u32", total)
+        try:
+            plan, at = b.plan(), 0
+            for x in bufs:
+                plan.copy(x, pack, x.length, dst_offset=at)
+                at += x.length
+            await b.run(plan)
+            words, out, at = await b.read(pack), [], 0
+        finally:
+            b.free(pack)
+        for x in bufs:
+            out.append(words[at:at + x.length])
+            at += x.length
+        return out
+
+    def _params(self, level: dict, tree0, nt):
+        return dict(self.base, **level, tree0=tree0, T=nt)
 
     def _grid(self, threads):
         return grid(-(-threads // WG), self.b.limits["maxComputeWorkgroupsPerDimension"])
 
 
-def _host_trees(node_words, counts, tree_words, values, T, NC, C, K):
-    NW = 4 + C
-    thresholds = array("f", array("I", tree_words).tobytes())
-    trees = []
+def _typed(code: str, words: array) -> array:
+    out = array(code)
+    out.frombytes(memoryview(words).cast("B"))
+    return out
+
+
+def _importances(imp: array, counts: array, T: int, G: int, F: int) -> list[float]:
+    """Mean decrease in impurity, as scikit-learn: per tree the decreases summed by feature and
+    normalised, then averaged over the trees that split and normalised. imp: (T, G, F)."""
+    total, used = [0.0] * F, 0
     for t in range(T):
-        m = counts[2 * t]
-        base = t * NC
-        feat = tree_words[3 * base:3 * (base + m):3].tolist()
-        left = tree_words[3 * base + 2:3 * (base + m):3].tolist()
-        leaf = [f == LEAF for f in feat]
-        stats = [node_words[(base + i) * NW + 4:(base + i + 1) * NW].tolist() for i in range(m)]
-        vals = values[K * base:K * (base + m)].tolist()
-        trees.append({
-            "feature": [-1 if lf else f for f, lf in zip(feat, leaf)],
-            "threshold": [0.0 if lf else x for x, lf in zip(thresholds[3 * base + 1:3 * (base + m):3], leaf)],
-            "left": [-1 if lf else c for c, lf in zip(left, leaf)],
-            "right": [-1 if lf else c + 1 for c, lf in zip(left, leaf)],
-            "value": vals if K == 1 else [vals[i * K:(i + 1) * K] for i in range(m)],
-            "stats": stats,
-        })
-    return trees
-
-
-def upload(backend, trees: list, n_classes: int):
-    """(ptree, pval, NC): host trees as the device arrays `predict` walks."""
-    K = n_classes
-    NC = max(len(t["feature"]) for t in trees)
-    ptree = array("I", bytes(12 * NC * len(trees)))
-    pval = array("f", bytes(4 * K * NC * len(trees)))
-    for i, t in enumerate(trees):
-        base = i * NC
-        m = len(t["feature"])
-        ptree[3 * base:3 * (base + m):3] = array("I", [LEAF if f < 0 else f for f in t["feature"]])
-        ptree[3 * base + 1:3 * (base + m):3] = array("I", array("f", t["threshold"]).tobytes())
-        ptree[3 * base + 2:3 * (base + m):3] = array("I", [max(0, c) for c in t["left"]])
-        flat = t["value"] if K == 1 else [v for row in t["value"] for v in row]
-        pval[K * base:K * (base + m)] = array("f", flat)
-    backend.check_size(4 * len(ptree), f"the prediction arrays of {len(trees)} trees")
-    return backend.buffer("u32", data=ptree), backend.buffer("f32", data=pval), NC
-
-
-async def predict(backend, ptree, pval, NC: int, n_trees: int, K: int, X: array, n: int, F: int) -> array:
-    """(n, K) f32: the mean over the trees of each row's leaf value."""
-    backend.check_size(4 * n * F, f"the {n} x {F} matrix to predict")
-    kern = await backend.kernel("forest", "predict")
-    P = backend.buffer("u32", uniform=True, data=PARAMS.pack(
-        n=n, F=F, FW=0, NB=0, C=0, K=K, crit=0, T=0, tree0=0, seed=0, boot=0, mss=0, msl=0,
-        max_depth=0, mf=0, hb=0, S=0, NC=NC, depth=0, S_cur=0, S_next=0, T_all=n_trees,
-        inv_scale=1.0, mid=0.0))
-    Xb = backend.buffer("f32", data=X)
-    out = backend.buffer("f32", n * K)
-    g = grid(-(-n // WG), backend.limits["maxComputeWorkgroupsPerDimension"])
-    await backend.run(backend.plan().dispatch(kern, [P, Xb, ptree, pval, out], g))
-    result = await backend.read(out)
-    for buf in (P, Xb, out):
-        backend.free(buf)
-    return result
+        if counts[t] < 2:
+            continue
+        used += 1
+        acc = imp[t * G * F:(t * G + 1) * F].tolist()
+        for g in range(1, G):
+            acc = [a + v for a, v in zip(acc, imp[(t * G + g) * F:(t * G + g + 1) * F])]
+        s = sum(acc)
+        if s > 0:
+            total = [a + v / s for a, v in zip(total, acc)]
+    s = sum(total)
+    if not used or s <= 0:
+        return total if used else [0.0] * F
+    return [v / s for v in total]

@@ -17,7 +17,7 @@ import time
 from array import array
 
 from ..kernels.forest import CRITERIA, MAXK
-from . import builder, export
+from . import builder, export, trees
 
 _BACKENDS: dict = {}  # backends made from a name, kept for the next fit
 
@@ -32,25 +32,27 @@ def _backend(backend):
 
 
 def as_matrix(X, n_features: int | None = None) -> tuple[array, int, int]:
-    """(row-major array('f'), rows, features) from a list of rows, a flat array('f'/'d') with
-    n_features, or anything 2-D with .shape and .ravel() (a NumPy array)."""
+    """(row-major array('f') or array('d'), rows, features) from a list of rows, a flat
+    array('f'/'d') with n_features (used as it is: no copy), or anything 2-D with .shape and
+    .ravel() (a NumPy array). The values are rounded to f32 and checked for NaN and infinities
+    on the device (`check_finite`)."""
     if isinstance(X, array):
         if not n_features or n_features < 1:
             raise ValueError("a flat array needs n_features=")
         if len(X) % n_features:
             raise ValueError(f"a flat array of {len(X)} values is not rows of {n_features} features")
-        flat = X if X.typecode == "f" else array("f", X)
+        flat = X if X.typecode in "fd" else array("d", X)
         n, F = len(X) // n_features, n_features
     elif hasattr(X, "shape") and hasattr(X, "ravel"):
         if len(X.shape) != 2:
             raise ValueError(f"X must be 2-D, got shape {tuple(X.shape)}")
         n, F = int(X.shape[0]), int(X.shape[1])
-        flat = array("f", X.ravel().tolist())
+        flat = array("d", X.ravel().tolist())
     else:
         rows = list(X)
         n = len(rows)
         F = len(rows[0]) if n else 0
-        flat = array("f")
+        flat = array("d")
         for i, row in enumerate(rows):
             if len(row) != F:
                 raise ValueError(f"row {i} has {len(row)} values, row 0 has {F}")
@@ -59,8 +61,6 @@ def as_matrix(X, n_features: int | None = None) -> tuple[array, int, int]:
         raise ValueError(f"X has {n} rows and {F} features; need at least one of each")
     if n_features is not None and F != n_features:
         raise ValueError(f"X has {F} features, expected {n_features}")
-    if not math.isfinite(sum(flat)):
-        raise ValueError("X has NaN or infinite values (or values beyond float32): impute or drop them")
     return flat, n, F
 
 
@@ -160,30 +160,40 @@ class _Forest:
                                 self.n_bins, bool(self.oob_score))
 
     async def fit(self, X, y, *, n_features: int | None = None, progress=None, should_stop=None,
-                  pause=None):
+                  pause=None, profile: bool = False):
         """Grow the forest. Between levels: progress(dict) hears of it, should_stop() -> True ends
-        the fit (raising py_core.jobs.Stopped), and `await pause()` may wait (or raise Stopped)."""
+        the fit (raising py_core.jobs.Stopped), and `await pause()` may wait (or raise Stopped).
+        `timings_` holds the phases in seconds; with profile=True also each kernel's ("k_NAME")."""
         t0 = time.perf_counter()
         flat, n, F = as_matrix(X, n_features)
-        y = list(y)
+        if not isinstance(y, array):
+            y = list(y)
         if len(y) != n:
             raise ValueError(f"y has {len(y)} values for {n} rows of X")
         target, K = self._encode(y)
         spec = self._spec(n, F, K)
         backend = _backend(self.backend)
         self._free_device()
+        t_prepare = time.perf_counter() - t0
         grown = await builder.Grower(backend, spec).grow(flat, n, F, target, progress, should_stop,
-                                                              pause)
+                                                              pause, profile)
         await backend.finish()
         self.n_features_in_ = F
         self.n_outputs_ = K
-        self._trees = grown.trees
-        self._device = (backend, grown.ptree, grown.pval, grown.NC)
-        self.feature_importances_ = export.importances(grown.trees, F, spec.crit, K)
+        self._forest, self._tree_dicts = grown.trees, None
+        self._device = (backend, grown.ptree, grown.pval, grown.trees.NC)
+        self.feature_importances_ = grown.importances
         if grown.oob is not None:
             self._set_oob(grown.oob, y, n, K)
-        self.timings_ = dict(grown.timings, fit=time.perf_counter() - t0)
+        self.timings_ = dict(grown.timings, prepare=t_prepare, fit=time.perf_counter() - t0)
         return self
+
+    @property
+    def _trees(self) -> list[dict]:
+        """The trees in the export format (made from the flat arrays on first use)."""
+        if getattr(self, "_tree_dicts", None) is None:
+            self._tree_dicts = self._forest.dicts()
+        return self._tree_dicts
 
     def _free_device(self):
         """Frees the previous fit's prediction arrays (GPU memory in the browser)."""
@@ -194,22 +204,22 @@ class _Forest:
         self._device = None
 
     async def _predict_raw(self, X, n_features=None) -> tuple[array, int]:
-        if not hasattr(self, "_trees"):
+        if getattr(self, "_forest", None) is None:
             raise RuntimeError(f"this {type(self).__name__} is not fitted yet: await fit() first")
         flat, n, F = as_matrix(X, n_features if n_features is not None else self.n_features_in_)
         backend = _backend(self.backend)
         if self._device is None or self._device[0] is not backend:
             self._free_device()
-            self._device = (backend,) + builder.upload(backend, self._trees, self.n_outputs_)
+            self._device = (backend,) + trees.upload(backend, self._forest) + (self._forest.NC,)
         _, ptree, pval, NC = self._device
-        out = await builder.predict(backend, ptree, pval, NC, len(self._trees), self.n_outputs_,
-                                    flat, n, F)
+        out = await trees.predict(backend, ptree, pval, NC, self._forest.T, self.n_outputs_,
+                                  flat, n, F)
         return out, n
 
     # -- export ----------------------------------------------------------------------------------
     def to_dict(self) -> dict:
         """The fitted forest as JSON-ready data (format: `py_core.forest.export`)."""
-        if not hasattr(self, "_trees"):
+        if getattr(self, "_forest", None) is None:
             raise RuntimeError("nothing to export: the forest is not fitted")
         return export.to_dict(self)
 
@@ -225,9 +235,8 @@ class RandomForestRegressor(_Forest):
     _criteria = ("squared_error",)
 
     def _encode(self, y):
-        if not math.isfinite(sum(map(float, y))):
-            raise ValueError("y has NaN or infinite values")
-        return array("d", y), 1
+        """y as array('d'): its finiteness is checked by the fixed-point kernel."""
+        return (y if isinstance(y, array) and y.typecode == "d" else array("d", map(float, y))), 1
 
     def _set_oob(self, oob, y, n, K):
         pred = [oob[2 * i] / oob[2 * i + 1] if oob[2 * i + 1] else math.nan for i in range(n)]
@@ -237,7 +246,7 @@ class RandomForestRegressor(_Forest):
 
     async def predict(self, X, *, n_features: int | None = None) -> array:
         out, _ = await self._predict_raw(X, n_features)
-        return array("d", out)
+        return out
 
     async def score(self, X, y, *, n_features: int | None = None) -> float:
         """R^2 of the predictions."""

@@ -1,4 +1,4 @@
-"""The forest's JSON format, and impurity-based feature importances.
+"""The forest's JSON format.
 
 Format (`to_dict`), version 1:
 
@@ -23,9 +23,7 @@ predicts the class of the largest mean fraction (the first on ties).
 """
 from __future__ import annotations
 
-import math
-
-from ..kernels.forest import GINI, MSE
+from .trees import Trees
 
 FORMAT, VERSION = "py_core.forest", 1
 
@@ -69,48 +67,9 @@ def from_dict(cls, data: dict, backend):
         if K > 1 and any(len(v) != K for v in t["value"]):
             raise ValueError(f"tree {i}: values must hold {K} class fractions")
         trees.append({k: list(t[k]) for k in ("feature", "threshold", "left", "right", "value")})
-    forest._trees = trees
+    forest._forest, forest._tree_dicts = Trees.from_dicts(trees, K), trees
     forest._device = None
     forest.feature_importances_ = list(data["feature_importances"])
     if data.get("oob_score") is not None:
         forest.oob_score_ = data["oob_score"]
     return forest
-
-
-def _weighted_impurity(stats, crit: int, K: int) -> float:
-    """W * impurity of a node from its exact channels, up to terms that cancel in a decrease
-    (for squared error, sum w*y^2 is the same in a node and across its children)."""
-    if crit == MSE:
-        s = stats[0] | (stats[1] << 32)
-        s = s - (1 << 64) if s >> 63 else s
-        return -(s * s) / stats[2]
-    counts = stats[:K]
-    w = sum(counts)
-    if crit == GINI:
-        return w - sum(c * c for c in counts) / w
-    return w * math.log(w) - sum(c * math.log(c) for c in counts if c)
-
-
-def importances(trees: list, n_features: int, crit: int, K: int) -> list[float]:
-    """Mean decrease in impurity, as scikit-learn: per tree the weighted decreases summed by
-    feature over the root's weight and normalised, then averaged over trees and normalised."""
-    total = [0.0] * n_features
-    used = 0
-    for t in trees:
-        if len(t["feature"]) < 2:
-            continue
-        used += 1
-        stats = t["stats"]
-        imp = [_weighted_impurity(s, crit, K) for s in stats]
-        acc = [0.0] * n_features
-        for node, f in enumerate(t["feature"]):
-            if f >= 0:
-                left = t["left"][node]
-                acc[f] += imp[node] - imp[left] - imp[left + 1]
-        s = sum(acc)
-        if s > 0:
-            total = [a + b / s for a, b in zip(total, acc)]
-    if not used:
-        return [0.0] * n_features
-    s = sum(total)
-    return [v / s for v in total] if s > 0 else total

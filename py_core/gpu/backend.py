@@ -191,7 +191,40 @@ class Backend(abc.ABC):
             for op in plan.ops:
                 if op[0] == "dispatch":
                     self._check_grid(op[1], op[3])
-        await self._run(plan, repeat)
+        if self._profile is not None:
+            await self._run_timed(plan, repeat)
+        else:
+            await self._run(plan, repeat)
+
+    # -- profiling: time spent per kernel while a profile is open -----------------------------
+    _profile = None
+
+    def profile_start(self) -> None:
+        """From now on, time every operation `run` submits, per kernel name (for benchmarks:
+        by default each operation runs alone and the queue is drained after it)."""
+        self._profile = {}
+
+    async def profile_stop(self) -> dict:
+        """{kernel name: [seconds, dispatches]} since `profile_start`; ends the profile."""
+        await self.finish()
+        out, self._profile = self._profile or {}, None
+        return out
+
+    async def _run_timed(self, plan: Plan, repeat: int) -> None:
+        import time
+        subs = plan.__dict__.setdefault("_single_ops", [])
+        if len(subs) != len(plan.ops):
+            subs[:] = [Plan([op]) for op in plan.ops]
+        await self.finish()
+        for _ in range(repeat):
+            for op, sub in zip(plan.ops, subs):
+                name = op[1].name if op[0] == "dispatch" else op[0]
+                t0 = time.perf_counter()
+                await self._run(sub, 1)
+                await self.finish()
+                entry = self._profile.setdefault(name, [0.0, 0])
+                entry[0] += time.perf_counter() - t0
+                entry[1] += 1
 
     def _check_grid(self, kernel: Kernel, grid):
         cap = self.limits["maxComputeWorkgroupsPerDimension"]
@@ -244,12 +277,18 @@ class Backend(abc.ABC):
     async def _run(self, plan: Plan, repeat: int) -> None: ...
 
 
-def _as_array(data, dtype: str) -> array:
+def _as_array(data, dtype: str):
+    """An array of the dtype's typecode; raw bytes (a memoryview of any array, e.g. f64 values
+    as pairs of words) pass as a 4-byte-typed view of the same memory, without a copy."""
     code = TYPECODES[dtype]
     if isinstance(data, array) and data.typecode == code:
         return data
     if isinstance(data, array) and data.itemsize != 4:
         return array(code, data.tolist())
+    if isinstance(data, memoryview) and data.c_contiguous and data.nbytes % 4 == 0:
+        return data.cast("B").cast(code)
     if isinstance(data, (bytes, bytearray, memoryview)):
-        return array(code, bytes(data))
+        out = array(code)
+        out.frombytes(data if not isinstance(data, memoryview) else data.tobytes())
+        return out
     return array(code, data)

@@ -30,6 +30,8 @@ class ReferenceBackend(Backend):
         return array(TYPECODES[buf.dtype], bytes(4 * buf.length))
 
     def _write(self, buf: Buffer, data: array, offset: int) -> None:
+        if not isinstance(data, array):  # a typed memoryview
+            data = array(buf.handle.typecode, data.tobytes())
         buf.handle[offset:offset + len(data)] = data
 
     async def _read(self, buf: Buffer, n: int) -> array:

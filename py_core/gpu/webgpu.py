@@ -85,6 +85,22 @@ class WebGPUBackend(Backend):
         return {"ops": [(plan.label(i), ns * 1e-9) for i, ns in enumerate(got["ops"])],
                 "span": got["span"] * 1e-9, "method": "timestamp queries, a pass per dispatch"}
 
+    def profile_start(self) -> None:
+        """With timestamp queries, kernels are timed on the GPU without draining the queue."""
+        if "timestamp-query" not in self.features:
+            return super().profile_start()
+        self._call("profile start", self.rt.profileStart)
+        self._gpu_profile = True
+
+    async def profile_stop(self) -> dict:
+        if not getattr(self, "_gpu_profile", False):
+            return await super().profile_stop()
+        self._gpu_profile = False
+        try:
+            return json.loads(await self.rt.profileStop())
+        except Exception as exc:
+            raise GPUError(f"WebGPU profile readback failed: {exc}") from exc
+
     async def finish(self) -> None:
         try:
             await self.rt.finish()

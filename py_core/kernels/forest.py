@@ -3,11 +3,12 @@
 Each function does what the whole dispatch does, over `array.array` buffers in binding order
 (see the shader for shapes). Where the WGSL decides a split it computes in f32; here every such
 step is rounded through `array('f')` at the same points, so the same forest comes out. Elsewhere
-(leaf values, prediction) results agree within float tolerance. The hash RNG and the feature
-permutation are shared with `py_core.forest` through this module.
+(leaf values, importances, prediction) results agree within float tolerance. The hash RNG and
+the feature permutation are shared with `py_core.forest` through this module.
 """
 from __future__ import annotations
 
+import math
 from array import array
 from bisect import bisect_left
 from itertools import accumulate
@@ -18,7 +19,9 @@ from . import reference
 PARAMS = Struct(
     "n:u32 F:u32 FW:u32 NB:u32 C:u32 K:u32 crit:u32 T:u32 "
     "tree0:u32 seed:u32 boot:u32 mss:u32 msl:u32 max_depth:u32 mf:u32 hb:u32 "
-    "S:u32 NC:u32 depth:u32 S_cur:u32 S_next:u32 T_all:u32 inv_scale:f32 mid:f32")
+    "S:u32 NC:u32 depth:u32 S_cur:u32 S_next:u32 T_all:u32 inv_scale:f32 mid:f32 "
+    "xd:u32 ye:i32 ym_lo:u32 ym_hi:u32 step:u32 SM:u32 S_h:u32 s_lo:u32")
+SORT = Struct("j:u32 k:u32 len:u32 count:u32")  # sort_pass's own parameters
 
 LEAF = 0xFFFFFFFF  # no feature: a leaf; also "none"
 DONE = 0xFFFFFF    # a row's slot once it rests in a leaf
@@ -27,7 +30,10 @@ MSE, GINI, ENTROPY = 0, 1, 2
 CRITERIA = {"squared_error": MSE, "gini": GINI, "entropy": ENTROPY}
 MAXK = 64          # classes the split scan keeps in registers
 M32 = 0xFFFFFFFF
+INF = float("inf")
 WG = 256           # threads per workgroup of the flat kernels
+IMP_CHUNK = 2048   # nodes summed by one thread of `importance`
+NOT_FINITE_X, NOT_FINITE_Y = 1, 2  # flags
 
 
 def grid(workgroups: int, cap: int = 65535) -> tuple[int, int, int]:
@@ -84,17 +90,96 @@ def _unpack(bufs):
     return PARAMS.unpack(bufs[0])
 
 
+def x_f32(X, p, rows: int | None = None) -> array:
+    """The first `rows` rows (default n) of X as f32: the words themselves, or the f32 nearest
+    each f64 (two words) when p["xd"]."""
+    count = (p["n"] if rows is None else rows) * p["F"]
+    if p["xd"]:
+        return array("f", array("d", X[:2 * count].tobytes()))
+    return array("f", X[:count].tobytes())
+
+
+def fixed_point(y: float, e: int, m: int) -> int:
+    """round(y 2^e) - m (ties to even), exactly, as u32 bits: the `targets` kernel's value."""
+    num, den = y.as_integer_ratio()
+    if e >= 0:
+        num <<= e
+    else:
+        den <<= -e
+    q, r = divmod(num, den)
+    if 2 * r > den or (2 * r == den and q & 1):
+        q += 1
+    return (q - m) & M32
+
+
+def order_key(bits: int) -> int:
+    """The unsigned integer that orders f32 bits as floats (sort_pass)."""
+    return bits ^ M32 if bits >> 31 else bits ^ 0x80000000
+
+
 # ---- kernels ----------------------------------------------------------------------------------
+@reference("forest", "check_finite")
+def check_finite(bufs, grid_, constants):
+    _, X, flags = bufs
+    p = _unpack(bufs)
+    if not all(v - v == 0 for v in x_f32(X, p)):  # inf - inf and nan - nan are nan
+        flags[0] |= NOT_FINITE_X
+
+
+@reference("forest", "sample")
+def sample(bufs, grid_, constants):
+    _, X, out = bufs
+    p = _unpack(bufs)
+    n, F, step, SM = p["n"], p["F"], p["step"], p["SM"]
+    m = -(-n // step)
+    x = x_f32(X, p)
+    for f in range(F):
+        col = array("f", [v + 0.0 for v in x[f:n * F:F * step]])  # -0 + 0 is +0
+        col.extend([INF] * (SM - m))
+        out[f * SM:(f + 1) * SM] = array("I", col.tobytes())
+
+
+@reference("forest", "sort_pass")
+def sort_pass(bufs, grid_, constants):
+    P, data = bufs
+    s = SORT.unpack(P)
+    j, k, length = s["j"], s["k"], s["len"]
+    for seg in range(s["count"]):
+        base = seg * length
+        for t in range(length // 2):
+            a = 2 * j * (t // j) + t % j
+            x, y = data[base + a], data[base + a + j]
+            if x != y and (order_key(x) > order_key(y)) == ((a & k) == 0):
+                data[base + a], data[base + a + j] = y, x
+
+
+@reference("forest", "targets")
+def targets(bufs, grid_, constants):
+    _, y, out, flags = bufs
+    p = _unpack(bufs)
+    n, e, m = p["n"], p["ye"], p["ym_lo"] | (p["ym_hi"] << 32)
+    values = array("d", y[:2 * n].tobytes())
+    q = []
+    for v in values:
+        if v - v == 0:
+            q.append(fixed_point(v, e, m))
+        else:
+            flags[0] |= NOT_FINITE_Y
+            q.append(0)
+    out[:n] = array("I", q)
+
+
 @reference("forest", "bin_features")
 def bin_features(bufs, grid_, constants):
     _, X, edges, fmeta, binned = bufs
     p = _unpack(bufs)
     n, F, FW = p["n"], p["F"], p["FW"]
+    x = x_f32(X, p)
     words = [0] * (n * FW)
     for f in range(F):
         off, nb = fmeta[2 * f], fmeta[2 * f + 1]
         thresholds = edges[3 * off:3 * (off + nb - 1):3].tolist()
-        col = X[f:n * F:F].tolist()
+        col = x[f:n * F:F].tolist()
         shift, w = 8 * (f % 4), f // 4
         bins = [bisect_left(thresholds, x) << shift for x in col]
         words[w::FW] = [a | b for a, b in zip(words[w::FW], bins)]
@@ -120,18 +205,38 @@ def bootstrap(bufs, grid_, constants):
 
 @reference("forest", "init_trees")
 def init_trees(bufs, grid_, constants):
-    _, slots, nodes, meta, hist = bufs
+    _, slots, nodes, meta = bufs
     p = _unpack(bufs)
     S, NC, NW = p["S"], p["NC"], 4 + p["C"]
-    W = p["NB"] * p["C"]
     for t in range(p["T"]):
-        hist[t * S * W:(t * S + 1) * W] = array("I", bytes(4 * W))
         slots[t * S * 4:(t + 1) * S * 4] = array("I", bytes(16 * S))
         slots[t * S * 4 + 1] = OPEN | BUILT
         tree = p["tree0"] + t
         rec = tree * NC * NW
         nodes[rec:rec + NW] = array("I", [LEAF] + [0] * (NW - 1))
         meta[2 * tree:2 * tree + 2] = array("I", [1, 1])
+
+
+def pass_range(p) -> range:
+    """The level's slots that have histograms in this pass."""
+    return range(p["s_lo"], p["s_lo"] + min(p["S_h"], p["S_cur"] - p["s_lo"]))
+
+
+def hist_slot(p, t: int, s: int) -> int:
+    return t * p["S_h"] + s - p["s_lo"]
+
+
+@reference("forest", "hist_clear")
+def hist_clear(bufs, grid_, constants):
+    _, slots, hist = bufs
+    p = _unpack(bufs)
+    S, W = p["S"], p["NB"] * p["C"]
+    zeros = array("I", bytes(4 * W))
+    for t in range(p["T"]):
+        for s in pass_range(p):
+            if slots[(t * S + s) * 4 + 1] & BUILT:
+                h = hist_slot(p, t, s) * W
+                hist[h:h + W] = zeros
 
 
 def _row_bins(binned, r, FW, F):
@@ -147,7 +252,7 @@ def hist_build(bufs, grid_, constants):
     offs = fmeta[0:2 * F:2].tolist()
     mse = p["crit"] == MSE
     for t in range(p["T"]):
-        built = {s for s in range(p["S_cur"]) if slots[(t * S + s) * 4 + 1] & BUILT}
+        built = {s for s in pass_range(p) if slots[(t * S + s) * 4 + 1] & BUILT}
         if not built:
             continue
         sums: dict = {}  # word index -> what the atomics add up to
@@ -155,7 +260,7 @@ def hist_build(bufs, grid_, constants):
             w, slot = st & 255, st >> 8
             if not w or slot not in built:
                 continue
-            base = (t * S + slot) * NB
+            base = hist_slot(p, t, slot) * NB
             bins = _row_bins(binned, r, FW, F)
             if mse:
                 v = (target[r] - (1 << 32) if target[r] >> 31 else target[r]) * w
@@ -225,16 +330,17 @@ def hist_prefix(bufs, grid_, constants):
     S, NB, C = p["S"], p["NB"], p["C"]
     starts = _starts(fmeta, p["F"])
     for t in range(p["T"]):
-        for s in range(p["S_cur"]):
+        for s in pass_range(p):
             if slots[(t * S + s) * 4 + 1] & BUILT:
-                _prefix_slot(p, hist, (t * S + s) * NB * C, starts)
+                _prefix_slot(p, hist, hist_slot(p, t, s) * NB * C, starts)
 
 
 def _derive(p, slots, prev, hist, t, s):
     """The slot's (cumulative) histogram as its parent's minus its sibling's."""
     S, C, W = p["S"], p["C"], p["NB"] * p["C"]
     sl = (t * S + s) * 4
-    me, sib, par = (t * S + s) * W, (t * S + (s ^ 1)) * W, (t * S + slots[sl + 2]) * W
+    me, sib = hist_slot(p, t, s) * W, hist_slot(p, t, s ^ 1) * W
+    par = (t * p["S_h"] + slots[sl + 2]) * W
     a, b = prev[par:par + W], hist[sib:sib + W]
     out = [(x - y) & M32 for x, y in zip(a, b)]
     if p["crit"] == MSE:  # borrow from the low word of each bin's sum
@@ -336,7 +442,7 @@ class _Slot:
 def _open_slots(p, slots):
     S = p["S"]
     for t in range(p["T"]):
-        for s in range(p["S_cur"]):
+        for s in pass_range(p):
             sl = (t * S + s) * 4
             if slots[sl + 1] & OPEN:
                 yield t, s, slots[sl], slots[sl + 1]
@@ -358,7 +464,7 @@ def split_scan(bufs, grid_, constants):
     for t, s, node, flags in _open_slots(p, slots):
         if not flags & BUILT:
             _derive(p, slots, prev, hist, t, s)
-        hbase = (t * S + s) * p["NB"]
+        hbase = hist_slot(p, t, s) * p["NB"]
         ht = _feature_range(p, fmeta, hbase, 0)[1] - C  # feature 0's last bin: the totals
         tot = hist[ht:ht + C].tolist()
         if p["depth"] == 0:
@@ -401,7 +507,7 @@ def split_pick(bufs, grid_, constants):
             varied = varied or bool(cands[4 * f + 3] & 2)
             if cands[4 * f + 3] & 1 and (best is None or scores[f] > best[1]):
                 best = (f, scores[f], cands[4 * f + 1], cands[4 * f + 2])
-        hbase = (t * S + s) * p["NB"]
+        hbase = hist_slot(p, t, s) * p["NB"]
         if not varied:
             firsts = [((rank or (lambda x: x))(f), f) for f in range(F) if cands[4 * f + 3] & 2]
             if firsts:
@@ -469,6 +575,8 @@ def alloc(bufs, grid_, constants):
                 for side in (0, 1):
                     ns = 2 * j + (0 if side == small else 1)
                     flags = (OPEN if opens[side] else 0) | (BUILT if side == small else 0)
+                    if p["S_h"] < S:  # several passes a level: no parent histogram to derive from
+                        flags = OPEN | BUILT if opens[side] else 0
                     e = (t * S + ns) * 4
                     nxt[e:e + 4] = array("I", [nid + side, flags, s, 0])
                     if flags:
@@ -478,17 +586,6 @@ def alloc(bufs, grid_, constants):
         for s in range(2 * j, p["S_next"]):
             nxt[(t * S + s) * 4 + 1] = 0
         meta[2 * tree:2 * tree + 2] = array("I", [nid, j])
-
-
-@reference("forest", "hist_clear")
-def hist_clear(bufs, grid_, constants):
-    _, meta, hist = bufs
-    p = _unpack(bufs)
-    S, W = p["S"], p["NB"] * p["C"]
-    zeros = array("I", bytes(4 * W))
-    for t in range(p["T"]):
-        for j in range(min(meta[2 * (p["tree0"] + t) + 1], p["S_next"] // 2)):
-            hist[(t * S + 2 * j) * W:(t * S + 2 * j + 1) * W] = zeros
 
 
 @reference("forest", "route_rows")
@@ -539,7 +636,7 @@ def finalize(bufs, grid_, constants):
             rec = (tree * NC + node) * NW
             out = tree * NC + node
             f = nodes[rec]
-            thr, left_ = 0, 0
+            thr, left_ = 0, LEAF
             if f != LEAF:
                 g = fmeta[2 * f] + nodes[rec + 1]
                 g2 = fmeta[2 * f] + nodes[rec + 2]
@@ -555,6 +652,59 @@ def finalize(bufs, grid_, constants):
                 counts = nodes[rec + 4:rec + 4 + K].tolist()
                 w = sum(counts)
                 pval[out * K:(out + 1) * K] = array("f", [c / w for c in counts])
+
+
+def _f32_ops():
+    """Helpers that round each step to f32, as the shader computes."""
+    box = array("f", [0.0])
+
+    def r(v):
+        box[0] = v
+        return box[0]
+    return r
+
+
+@reference("forest", "importance")
+def importance(bufs, grid_, constants):
+    _, nodes, meta, out = bufs
+    p = _unpack(bufs)
+    NC, C, K, F, crit = p["NC"], p["C"], p["K"], p["F"], p["crit"]
+    NW, G = 4 + C, -(-NC // IMP_CHUNK)
+    r = _f32_ops()
+
+    def decrease(lrec, rrec):
+        if crit == MSE:
+            wl, wr = float(nodes[lrec + 6]), float(nodes[rrec + 6])
+            d = r(r(_i64_value(nodes[lrec + 4], nodes[lrec + 5]) / wl)
+                  - r(_i64_value(nodes[rrec + 4], nodes[rrec + 5]) / wr))
+            return r(r(r(wl * wr) / r(wl + wr)) * r(d * d))
+        cls_l, cls_r = nodes[lrec + 4:lrec + 4 + K].tolist(), nodes[rrec + 4:rrec + 4 + K].tolist()
+        fl, fr = r(float(sum(cls_l))), r(float(sum(cls_r)))
+        fw = r(float((sum(cls_l) + sum(cls_r)) & M32))
+        acc = 0.0
+        for cl, cr in zip(map(r, map(float, cls_l)), map(r, map(float, cls_r))):
+            if crit == GINI:
+                d = r(r(cl / fl) - r(cr / fr))
+                acc = r(acc + r(d * d))
+            else:
+                c = r(cl + cr)
+                if cl > 0:
+                    acc = r(acc + r(cl * r(math.log(r(r(cl * fw) / r(c * fl))))))
+                if cr > 0:
+                    acc = r(acc + r(cr * r(math.log(r(r(cr * fw) / r(c * fr))))))
+        return r(r(r(fl * fr) / fw) * acc) if crit == GINI else acc
+
+    res = [0.0] * (p["T_all"] * G * F)
+    for tree in range(p["T_all"]):
+        for node in range(meta[2 * tree]):
+            rec = (tree * NC + node) * NW
+            f = nodes[rec]
+            if f == LEAF:
+                continue
+            lrec = (tree * NC + nodes[rec + 3]) * NW
+            i = (tree * G + node // IMP_CHUNK) * F + f
+            res[i] = r(res[i] + decrease(lrec, lrec + NW))
+    out[:len(res)] = array("f", res)
 
 
 def _trees(ptree):
@@ -581,15 +731,17 @@ def predict(bufs, grid_, constants):
     n, F, K, NC, T = p["n"], p["F"], p["K"], p["NC"], p["T_all"]
     feats, thr, lefts = _trees(ptree)
     vals = pval.tolist()
+    x = x_f32(X, p)
+    r = _f32_ops()
     res = []
-    for r in range(n):
-        row = X[r * F:(r + 1) * F].tolist()
+    for row in range(n):
+        values = x[row * F:(row + 1) * F].tolist()
         acc = [0.0] * K
         for tree in range(T):
-            e = _leaf(feats, thr, lefts, tree * NC, row)
-            acc = [a + v for a, v in zip(acc, vals[e * K:(e + 1) * K])]
-        res.extend(a / T for a in acc)
-    out[:n * K] = array("f", res)
+            e = _leaf(feats, thr, lefts, tree * NC, values)
+            acc = [r(a + v) for a, v in zip(acc, vals[e * K:(e + 1) * K])]
+        res.extend(r(a / T) for a in acc)
+    out[:2 * n * K] = array("I", array("d", res).tobytes())
 
 
 @reference("forest", "oob")
@@ -599,13 +751,14 @@ def oob(bufs, grid_, constants):
     n, F, K, NC = p["n"], p["F"], p["K"], p["NC"]
     feats, thr, lefts = _trees(ptree)
     vals = pval.tolist()
+    x = x_f32(X, p)
     acc = out[:n * (K + 1)].tolist()
     for t in range(p["T"]):
         base = (p["tree0"] + t) * NC
         for r, st in enumerate(state[t * n:(t + 1) * n]):
             if st & 255:
                 continue
-            e = _leaf(feats, thr, lefts, base, X[r * F:(r + 1) * F].tolist())
+            e = _leaf(feats, thr, lefts, base, x[r * F:(r + 1) * F].tolist())
             o = r * (K + 1)
             for k in range(K):
                 acc[o + k] += vals[e * K + k]

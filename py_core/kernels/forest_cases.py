@@ -29,8 +29,9 @@ def _data(rng, n, F, crit, K):
 def _params(**kw):
     base = dict(n=0, F=0, FW=0, NB=0, C=0, K=1, crit=0, T=0, tree0=0, seed=0, boot=1, mss=2, msl=1,
                 max_depth=6, mf=0, hb=1, S=0, NC=0, depth=0, S_cur=1, S_next=0, T_all=0,
-                inv_scale=1.0, mid=0.0)
+                inv_scale=1.0, mid=0.0, xd=0, ye=0, ym_lo=0, ym_hi=0, step=1, SM=0, S_h=0, s_lo=0)
     base.update(kw)
+    base["S_h"] = base["S_h"] or base["S"]  # a level's histograms in one pass
     return PARAMS.pack(**base)
 
 
@@ -57,8 +58,8 @@ def _two_levels_case(n, F, T, crit, K, max_features):
         fmeta, binned, target, NB, FW = _data(rng, n, F, crit, K)
         C = 4 if crit == MSE else K + 1
         S, NC = 4, 15  # two levels: at most 2 slots below the root; 7 nodes
-        names = ("bootstrap", "init_trees", "hist_build", "hist_prefix", "split_scan", "split_pick",
-                 "alloc", "hist_clear", "route_rows")
+        names = ("bootstrap", "init_trees", "hist_clear", "hist_build", "hist_prefix", "split_scan",
+                 "split_pick", "alloc", "route_rows")
         k = {name: await backend.kernel("forest", name) for name in names}
         common = dict(n=n, F=F, FW=FW, NB=NB, C=C, K=K, crit=crit, T=T, seed=rng.randrange(2**32),
                       mss=2, msl=rng.randint(1, 3), max_depth=2, mf=max_features, hb=half_bits(F),
@@ -80,18 +81,18 @@ def _two_levels_case(n, F, T, crit, K, max_features):
         g = lambda threads: grid(-(-threads // WG))  # noqa: E731
         plan = (backend.plan().clear(state).clear(hist[1])
                 .dispatch(k["bootstrap"], [P[0], state], g(T * n))
-                .dispatch(k["init_trees"], [P[0], slots[0], nodes, meta, hist[0]], g(T * S)))
+                .dispatch(k["init_trees"], [P[0], slots[0], nodes, meta], g(T * S)))
         for d in (0, 1):
             cur, other = hist[d % 2], hist[1 - d % 2]
             sc, so = slots[d % 2], slots[1 - d % 2]
             s_cur = 1 if d == 0 else 2
-            (plan.dispatch(k["hist_build"], [P[d], bb, fb, tb, state, sc, cur], g(T * n))
+            (plan.dispatch(k["hist_clear"], [P[d], sc, cur], grid(T * s_cur))
+             .dispatch(k["hist_build"], [P[d], bb, fb, tb, state, sc, cur], g(T * n))
              .dispatch(k["hist_prefix"], [P[d], fb, sc, cur], g(T * s_cur * F))
              .dispatch(k["split_scan"], [P[d], fb, sc, cur, nodes, cand, xlogx, other], g(T * s_cur * F))
              .dispatch(k["split_pick"], [P[d], fb, sc, cur, nodes, cand, xlogx, left], g(T * s_cur))
              .dispatch(k["alloc"], [P[d], sc, nodes, left, so, childmap, meta], grid(T)))
             if d == 0:
-                plan.dispatch(k["hist_clear"], [P[d], meta, other], grid(T))
                 plan.dispatch(k["route_rows"], [P[d], bb, state, sc, nodes, childmap], g(T * n))
         return plan, [nodes, meta, cand, state], 2 * T * n * F
     return setup
