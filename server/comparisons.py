@@ -47,7 +47,7 @@ from starlette.routing import Route
 
 from server.errors import ClientError
 from server.jsonbody import read_json
-from server.runners import RUNNERS, execute, runners_for
+from server.runners import RUNNERS, execute, runners_for, worker_init
 from server.runs import UUID_RE
 
 log = logging.getLogger(__name__)
@@ -208,7 +208,8 @@ class Queue:
         if self._pool is None:
             # spawn: a fresh interpreter, no copy of the server's threads, sockets and locks
             # (fork would copy them mid-flight), and CUDA initialises cleanly in the child.
-            self._pool = ProcessPoolExecutor(self.workers, multiprocessing.get_context("spawn"))
+            self._pool = ProcessPoolExecutor(self.workers, multiprocessing.get_context("spawn"),
+                                             initializer=worker_init, initargs=(os.getpid(),))
         return self._pool
 
     def _drop_pool(self, pool) -> None:

@@ -209,3 +209,52 @@ def test_speedup_and_agreement():
     assert agreement("random_forest", "py_core-cuda", {"accuracy": 0.9}, {"accuracy": 0.9})["within"]
     assert agreement("transformer", "torch", {"val_loss": 2.0}, {"val_loss": 2.03})["within"]
     assert agreement("random_forest", "sklearn", {}, {"mse": 1.0}) is None
+
+
+def test_workers_ignore_the_terminals_signals_but_not_a_dead_server(tmp_path):
+    """Ctrl-C reaches the whole process group: workers leave their lifetime to the server. And
+    a worker whose server died without cleaning up (SIGKILL) ends within seconds."""
+    import subprocess
+    import sys
+    import textwrap
+    from concurrent.futures import ProcessPoolExecutor
+
+    from server.runners import worker_init
+
+    with ProcessPoolExecutor(1, multiprocessing.get_context("spawn"), initializer=worker_init,
+                             initargs=(os.getpid(),)) as pool:
+        pid = pool.submit(os.getpid).result()
+        job = pool.submit(time.sleep, 1.0)
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            os.kill(pid, sig)
+        assert job.result(timeout=30) is None  # finished, not interrupted
+
+    script = textwrap.dedent("""
+        import multiprocessing, os, sys, time
+        from concurrent.futures import ProcessPoolExecutor
+        from server.runners import worker_init
+        if __name__ == "__main__":
+            pool = ProcessPoolExecutor(1, multiprocessing.get_context("spawn"),
+                                       initializer=worker_init, initargs=(os.getpid(),))
+            print(pool.submit(os.getpid).result(), flush=True)
+            pool.submit(time.sleep, 600)
+            time.sleep(0.5)
+            os.kill(os.getpid(), 9)  # the server dies without a word to its workers
+    """)
+    (tmp_path / "server_dies.py").write_text(script)
+    out = subprocess.run([sys.executable, str(tmp_path / "server_dies.py")], capture_output=True,
+                         text=True, timeout=60, cwd=os.getcwd(),
+                         env={**os.environ, "PYTHONPATH": os.getcwd()})
+    worker = int(out.stdout.split()[0])
+    deadline = time.monotonic() + 10
+    while os.path.exists(f"/proc/{worker}") and "zombie" not in _state(worker):
+        assert time.monotonic() < deadline, "the orphaned worker kept running"
+        time.sleep(0.1)
+
+
+def _state(pid) -> str:
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            return f.read().lower()
+    except OSError:
+        return "gone"
