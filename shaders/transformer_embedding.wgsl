@@ -3,9 +3,9 @@
 //                       o = hash32(key, step * B + b) % n_windows: the same counter-based hash as
 //                       py_core/transformer/rng.py, so PyTorch draws the very same batches
 //   embed_forward:      x[m, c] = wte[idx[m], c] + wpe[m % T, c]
-//   embed_backward_wte: dwte[v, c] += sum of dx[m, c] over positions m with idx[m] == v: a gather
-//                       per (vocabulary row, channel) in position order, so no float atomics and
-//                       the same sum every run
+//   embed_backward_wte: parts of dwte[v, c] = sum of dx[m, c] over positions m with idx[m] == v,
+//                       one a chunk of positions: a gather per (vocabulary row, channel, chunk) in
+//                       position order, so no float atomics and the same sum every run
 //   embed_backward_wpe: dwpe[t, c] = sum over sequences b of dx[b * T + t, c]
 
 struct Batch { B: u32, T: u32, n_windows: u32, key: u32 }
@@ -59,11 +59,15 @@ fn embed_forward(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg:
   ex[i] = ew[pe.wte_off + eidx[m] * pe.C + c] + ew[pe.wpe_off + (m % pe.T) * pe.C + c];
 }
 
-// -- embed_backward_wte: 0 params, 1 idx (M u32), 2 dx (M, C), 3 grads (parameter gradients)
-// Grid: (ceil(C / 64), V); workgroup (c block, v) scans the positions 64 at a time.
+// -- embed_backward_wte: 0 params (EmbedPart), 1 idx (M u32), 2 dx (M, C), 3 out (parts)
+// Grid: (ceil(C / 64), V, ceil(M / chunk)); workgroup (c block, v, z) scans positions
+// z * chunk .. (z + 1) * chunk - 1, 64 at a time, and writes its part of dwte[v, c] to
+// out[out_off + (z * V + v) * C + c]; a column sum over the parts adds them up.
+struct EmbedPart { M: u32, C: u32, V: u32, chunk: u32, out_off: u32 }
+@group(0) @binding(0) var<uniform> pw: EmbedPart;
 @group(0) @binding(1) var<storage, read> widx: array<u32>;
 @group(0) @binding(2) var<storage, read> wdx: array<f32>;
-@group(0) @binding(3) var<storage, read_write> wgrad: array<f32>;
+@group(0) @binding(3) var<storage, read_write> wout: array<f32>;
 var<workgroup> tok: array<u32, 64>;
 
 @compute @workgroup_size(64)
@@ -71,20 +75,22 @@ fn embed_backward_wte(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocatio
   let lid = lid3.x;
   let v = wg.y;
   let c = wg.x * 64u + lid;
+  let m_begin = wg.z * pw.chunk;
+  let m_end = min(pw.M, m_begin + pw.chunk);
   var acc = 0.0;
-  for (var m0 = 0u; m0 < pe.M; m0 += 64u) {
+  for (var m0 = m_begin; m0 < m_end; m0 += 64u) {
     var t = 0xffffffffu;
-    if (m0 + lid < pe.M) { t = widx[m0 + lid]; }
+    if (m0 + lid < m_end) { t = widx[m0 + lid]; }
     tok[lid] = t;
     workgroupBarrier();
-    if (c < pe.C) {
+    if (c < pw.C) {
       for (var j = 0u; j < 64u; j++) {
-        if (tok[j] == v) { acc += wdx[(m0 + j) * pe.C + c]; }
+        if (tok[j] == v) { acc += wdx[(m0 + j) * pw.C + c]; }
       }
     }
     workgroupBarrier();
   }
-  if (c < pe.C) { wgrad[pe.wte_off + v * pe.C + c] += acc; }
+  if (c < pw.C) { wout[pw.out_off + (wg.z * pw.V + v) * pw.C + c] = acc; }
 }
 
 // -- embed_backward_wpe: 0 params, 1 dx (M, C), 2 grads. One invocation per (t, c).

@@ -87,26 +87,38 @@ fn layernorm_backward(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups)
 }
 
 // -- param grads: 0 params, 1 x, 2 stats, 3 dy, 4 partial (chunks, 2C): [dw | db] per chunk
-// Grid: (ceil(C / 64), chunks); chunk = rows chunk*p.chunk .. (chunk+1)*p.chunk - 1.
+// Grid: (ceil(C / 64), chunks); chunk = rows chunk*p.chunk .. (chunk+1)*p.chunk - 1. Workgroups of
+// 256: 64 columns x 4 lanes, lane l adding rows l, l + 4, ...; the 4 lanes' sums then added in
+// a fixed order (deterministic).
 @group(0) @binding(1) var<storage, read> gx: array<f32>;
 @group(0) @binding(2) var<storage, read> gstats: array<f32>;
 @group(0) @binding(3) var<storage, read> gdy: array<f32>;
 @group(0) @binding(4) var<storage, read_write> gpart: array<f32>;
+var<workgroup> lane_dw: array<f32, 256>;
+var<workgroup> lane_db: array<f32, 256>;
 
-@compute @workgroup_size(64)
+@compute @workgroup_size(256)
 fn layernorm_param_grads(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) lid3: vec3u) {
   let C = p.C;
-  let c = wg.x * WG + lid3.x;
-  if (c >= C) { return; }
+  let col = lid3.x % 64u;
+  let lane = lid3.x / 64u;
+  let c = wg.x * WG + col;
   let r0 = wg.y * p.chunk;
   let r1 = min(p.rows, r0 + p.chunk);
   var dw = 0.0;
   var db = 0.0;
-  for (var r = r0; r < r1; r++) {
-    let dy = gdy[r * C + c];
-    dw += dy * (gx[r * C + c] - gstats[2u * r]) * gstats[2u * r + 1u];
-    db += dy;
+  if (c < C) {
+    for (var r = r0 + lane; r < r1; r += 4u) {
+      let dy = gdy[r * C + c];
+      dw += dy * (gx[r * C + c] - gstats[2u * r]) * gstats[2u * r + 1u];
+      db += dy;
+    }
   }
-  gpart[wg.y * 2u * C + c] = dw;
-  gpart[wg.y * 2u * C + C + c] = db;
+  lane_dw[lid3.x] = dw;
+  lane_db[lid3.x] = db;
+  workgroupBarrier();
+  if (lane == 0u && c < C) {
+    gpart[wg.y * 2u * C + c] = (lane_dw[col] + lane_dw[col + 64u]) + (lane_dw[col + 128u] + lane_dw[col + 192u]);
+    gpart[wg.y * 2u * C + C + c] = (lane_db[col] + lane_db[col + 64u]) + (lane_db[col + 128u] + lane_db[col + 192u]);
+  }
 }

@@ -16,18 +16,23 @@
 //   64 K_FROM_ROW: op(A) is upper triangular (k >= r): the k loop starts at the tile's rows,
 //   128 RESIDUAL: add R (a residual stream) before storing,
 //   256 GELU: also store G = gelu(the stored value) (the MLP's activation beside its input),
-//   512 GELU_GRAD: multiply by gelu'(R) before storing (R: the MLP's pre-activation).
+//   512 GELU_GRAD: multiply by gelu'(R) before storing (R: the MLP's pre-activation),
+//   1024 ROWSUM: also G[z * M + r] = sum over k of op(A)[r, k], unscaled (a bias gradient: for
+//     dW = dy^T x, op(A) = dy^T), written by the workgroups of the first column of tiles.
 // The causal flags skip whole tiles only; entries inside a computed tile come from the data, so
 // the result is exact as long as the skipped parts are zero (P and dS are, by the softmax).
 // Bindings: 0 params (uniform), 1 A (read), 2 B (read), 3 C (read_write), 4 bias (read), 5 R
 // (read), 6 G (read_write); bind any buffers of the right access where a flag is off.
 //
-// Two tilings of the same contract: `matmul`, 64 x 64 tiles of C (16 x 16 invocations, 4 x 4
-// each), grid (ceil(N / 64), ceil(M / 64), batches); `matmul_big`, 128 x 128 tiles (16 x 16
-// invocations, 8 x 8 each as four 4 x 4 quadrants), grid (ceil(N / 128), ceil(M / 128), batches)
-// for large products. Tiles of op(A) and op(B) sit in workgroup memory k-major as vec4s, so an
-// invocation reads its 4 rows (or columns) of a quadrant in one load; the next tiles' global loads
-// are issued before the current tiles' multiply-adds, so their latency hides behind them.
+// Three tilings of the same contract, 256 invocations each: `matmul`, 64 x 64 tiles of C (4 x 4
+// an invocation), grid (ceil(N / 64), ceil(M / 64), batches); `matmul_wide`, 128 x 64 tiles (8 x
+// 4: two 4 x 4 blocks 64 rows apart), grid (ceil(N / 64), ceil(M / 128), batches); `matmul_big`,
+// 128 x 128 tiles (8 x 8: four 4 x 4 quadrants), grid (ceil(N / 128), ceil(M / 128), batches).
+// Tiles of op(A) and op(B) sit in workgroup memory k-major as vec4s, so an invocation reads 4 rows
+// (or columns) of a block in one load; the next tiles' global loads are issued before the current
+// tiles' multiply-adds, so their latency hides behind them. Invocations sit in their tile as
+// `place` says: a warp of 32 covers 8 x 4 of them, so its vec4 loads of A and of B each touch at
+// most 8 distinct vec4s (one 128-byte workgroup-memory access).
 
 struct Params {
   M: u32, N: u32, K: u32, flags: u32,
@@ -86,6 +91,13 @@ fn store4(c_base: u32, r: u32, c: u32, acc: vec4<f32>) {
   }
 }
 
+// (tx, ty) of invocation t in a 16 x 16 grid, warps of 32 as 8 x 4 blocks.
+fn place(t: u32) -> vec2<u32> {
+  let w = t / 32u;
+  let l = t % 32u;
+  return vec2<u32>((w % 2u) * 8u + l % 8u, (w / 2u) * 4u + l / 8u);
+}
+
 // The k range of a tile whose rows start at row0 (tile height h), after the causal flags.
 fn k_range(row0: u32, h: u32) -> vec2<u32> {
   var k_begin = 0u;
@@ -103,8 +115,8 @@ const SA = 17u;
 var<workgroup> As: array<vec4<f32>, 272>;  // [TK][SA]
 var<workgroup> Bs: array<vec4<f32>, 272>;  // [TK][SA]
 
-@compute @workgroup_size(16, 16)
-fn matmul(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) lid: vec3u) {
+@compute @workgroup_size(256)
+fn matmul(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) t: u32) {
   let row0 = wg.y * TM;
   let col0 = wg.x * TM;
   if ((p.flags & 16u) != 0u && col0 > row0 + TM - 1u) { return; }  // whole workgroup: uniform
@@ -115,10 +127,11 @@ fn matmul(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) lid: v
   let c_base = p.c_off + outer * p.c_so + inner * p.c_si;
   let trans_a = (p.flags & 1u) != 0u;
   let trans_b = (p.flags & 2u) != 0u;
+  let rowsum = (p.flags & 1024u) != 0u && wg.x == 0u;
   let kr = k_range(row0, TM);
-  let tx = lid.x;
-  let ty = lid.y;
-  let t = ty * 16u + tx;
+  let pl = place(t);
+  let tx = pl.x;
+  let ty = pl.y;
   // Staging: 4 elements of each tile an invocation. Neighbours read neighbouring addresses of
   // the stored layout (along k when k is the contiguous index), so global loads coalesce.
   var ra: array<f32, 4>;
@@ -133,6 +146,7 @@ fn matmul(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) lid: v
     rb[i] = load_b(b_base, kr.x + kb, col0 + n);
   }
   var acc: array<vec4<f32>, 4>;
+  var asum = vec4<f32>(0.0);
   for (var k0 = kr.x; k0 < kr.y; k0 += TK) {
     for (var i = 0u; i < 4u; i++) {
       let e = t + i * 256u;
@@ -163,6 +177,7 @@ fn matmul(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) lid: v
       acc[1] = fma(vec4<f32>(a.y), b, acc[1]);
       acc[2] = fma(vec4<f32>(a.z), b, acc[2]);
       acc[3] = fma(vec4<f32>(a.w), b, acc[3]);
+      if (rowsum) { asum += a; }
     }
     workgroupBarrier();
   }
@@ -173,6 +188,117 @@ fn matmul(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) lid: v
   store4(c_base, r + 1u, c, acc[1]);
   store4(c_base, r + 2u, c, acc[2]);
   store4(c_base, r + 3u, c, acc[3]);
+  if (rowsum && tx == 0u) { store_rowsum(wg.z, r, asum); }
+}
+
+// Rows r .. r + 3 of the ROWSUM output of batch entry z.
+fn store_rowsum(z: u32, r: u32, s: vec4<f32>) {
+  for (var i = 0u; i < 4u; i++) {
+    if (r + i < p.M) { G[z * p.M + r + i] = s[i]; }
+  }
+}
+
+// ---- matmul_wide: 128 x 64 tiles -----------------------------------------------------------
+// Invocation (tx, ty) owns rows ty*4 .. +3 and 64 + ty*4 .. +3, columns tx*4 .. +3: per k, two
+// vec4 loads of A's column and one of B's row feed 32 multiply-adds.
+const WM = 128u;
+const SW = 33u;  // WM / 4 + 1
+var<workgroup> Aw: array<vec4<f32>, 528>;  // [TK][SW]
+var<workgroup> Bw: array<vec4<f32>, 272>;  // [TK][SA]
+
+@compute @workgroup_size(256)
+fn matmul_wide(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) t: u32) {
+  let row0 = wg.y * WM;
+  let col0 = wg.x * TM;
+  if ((p.flags & 16u) != 0u && col0 > row0 + WM - 1u) { return; }
+  let outer = wg.z / p.inner;
+  let inner = wg.z % p.inner;
+  let a_base = p.a_off + outer * p.a_so + inner * p.a_si;
+  let b_base = p.b_off + outer * p.b_so + inner * p.b_si;
+  let c_base = p.c_off + outer * p.c_so + inner * p.c_si;
+  let trans_a = (p.flags & 1u) != 0u;
+  let trans_b = (p.flags & 2u) != 0u;
+  let rowsum = (p.flags & 1024u) != 0u && wg.x == 0u;
+  let kr = k_range(row0, WM);
+  let pl = place(t);
+  let tx = pl.x;
+  let ty = pl.y;
+  var ra: array<f32, 8>;
+  var rb: array<f32, 4>;
+  for (var i = 0u; i < 8u; i++) {
+    let e = t + i * 256u;
+    var m = e % WM; var kk = e / WM;
+    if (!trans_a) { kk = e % TK; m = e / TK; }
+    ra[i] = load_a(a_base, row0 + m, kr.x + kk);
+  }
+  for (var i = 0u; i < 4u; i++) {
+    let e = t + i * 256u;
+    var n = e % TM; var kb = e / TM;
+    if (trans_b) { kb = e % TK; n = e / TK; }
+    rb[i] = load_b(b_base, kr.x + kb, col0 + n);
+  }
+  var acc: array<vec4<f32>, 8>;
+  var asum0 = vec4<f32>(0.0);
+  var asum1 = vec4<f32>(0.0);
+  for (var k0 = kr.x; k0 < kr.y; k0 += TK) {
+    for (var i = 0u; i < 8u; i++) {
+      let e = t + i * 256u;
+      var m = e % WM; var kk = e / WM;
+      if (!trans_a) { kk = e % TK; m = e / TK; }
+      Aw[kk * SW + m / 4u][m % 4u] = ra[i];
+    }
+    for (var i = 0u; i < 4u; i++) {
+      let e = t + i * 256u;
+      var n = e % TM; var kb = e / TM;
+      if (trans_b) { kb = e % TK; n = e / TK; }
+      Bw[kb * SA + n / 4u][n % 4u] = rb[i];
+    }
+    workgroupBarrier();
+    let k1 = k0 + TK;
+    if (k1 < kr.y) {
+      for (var i = 0u; i < 8u; i++) {
+        let e = t + i * 256u;
+        var m = e % WM; var kk = e / WM;
+        if (!trans_a) { kk = e % TK; m = e / TK; }
+        ra[i] = load_a(a_base, row0 + m, k1 + kk);
+      }
+      for (var i = 0u; i < 4u; i++) {
+        let e = t + i * 256u;
+        var n = e % TM; var kb = e / TM;
+        if (trans_b) { kb = e % TK; n = e / TK; }
+        rb[i] = load_b(b_base, k1 + kb, col0 + n);
+      }
+    }
+    for (var kk = 0u; kk < TK; kk++) {
+      let a0 = Aw[kk * SW + ty];
+      let a1 = Aw[kk * SW + 16u + ty];
+      let b = Bw[kk * SA + tx];
+      acc[0] = fma(vec4<f32>(a0.x), b, acc[0]);
+      acc[1] = fma(vec4<f32>(a0.y), b, acc[1]);
+      acc[2] = fma(vec4<f32>(a0.z), b, acc[2]);
+      acc[3] = fma(vec4<f32>(a0.w), b, acc[3]);
+      acc[4] = fma(vec4<f32>(a1.x), b, acc[4]);
+      acc[5] = fma(vec4<f32>(a1.y), b, acc[5]);
+      acc[6] = fma(vec4<f32>(a1.z), b, acc[6]);
+      acc[7] = fma(vec4<f32>(a1.w), b, acc[7]);
+      if (rowsum) { asum0 += a0; asum1 += a1; }
+    }
+    workgroupBarrier();
+  }
+  let r = row0 + ty * 4u;
+  let c = col0 + tx * 4u;
+  store4(c_base, r, c, acc[0]);
+  store4(c_base, r + 1u, c, acc[1]);
+  store4(c_base, r + 2u, c, acc[2]);
+  store4(c_base, r + 3u, c, acc[3]);
+  store4(c_base, r + 64u, c, acc[4]);
+  store4(c_base, r + 65u, c, acc[5]);
+  store4(c_base, r + 66u, c, acc[6]);
+  store4(c_base, r + 67u, c, acc[7]);
+  if (rowsum && tx == 0u) {
+    store_rowsum(wg.z, r, asum0);
+    store_rowsum(wg.z, r + 64u, asum1);
+  }
 }
 
 // ---- matmul_big: 128 x 128 tiles -----------------------------------------------------------
@@ -184,8 +310,8 @@ const SB = 33u;  // BM / 4 + 1: padded as SA (16.5 KiB in all)
 var<workgroup> Ab: array<vec4<f32>, 528>;  // [BK][SB]
 var<workgroup> Bb: array<vec4<f32>, 528>;  // [BK][SB]
 
-@compute @workgroup_size(16, 16)
-fn matmul_big(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) lid: vec3u) {
+@compute @workgroup_size(256)
+fn matmul_big(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) t: u32) {
   let row0 = wg.y * BM;
   let col0 = wg.x * BM;
   if ((p.flags & 16u) != 0u && col0 > row0 + BM - 1u) { return; }
@@ -196,10 +322,11 @@ fn matmul_big(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) li
   let c_base = p.c_off + outer * p.c_so + inner * p.c_si;
   let trans_a = (p.flags & 1u) != 0u;
   let trans_b = (p.flags & 2u) != 0u;
+  let rowsum = (p.flags & 1024u) != 0u && wg.x == 0u;
   let kr = k_range(row0, BM);
-  let tx = lid.x;
-  let ty = lid.y;
-  let t = ty * 16u + tx;
+  let pl = place(t);
+  let tx = pl.x;
+  let ty = pl.y;
   var ra: array<f32, 8>;
   var rb: array<f32, 8>;
   for (var i = 0u; i < 8u; i++) {
@@ -212,6 +339,8 @@ fn matmul_big(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) li
     rb[i] = load_b(b_base, kr.x + kb, col0 + n);
   }
   var acc: array<vec4<f32>, 16>;  // [quadrant row half][4 rows][column half]: see the store
+  var asum0 = vec4<f32>(0.0);
+  var asum1 = vec4<f32>(0.0);
   for (var k0 = kr.x; k0 < kr.y; k0 += BK) {
     for (var i = 0u; i < 8u; i++) {
       let e = t + i * 256u;
@@ -256,6 +385,7 @@ fn matmul_big(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) li
       acc[13] = fma(vec4<f32>(a1.z), b1, acc[13]);
       acc[14] = fma(vec4<f32>(a1.w), b0, acc[14]);
       acc[15] = fma(vec4<f32>(a1.w), b1, acc[15]);
+      if (rowsum) { asum0 += a0; asum1 += a1; }
     }
     workgroupBarrier();
   }
@@ -279,4 +409,8 @@ fn matmul_big(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) li
   store4(c_base, r + 66u, c + 64u, acc[13]);
   store4(c_base, r + 67u, c, acc[14]);
   store4(c_base, r + 67u, c + 64u, acc[15]);
+  if (rowsum && tx == 0u) {
+    store_rowsum(wg.z, r, asum0);
+    store_rowsum(wg.z, r + 64u, asum1);
+  }
 }

@@ -152,15 +152,15 @@ def test_tiny_preset_first_steps_match_pytorch(native_backend, text):
     assert gaps[0] < 1e-4 and max(gaps) < 1e-3
 
 
-@pytest.mark.parametrize("big", [False, True], ids=["64-tiles", "128-tiles"])
-def test_split_weight_gradients_match_pytorch(native_backend, text, monkeypatch, big):
-    """batch 64 x 16 = 1024 rows: the weight gradients are summed in slices (model.split_k);
-    and once with every product on matmul_big's 128 x 128 tiles."""
+@pytest.mark.parametrize("tiles", ["64", "wide", "big"])
+def test_split_weight_gradients_match_pytorch(native_backend, text, monkeypatch, tiles):
+    """batch 64 x 16 = 1024 rows: the weight gradients are summed in slices (model.split_k),
+    the bias gradients come from the slices' row sums; once with every product on each tiling."""
     from py_core.kernels import transformer_matmul as mm
     from py_core.transformer.model import split_k
-    if big:
-        monkeypatch.setattr(mm, "pick", lambda m, n, batches=1, big=True: (
-            "matmul_big", mm.grid(m, n, batches, mm.BIG_TILE)))
+    entry = {"64": "matmul", "wide": "matmul_wide", "big": "matmul_big"}[tiles]
+    monkeypatch.setattr(mm, "pick", lambda m, n, batches=1, mode="64": (
+        entry, mm.entry_grid(entry, m, n, batches)))
     cfg = TransformerConfig.preset("micro", batch_size=64, steps=4, eval_steps=1)
     assert split_k(3 * cfg.n_embd, cfg.n_embd, 1024) > 1
 

@@ -47,9 +47,8 @@ def _matmul_case(m, n, k, flags, batches=1, entry="matmul"):
             bias_off=11 + batches * rows_b * ldb, inner=2 if batches % 2 == 0 else 1,
             a_so=2 * rows_a * lda, a_si=rows_a * lda, b_so=2 * rows_b * ldb, b_si=rows_b * ldb,
             c_so=2 * m * (n + 1), c_si=m * (n + 1)))
-        tile = mm.BIG_TILE if entry == "matmul_big" else mm.TILE
-        plan = backend.plan().dispatch(kern, [prm, a, b, c, b, res, g], mm.grid(m, n, batches, tile))
-        return plan, [c, g] if flags & mm.GELU else [c], 2 * m * n * k * batches
+        plan = backend.plan().dispatch(kern, [prm, a, b, c, b, res, g], mm.entry_grid(entry, m, n, batches))
+        return plan, [c, g] if flags & (mm.GELU | mm.ROWSUM) else [c], 2 * m * n * k * batches
     return setup
 
 
@@ -82,6 +81,20 @@ case("transformer matmul 128-tile residual + GELU 150x131x40", atol=1e-5, rtol=1
     _matmul_case(150, 131, 40, mm.BIAS | mm.RESIDUAL | mm.GELU, entry="matmul_big"))
 case("transformer matmul 128-tile GELU backward A^T 140x129x35", atol=1e-5, rtol=1e-4)(
     _matmul_case(140, 129, 35, mm.TRANS_A | mm.GELU_GRAD, entry="matmul_big"))
+case("transformer matmul A^T + row sums 2x 70x45x40", atol=1e-5, rtol=1e-4)(
+    _matmul_case(70, 45, 40, mm.TRANS_A | mm.ROWSUM, batches=2))
+case("transformer matmul 128-tile A^T + row sums 2x 140x130x50", atol=1e-5, rtol=1e-4)(
+    _matmul_case(140, 130, 50, mm.TRANS_A | mm.ROWSUM, batches=2, entry="matmul_big"))
+for _name, _args, _flags, _b in (
+        ("bias residual + GELU 150x70x37", (150, 70, 37), mm.BIAS | mm.RESIDUAL | mm.GELU | mm.TRANS_B, 1),
+        ("A^T B^T accumulate 2x 131x65x20", (131, 65, 20), mm.TRANS_A | mm.TRANS_B | mm.ACCUMULATE, 2),
+        ("GELU backward 140x70x35", (140, 70, 35), mm.GELU_GRAD, 1),
+        ("A^T + row sums 2x 140x70x50", (140, 70, 50), mm.TRANS_A | mm.ROWSUM, 2),
+        ("causal 260x260x5", (260, 260, 5), mm.TRANS_B | mm.SKIP_UPPER, 1),
+        ("k<=row 260x5x260", (260, 5, 260), mm.K_UPTO_ROW, 1),
+        ("k>=row A^T 260x5x260", (260, 5, 260), mm.TRANS_A | mm.K_FROM_ROW, 1)):
+    case(f"transformer matmul 128x64-tile {_name}", atol=1e-5, rtol=1e-4)(
+        _matmul_case(*_args, _flags, batches=_b, entry="matmul_wide"))
 
 
 @case("transformer init normals 5000 (bit-exact)", atol=1e-30, rtol=0.0)
@@ -248,11 +261,14 @@ async def _embedding_case(backend, rng):
                   [bp, sched, tokens, idx, tgt], (-(-m_ // 64), 1, 1))
     plan.dispatch(await backend.kernel("transformer_embedding", "embed_forward"), [ep, idx, w, x],
                   ew.grid_1d(m_ * c_))
-    plan.dispatch(await backend.kernel("transformer_embedding", "embed_backward_wte"), [ep, idx, dx, g],
-                  (-(-c_ // 64), v_, 1))
+    chunk = 16  # positions a part sums: 3 parts, the last one short
+    parts = backend.buffer("f32", data=random_floats(rng, 5 + 3 * v_ * c_))
+    pp = _uniform(backend, emb.EMBED_PART, M=m_, C=c_, V=v_, chunk=chunk, out_off=5)
+    plan.dispatch(await backend.kernel("transformer_embedding", "embed_backward_wte"), [pp, idx, dx, parts],
+                  (-(-c_ // 64), v_, -(-m_ // chunk)))
     plan.dispatch(await backend.kernel("transformer_embedding", "embed_backward_wpe"), [ep, dx, g],
                   ew.grid_1d(t_ * c_))
-    return plan, [idx, tgt, x, g], 4 * m_ * c_
+    return plan, [idx, tgt, x, g, parts], 4 * m_ * c_
 
 
 @case("transformer cross-entropy + mean loss 70x67", atol=1e-5, rtol=1e-4)

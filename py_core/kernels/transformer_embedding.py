@@ -11,6 +11,7 @@ from . import reference
 BATCH = Struct("B:u32 T:u32 n_windows:u32 key:u32")
 SCHED = Struct("step:u32 slot:u32 lr:f32 step_size:f32 bc2_sqrt:f32 decay:f32")
 EMBED = Struct("M:u32 T:u32 C:u32 V:u32 wte_off:u32 wpe_off:u32")
+EMBED_PART = Struct("M:u32 C:u32 V:u32 chunk:u32 out_off:u32")
 WRITES = {("transformer_embedding", "get_batch"): {3, 4},
           ("transformer_embedding", "embed_forward"): {3},
           ("transformer_embedding", "embed_backward_wte"): {3},
@@ -62,17 +63,16 @@ def embed_forward(bufs, grid, constants):
 
 @reference("transformer_embedding", "embed_backward_wte")
 def embed_backward_wte(bufs, grid, constants):
-    prm, idx, dx, g = bufs
-    p = EMBED.unpack(prm)
-    c_ = p["C"]
-    sums: dict[int, list] = {}
-    for m in range(p["M"]):  # position order, as the kernel sums
-        row = dx[m * c_:(m + 1) * c_]
-        acc = sums.get(idx[m])
-        sums[idx[m]] = list(row) if acc is None else [a + b for a, b in zip(acc, row)]
-    for v, s in sums.items():
-        o = p["wte_off"] + v * c_
-        g[o:o + c_] = type(g)("f", [a + b for a, b in zip(g[o:o + c_], s)])
+    prm, idx, dx, out = bufs
+    p = EMBED_PART.unpack(prm)
+    c_, v_, m_, chunk = p["C"], p["V"], p["M"], p["chunk"]
+    for z in range(grid[2]):
+        sums = [[0.0] * c_ for _ in range(v_)]
+        for m in range(z * chunk, min(m_, (z + 1) * chunk)):  # position order, as the kernel sums
+            row = dx[m * c_:(m + 1) * c_]
+            sums[idx[m]] = [a + b for a, b in zip(sums[idx[m]], row)]
+        o = p["out_off"] + z * v_ * c_
+        out[o:o + v_ * c_] = type(out)("f", [x for s in sums for x in s])
 
 
 @reference("transformer_embedding", "embed_backward_wpe")

@@ -12,12 +12,13 @@ PARAMS = Struct("M:u32 N:u32 K:u32 flags:u32 alpha:f32 inner:u32 lda:u32 ldb:u32
                 "b_si:u32 c_so:u32 c_si:u32")
 TRANS_A, TRANS_B, ACCUMULATE, BIAS = 1, 2, 4, 8
 SKIP_UPPER, K_UPTO_ROW, K_FROM_ROW = 16, 32, 64
-RESIDUAL, GELU, GELU_GRAD = 128, 256, 512
+RESIDUAL, GELU, GELU_GRAD, ROWSUM = 128, 256, 512, 1024
 TILE = 64        # rows and columns of C per workgroup of `matmul`
-BIG_TILE = 128   # ... of `matmul_big`
+BIG_TILE = 128   # ... of `matmul_big`; rows of `matmul_wide` (whose columns are TILE)
 BIG_MIN_GROUPS = 96  # matmul_big only when its 128 x 128 tiles still give this many workgroups
 BIG_BYTES = 16896    # workgroup memory of matmul_big (two padded 16 x 128 tiles)
-WRITES = {("transformer_matmul", "matmul"): {3, 6}, ("transformer_matmul", "matmul_big"): {3, 6}}
+WRITES = {("transformer_matmul", e): {3, 6} for e in ("matmul", "matmul_wide", "matmul_big")}
+TILES = {"matmul": (TILE, TILE), "matmul_wide": (BIG_TILE, TILE), "matmul_big": (BIG_TILE, BIG_TILE)}
 K0, K1 = 0.7978845608028654, 0.044715  # GELU's tanh approximation (transformer_elementwise)
 
 
@@ -30,16 +31,32 @@ def _gelu_grad(x: float) -> float:
     return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * K0 * (1.0 + 3.0 * K1 * x * x)
 
 
-def grid(m: int, n: int, batches: int = 1, tile: int = TILE) -> tuple[int, int, int]:
-    return (-(-n // tile), -(-m // tile), batches)
+def grid(m: int, n: int, batches: int = 1, tile: int = TILE, tile_n: int | None = None) -> tuple[int, int, int]:
+    return (-(-n // (tile_n or tile)), -(-m // tile), batches)
 
 
-def pick(m: int, n: int, batches: int = 1, big: bool = True) -> tuple[str, tuple[int, int, int]]:
-    """(entry point, grid) for an m x n product: 128 x 128 tiles when the product is large
-    enough to keep a big GPU busy with them, else 64 x 64."""
-    if big and m >= BIG_TILE and n >= BIG_TILE and grid(m, n, batches, BIG_TILE)[0] * \
-            grid(m, n, batches, BIG_TILE)[1] * batches >= BIG_MIN_GROUPS:
-        return "matmul_big", grid(m, n, batches, BIG_TILE)
+def entry_grid(entry: str, m: int, n: int, batches: int = 1) -> tuple[int, int, int]:
+    """The grid of `entry` for an m x n product."""
+    tm, tn = TILES[entry]
+    return grid(m, n, batches, tm, tn)
+
+
+MODES = ("64", "wide", "big")  # tilings a model may use: 64 x 64 only; + 128 x 64; + 128 x 128
+WIDE_MIN_GROUPS = 264  # matmul_wide only when its tiles still give this many workgroups
+
+
+def pick(m: int, n: int, batches: int = 1, mode: str = "64") -> tuple[str, tuple[int, int, int]]:
+    """(entry point, grid) for an m x n product under a tiling mode (MODES): larger tiles (more
+    multiply-adds per workgroup-memory load) only where they still leave enough workgroups to
+    keep a large GPU busy, else 64 x 64."""
+    if mode == "big" and m >= BIG_TILE and n >= BIG_TILE:
+        g = grid(m, n, batches, BIG_TILE)
+        if g[0] * g[1] * batches >= BIG_MIN_GROUPS:
+            return "matmul_big", g
+    if mode in ("wide", "big") and m >= BIG_TILE:
+        g = entry_grid("matmul_wide", m, n, batches)
+        if g[0] * g[1] * batches >= WIDE_MIN_GROUPS:
+            return "matmul_wide", g
     return "matmul", grid(m, n, batches)
 
 
@@ -60,12 +77,19 @@ def matmul(bufs, grid_, constants):
     _matmul(bufs, grid_, TILE)
 
 
+@reference("transformer_matmul", "matmul_wide")
+def matmul_wide(bufs, grid_, constants):
+    _matmul(bufs, grid_, BIG_TILE, TILE)
+
+
 @reference("transformer_matmul", "matmul_big")
 def matmul_big(bufs, grid_, constants):
     _matmul(bufs, grid_, BIG_TILE)
 
 
-def _matmul(bufs, grid_, tile):
+def _matmul(bufs, grid_, tile, tile_n=None):
+    """tile: the tile's rows (the causal flags act on them), tile_n its columns."""
+    tile_n = tile_n or tile
     prm, a, b, c, bias, res, g = bufs
     p = PARAMS.unpack(prm)
     m, n, k, flags, alpha = p["M"], p["N"], p["K"], p["flags"], p["alpha"]
@@ -85,12 +109,16 @@ def _matmul(bufs, grid_, tile):
             k_end = min(k, row0 + tile) if flags & K_UPTO_ROW else k
             k_begin = min(row0, k_end) if flags & K_FROM_ROW else 0
             acc = [0.0] * n
+            rowsum = 0.0
             for kk in range(k_begin, k_end):
                 aik = a[ab + kk * lda + i] if flags & TRANS_A else a[ab + i * lda + kk]
+                rowsum += aik
                 if aik:
                     acc = [x + aik * y for x, y in zip(acc, b_rows[kk])]
+            if flags & ROWSUM:
+                g[z * m + i] = rowsum
             for j in range(n):
-                if flags & SKIP_UPPER and j // tile * tile > row0 + tile - 1:
+                if flags & SKIP_UPPER and j // tile_n * tile_n > row0 + tile - 1:
                     continue
                 v = alpha * acc[j]
                 if flags & BIAS:

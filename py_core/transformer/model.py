@@ -31,25 +31,33 @@ WRITES = {**mm.WRITES, **ln.WRITES, **att.WRITES, **ew.WRITES, **emb.WRITES, **l
 CHUNK = 64          # rows each first-pass column sum adds up
 NORM_GROUP = 4096   # gradient elements each first-pass norm workgroup squares and adds
 WORKGROUP_BYTES = 16384  # WebGPU's minimum, which every kernel here fits in (matmul_big: mm.BIG_BYTES)
-SPLIT_TARGET = 256  # workgroups a weight gradient aims at (a large GPU holds ~2 per SM of ~130)
+DEFAULT_TILES = "64"     # measured on an H200: 64 x 64 tiles beat 128 x 128 for every product
+SPLIT_TARGET = 1024  # workgroups a weight gradient aims at (several waves on a GPU of ~130 SMs)
+MIN_SLICE = 256      # rows a weight gradient's slice sums at least
+EMBED_CHUNK = 1024   # positions each workgroup of embed_backward_wte scans
 
 
 def _rows_grid(rows: int) -> tuple[int, int, int]:
     return (min(rows, ew.MAX_GROUPS), -(-rows // ew.MAX_GROUPS), 1)
 
 
-def split_k(n: int, k: int, rows: int, big: bool = True) -> int:
+def split_k(n: int, k: int, rows: int, mode: str = "64") -> int:
     """How many slices a weight gradient dW = dy^T x (n x k, summed over `rows`) is split into.
-    Few output tiles over a long sum leave most of a large GPU idle (the LM head's V x C gradient
-    is a dozen tiles summed over B*T rows), so the rows are cut into equal slices, each slice's
-    product goes to its own slab, and a column sum adds the slabs (deterministic, no atomics).
-    The slice count divides `rows`, so every slice has the same length."""
-    _, grid = mm.pick(n, k, 1, big)
+    A few output tiles over a long sum leave most of a large GPU idle (shakespeare_char's MLP
+    gradient is 144 tiles summed over 16k rows: one thin wave), so the rows are cut into equal
+    slices of at least MIN_SLICE, each slice's product goes to its own slab, and a column sum
+    adds the slabs (deterministic, no atomics). The count divides `rows`, so slices are equal."""
+    _, grid = mm.pick(n, k, 1, mode)
     tiles = grid[0] * grid[1]
-    if tiles >= SPLIT_TARGET // 2 or rows < 1024 or n * k > 64 * ew.MAX_GROUPS:
+    want = min(rows // MIN_SLICE, -(-SPLIT_TARGET // tiles), 32)
+    if want < 2 or n * k > 64 * ew.MAX_GROUPS:
         return 1
-    want = min(rows // 512, -(-SPLIT_TARGET // tiles), 32)
     return max(d for d in range(1, want + 1) if rows % d == 0)
+
+
+def embed_chunks(rows: int) -> int:
+    """Slices of EMBED_CHUNK positions the token embedding's gradient is summed in."""
+    return -(-rows // EMBED_CHUNK)
 
 
 def activation_specs(cfg: TransformerConfig, vocab_size: int, batch: int, length: int,
@@ -67,11 +75,15 @@ def activation_specs(cfg: TransformerConfig, vocab_size: int, batch: int, length
               ("logits", "f32", (head_rows or m) * v), ("losses", "f32", m)]
     if backward:
         chunks = -(-m // CHUNK)
-        slabs = max([split_k(n, k, m) * n * k for n, k in ((3 * c, c), (c, c), (f, c), (c, f), (v, c))]
-                    + [split_k(n, k, m, False) * n * k for n, k in ((3 * c, c), (c, c), (f, c), (c, f), (v, c))])
+        shapes = ((3 * c, c), (c, c), (f, c), (c, f))  # the blocks' weights, (n, k)
+        slices = {(n, k, mode): split_k(n, k, m, mode) for n, k in shapes + ((v, c),) for mode in mm.MODES}
+        slabs = max(s * n * k for (n, k, _), s in slices.items() if n != v or k != c)
+        bias_slabs = max(s * n for (n, k, _), s in slices.items())
+        head = max(s for (n, k, _), s in slices.items() if (n, k) == (v, c)) + embed_chunks(m)
         specs += [("dres", "f32", m * c), ("dln", "f32", m * c), ("dqkv", "f32", 3 * m * c),
                   ("dfc", "f32", m * f), ("datt", "f32", batch * h * length * length),
-                  ("part", "f32", chunks * max(f, 3 * c)), ("slabs", "f32", slabs)]
+                  ("part", "f32", chunks * max(f, 3 * c)), ("slabs", "f32", max(slabs, 1)),
+                  ("bias_slabs", "f32", bias_slabs), ("head_slabs", "f32", head * v * c)]
     return specs
 
 
@@ -143,6 +155,7 @@ class GPT:
     """A GPT's parameters on `backend`, and the recording of its passes into plans."""
 
     def __init__(self, backend, config: TransformerConfig, vocab_size: int, tiles: str = "auto"):
+        """tiles: the matmul tilings to use (mm.MODES); "auto": DEFAULT_TILES."""
         if not 1 <= vocab_size <= ew.MAX_GROUPS:
             raise ValueError(f"vocabulary of {vocab_size} characters: 1 to {ew.MAX_GROUPS} supported")
         self.backend, self.config, self.vocab_size = backend, config.validate(), vocab_size
@@ -155,11 +168,12 @@ class GPT:
             raise LimitError("the transformer's kernels bind 6 storage buffers; this adapter allows "
                              f"{lim['maxStorageBuffersPerShaderStage']}")
         self.params = self.grads = self.m1 = self.m2 = None
-        # large products on matmul_big's 128 x 128 tiles (mm.pick), where workgroup memory allows
-        # (tiles="64": every product on 64 x 64 tiles, to compare)
-        if tiles not in ("auto", "64"):
-            raise ValueError(f'tiles must be "auto" or "64", not {tiles!r}')
-        self.big_tiles = lim["maxComputeWorkgroupStorageSize"] >= mm.BIG_BYTES and tiles == "auto"
+        mode = DEFAULT_TILES if tiles == "auto" else tiles
+        if mode not in mm.MODES:
+            raise ValueError(f"tiles must be auto or one of {', '.join(mm.MODES)}, not {tiles!r}")
+        if mode == "big" and lim["maxComputeWorkgroupStorageSize"] < mm.BIG_BYTES:
+            mode = "wide"  # matmul_big's tiles need more workgroup memory than this adapter has
+        self.mode = mode
         self.spare = backend.buffer("f32", 4)  # bound where a kernel's optional output is unused
 
     @property
@@ -222,12 +236,11 @@ class GPT:
             (-(-a.rows // 64), 1, 1), "get batch")
 
     async def _mm(self, r, values: dict, bufs: list, batches: int = 1, label=None, entry=None):
-        """A transformer_matmul dispatch, on 128- or 64-wide tiles as its size suits (mm.pick).
-        bufs: [A, B, C] and optionally bias, R, G; unused ones are bound to harmless stand-ins."""
-        pick, grid = mm.pick(values["M"], values["N"], batches, self.big_tiles)
+        """A transformer_matmul dispatch, on the tiles its size suits (mm.pick) unless `entry`
+        says. bufs: [A, B, C] and optionally bias, R, G; unused ones are bound to stand-ins."""
+        pick, grid = mm.pick(values["M"], values["N"], batches, self.mode)
         if entry is not None:
-            tile = mm.BIG_TILE if entry == "matmul_big" else mm.TILE
-            pick, grid = entry, mm.grid(values["M"], values["N"], batches, tile)
+            pick, grid = entry, mm.entry_grid(entry, values["M"], values["N"], batches)
         a, b, c = bufs[:3]
         bias = bufs[3] if len(bufs) > 3 and bufs[3] is not None else b
         res = bufs[4] if len(bufs) > 4 and bufs[4] is not None else a
@@ -321,20 +334,34 @@ class GPT:
         await r("transformer_elementwise", "colsum", ew.COLSUM, dict(rows=chunks, cols=cols, chunk=chunks,
                 out_off=out_off), [a.part, self.grads], (-(-cols // 64), 1, 1), label)
 
-    async def _weight_grad(self, r, a, dy, x, rows, n, k, c_off, label):
-        """grads[c_off:+n*k] = dy^T x for dy (rows, n) and x (rows, k); split along the rows
-        (see split_k) when the output alone would not fill the GPU."""
-        s = split_k(n, k, rows, self.big_tiles)
-        if s == 1:
+    async def _weight_grad(self, r, a, dy, x, rows, n, k, c_off, label, bias_off=None, slabs=None):
+        """grads[c_off:+n*k] = dy^T x for dy (rows, n) and x (rows, k), and with bias_off the
+        bias gradient grads[bias_off:+n] = column sums of dy; split along the rows (split_k)
+        when the output alone would not fill the GPU: each slice's product to its own slab (and
+        its column sums, ROWSUM, to bias_slabs), then a column sum over the slabs. `slabs`
+        (head_slabs: the token embedding's gradient adds its parts there): sum nothing yet, return
+        the slices written."""
+        s = split_k(n, k, rows, self.mode)
+        if s == 1 and slabs is None:
             await self._mm(r, mm.params(n, k, rows, mm.TRANS_A, c_off=c_off), [dy, x, self.grads],
                            label=label)
-            return
+            if bias_off is not None:
+                await self._colsum(r, a, dy, rows, n, bias_off, label.replace("dW", "db"))
+            return s
         part = rows // s  # slab z = dy[z*part:(z+1)*part]^T x[z*part:(z+1)*part]
+        flags = mm.TRANS_A | (mm.ROWSUM if bias_off is not None else 0)
         await self._mm(r, mm.params(
-            n, k, part, mm.TRANS_A, lda=n, ldb=k, a_so=part * n, b_so=part * k, c_so=n * k),
-            [dy, x, a.slabs], s, label=label, entry=mm.pick(n, k, 1, self.big_tiles)[0])
+            n, k, part, flags, lda=n, ldb=k, a_so=part * n, b_so=part * k, c_so=n * k),
+            [dy, x, slabs or a.slabs, None, None, a.bias_slabs if bias_off is not None else None], s,
+            label=label, entry=mm.pick(n, k, 1, self.mode)[0])
+        if slabs is not None:
+            return s
         await r("transformer_elementwise", "colsum", ew.COLSUM, dict(rows=s, cols=n * k, chunk=s, out_off=c_off),
                 [a.slabs, self.grads], (-(-n * k // 64), 1, 1), label + " slabs")
+        if bias_off is not None:
+            await r("transformer_elementwise", "colsum", ew.COLSUM, dict(rows=s, cols=n, chunk=s, out_off=bias_off),
+                    [a.bias_slabs, self.grads], (-(-n // 64), 1, 1), label.replace("dW", "db") + " slabs")
+        return s
 
     async def _linear_backward(self, r, a, dy, x, w, bias, dx, rows, n, k, flags=0, res=None, label=""):
         """For y = x W^T + b with dy (rows, n): dx (+)= dy W (flags: ACCUMULATE, or GELU_GRAD
@@ -342,9 +369,8 @@ class GPT:
         L = self.layout
         await self._mm(r, mm.params(rows, k, n, flags, b_off=L.offset(w)),
                        [dy, self.params, dx, None, res], label=label + " dx")
-        await self._weight_grad(r, a, dy, x, rows, n, k, L.offset(w), label + " dW")
-        if bias:
-            await self._colsum(r, a, dy, rows, n, L.offset(bias), label + " db")
+        await self._weight_grad(r, a, dy, x, rows, n, k, L.offset(w), label + " dW",
+                                L.offset(bias) if bias else None)
 
     async def _layernorm_backward(self, r, a, x, name, stats, dy, accumulate=True):
         """dres (+)= LayerNorm backward of dy; the weight and bias gradients into grads."""
@@ -368,9 +394,11 @@ class GPT:
         c, h, d, sq, st, sy = self._heads(bt, t)
         f, v = 4 * c, self.vocab_size
         wte = L.offset("transformer.wte.weight")
-        # head: dlnf = dlogits wte; dwte = dlogits^T lnf (the embedding's part is added below)
+        # head: dlnf = dlogits wte; dwte = dlogits^T lnf into head_slabs (summed at the end with
+        # the token embedding's part)
         await self._mm(r, mm.params(m, c, v, 0, b_off=wte), [a.logits, self.params, a.dln], label="head bwd dx")
-        await self._weight_grad(r, a, a.logits, a.lnf, m, v, c, wte, "head bwd dW")
+        head_parts = await self._weight_grad(r, a, a.logits, a.lnf, m, v, c, wte, "head bwd dW",
+                                             slabs=a.head_slabs)
         last = a.layer(cfg.n_layer - 1, "out") if cfg.n_layer else a.x0
         await self._layernorm_backward(r, a, last, "transformer.ln_f", a.statsf, a.dln, accumulate=False)
         for i in reversed(range(cfg.n_layer)):
@@ -408,10 +436,16 @@ class GPT:
             await self._linear_backward(r, a, a.dqkv, A("ln1"), p + "attn.c_attn.weight",
                                         p + "attn.c_attn.bias", a.dln, m, 3 * c, c, label="qkv bwd")
             await self._layernorm_backward(r, a, x, p + "ln_1", A("stats1"), a.dln)
-        # embeddings: dres holds d(x0) = d(wte[idx] + wpe[t])
+        # embeddings: dres holds d(x0) = d(wte[idx] + wpe[t]); the token embedding's gradient in
+        # parts after the head's, then grads[wte] = the sum of them all
+        chunks = embed_chunks(m)
+        await r("transformer_embedding", "embed_backward_wte", emb.EMBED_PART, dict(
+            M=m, C=c, V=v, chunk=EMBED_CHUNK, out_off=head_parts * v * c), [a.idx, a.dres, a.head_slabs],
+            (-(-c // 64), v, chunks), "embed bwd wte")
+        await r("transformer_elementwise", "colsum", ew.COLSUM, dict(
+            rows=head_parts + chunks, cols=v * c, chunk=head_parts + chunks, out_off=wte),
+            [a.head_slabs, self.grads], (-(-v * c // 64), 1, 1), "embed bwd wte")
         u = dict(M=m, T=t, C=c, V=v, wte_off=wte, wpe_off=L.offset("transformer.wpe.weight"))
-        await r("transformer_embedding", "embed_backward_wte", emb.EMBED, u, [a.idx, a.dres, self.grads],
-                (-(-c // 64), v, 1), "embed bwd wte")
         await r("transformer_embedding", "embed_backward_wpe", emb.EMBED, u, [a.dres, self.grads],
                 ew.grid_1d(t * c), "embed bwd wpe")
 

@@ -14,6 +14,7 @@ import math
 from array import array
 
 from ..kernels.transformer_embedding import SCHED
+from ..kernels.transformer_matmul import MODES
 from .config import TransformerConfig
 from .model import GPT, Activations, check_fits
 from .rng import STREAM_TRAIN, STREAM_VAL, stream_key
@@ -25,8 +26,8 @@ class Trainer:
 
     def __init__(self, backend, config: TransformerConfig, text: str, tiles: str = "auto"):
         self.backend, self.config, self.tiles = backend, config.validate(), tiles
-        if tiles not in ("auto", "64"):
-            raise ValueError(f'tiles must be "auto" or "64", not {tiles!r}')
+        if tiles not in ("auto", *MODES):
+            raise ValueError(f"tiles must be auto or one of {', '.join(MODES)}, not {tiles!r}")
         self.vocab = Vocab.from_text(text)
         self.train_ids, self.val_ids = split(self.vocab.encode(text), config.val_fraction)
         for what, ids in (("training", self.train_ids), ("validation", self.val_ids)):
