@@ -46,6 +46,25 @@ def test_job_result_and_progress(native_backend):
 
 
 @pytest.mark.native
+def test_profile_of_the_step(native_backend):
+    params = {**JOB["params"], "steps": 4, "eval_interval": 4, "sample_chars": 2, "tiles": "wide"}
+    asyncio.run(run_job({**JOB, "params": params}, native_backend, Context(load_text=builtin_text)))
+    unprofiled = asyncio.run(transformer_job.export())
+    job = {**JOB, "params": {**params, "profile": 1}}
+    res = asyncio.run(run_job(job, native_backend, Context(load_text=builtin_text)))
+    prof = res["metrics"]["profile"]
+    labels = {k[0]: k for k in prof["kernels"]}
+    assert {"adamw", "ln fwd", "get batch", "att softmax fwd", "embed bwd wte"} <= set(labels)
+    assert labels["ln fwd"][2] == 2 * 2 + 1  # two per block, one at the end
+    assert any(k.startswith("qkv fwd (matmul") for k in labels)
+    assert prof["sum_ms"] > 0 and all(k[1] >= 0 for k in prof["kernels"])
+    # the profiled runs leave the trained model as it was
+    assert asyncio.run(transformer_job.export()) == unprofiled
+    with pytest.raises(JobError, match="tiles"):
+        asyncio.run(run_job({**JOB, "params": {**JOB["params"], "tiles": "huge"}}, native_backend, Context()))
+
+
+@pytest.mark.native
 def test_stop_is_clean(native_backend):
     calls = []
     ctx = Context(should_stop=lambda: calls.append(1) or len(calls) > 5)
