@@ -30,9 +30,8 @@
 // 128 x 128 tiles (8 x 8: four 4 x 4 quadrants), grid (ceil(N / 128), ceil(M / 128), batches).
 // Tiles of op(A) and op(B) sit in workgroup memory k-major as vec4s, so an invocation reads 4 rows
 // (or columns) of a block in one load; the next tiles' global loads are issued before the current
-// tiles' multiply-adds, so their latency hides behind them. Invocations sit in their tile as
-// `place` says: a warp of 32 covers 8 x 4 of them, so its vec4 loads of A and of B each touch at
-// most 8 distinct vec4s (one 128-byte workgroup-memory access).
+// tiles' multiply-adds, so their latency hides behind them. ROWSUM adds each staged element of
+// op(A) to a register of its own (no work in the multiply-add loop) and sums them in the end.
 
 struct Params {
   M: u32, N: u32, K: u32, flags: u32,
@@ -91,13 +90,6 @@ fn store4(c_base: u32, r: u32, c: u32, acc: vec4<f32>) {
   }
 }
 
-// (tx, ty) of invocation t in a 16 x 16 grid, warps of 32 as 8 x 4 blocks.
-fn place(t: u32) -> vec2<u32> {
-  let w = t / 32u;
-  let l = t % 32u;
-  return vec2<u32>((w % 2u) * 8u + l % 8u, (w / 2u) * 4u + l / 8u);
-}
-
 // The k range of a tile whose rows start at row0 (tile height h), after the causal flags.
 fn k_range(row0: u32, h: u32) -> vec2<u32> {
   var k_begin = 0u;
@@ -129,9 +121,8 @@ fn matmul(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) t: 
   let trans_b = (p.flags & 2u) != 0u;
   let rowsum = (p.flags & 1024u) != 0u && wg.x == 0u;
   let kr = k_range(row0, TM);
-  let pl = place(t);
-  let tx = pl.x;
-  let ty = pl.y;
+  let tx = t % 16u;
+  let ty = t / 16u;
   // Staging: 4 elements of each tile an invocation. Neighbours read neighbouring addresses of
   // the stored layout (along k when k is the contiguous index), so global loads coalesce.
   var ra: array<f32, 4>;
@@ -146,8 +137,9 @@ fn matmul(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) t: 
     rb[i] = load_b(b_base, kr.x + kb, col0 + n);
   }
   var acc: array<vec4<f32>, 4>;
-  var asum = vec4<f32>(0.0);
+  var rsum: array<f32, 4>;
   for (var k0 = kr.x; k0 < kr.y; k0 += TK) {
+    if (rowsum) { for (var i = 0u; i < 4u; i++) { rsum[i] += ra[i]; } }
     for (var i = 0u; i < 4u; i++) {
       let e = t + i * 256u;
       var m = e % TM; var kk = e / TM;
@@ -177,7 +169,6 @@ fn matmul(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) t: 
       acc[1] = fma(vec4<f32>(a.y), b, acc[1]);
       acc[2] = fma(vec4<f32>(a.z), b, acc[2]);
       acc[3] = fma(vec4<f32>(a.w), b, acc[3]);
-      if (rowsum) { asum += a; }
     }
     workgroupBarrier();
   }
@@ -188,13 +179,19 @@ fn matmul(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) t: 
   store4(c_base, r + 1u, c, acc[1]);
   store4(c_base, r + 2u, c, acc[2]);
   store4(c_base, r + 3u, c, acc[3]);
-  if (rowsum && tx == 0u) { store_rowsum(wg.z, r, asum); }
-}
-
-// Rows r .. r + 3 of the ROWSUM output of batch entry z.
-fn store_rowsum(z: u32, r: u32, s: vec4<f32>) {
-  for (var i = 0u; i < 4u; i++) {
-    if (r + i < p.M) { G[z * p.M + r + i] = s[i]; }
+  if (rowsum) {  // the staged elements' sums, (kk, m) slot by slot, then down each row m
+    for (var i = 0u; i < 4u; i++) {
+      let e = t + i * 256u;
+      var m = e % TM; var kk = e / TM;
+      if (!trans_a) { kk = e % TK; m = e / TK; }
+      As[kk * SA + m / 4u][m % 4u] = rsum[i];
+    }
+    workgroupBarrier();
+    if (t < TM && row0 + t < p.M) {
+      var total = 0.0;
+      for (var kk = 0u; kk < TK; kk++) { total += As[kk * SA + t / 4u][t % 4u]; }
+      G[wg.z * p.M + row0 + t] = total;
+    }
   }
 }
 
@@ -220,9 +217,8 @@ fn matmul_wide(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index
   let trans_b = (p.flags & 2u) != 0u;
   let rowsum = (p.flags & 1024u) != 0u && wg.x == 0u;
   let kr = k_range(row0, WM);
-  let pl = place(t);
-  let tx = pl.x;
-  let ty = pl.y;
+  let tx = t % 16u;
+  let ty = t / 16u;
   var ra: array<f32, 8>;
   var rb: array<f32, 4>;
   for (var i = 0u; i < 8u; i++) {
@@ -238,9 +234,9 @@ fn matmul_wide(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index
     rb[i] = load_b(b_base, kr.x + kb, col0 + n);
   }
   var acc: array<vec4<f32>, 8>;
-  var asum0 = vec4<f32>(0.0);
-  var asum1 = vec4<f32>(0.0);
+  var rsum: array<f32, 8>;
   for (var k0 = kr.x; k0 < kr.y; k0 += TK) {
+    if (rowsum) { for (var i = 0u; i < 8u; i++) { rsum[i] += ra[i]; } }
     for (var i = 0u; i < 8u; i++) {
       let e = t + i * 256u;
       var m = e % WM; var kk = e / WM;
@@ -281,7 +277,6 @@ fn matmul_wide(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index
       acc[5] = fma(vec4<f32>(a1.y), b, acc[5]);
       acc[6] = fma(vec4<f32>(a1.z), b, acc[6]);
       acc[7] = fma(vec4<f32>(a1.w), b, acc[7]);
-      if (rowsum) { asum0 += a0; asum1 += a1; }
     }
     workgroupBarrier();
   }
@@ -295,9 +290,19 @@ fn matmul_wide(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index
   store4(c_base, r + 65u, c, acc[5]);
   store4(c_base, r + 66u, c, acc[6]);
   store4(c_base, r + 67u, c, acc[7]);
-  if (rowsum && tx == 0u) {
-    store_rowsum(wg.z, r, asum0);
-    store_rowsum(wg.z, r + 64u, asum1);
+  if (rowsum) {  // as in matmul
+    for (var i = 0u; i < 8u; i++) {
+      let e = t + i * 256u;
+      var m = e % WM; var kk = e / WM;
+      if (!trans_a) { kk = e % TK; m = e / TK; }
+      Aw[kk * SW + m / 4u][m % 4u] = rsum[i];
+    }
+    workgroupBarrier();
+    if (t < WM && row0 + t < p.M) {
+      var total = 0.0;
+      for (var kk = 0u; kk < TK; kk++) { total += Aw[kk * SW + t / 4u][t % 4u]; }
+      G[wg.z * p.M + row0 + t] = total;
+    }
   }
 }
 
@@ -324,9 +329,8 @@ fn matmul_big(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index)
   let trans_b = (p.flags & 2u) != 0u;
   let rowsum = (p.flags & 1024u) != 0u && wg.x == 0u;
   let kr = k_range(row0, BM);
-  let pl = place(t);
-  let tx = pl.x;
-  let ty = pl.y;
+  let tx = t % 16u;
+  let ty = t / 16u;
   var ra: array<f32, 8>;
   var rb: array<f32, 8>;
   for (var i = 0u; i < 8u; i++) {
@@ -339,9 +343,9 @@ fn matmul_big(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index)
     rb[i] = load_b(b_base, kr.x + kb, col0 + n);
   }
   var acc: array<vec4<f32>, 16>;  // [quadrant row half][4 rows][column half]: see the store
-  var asum0 = vec4<f32>(0.0);
-  var asum1 = vec4<f32>(0.0);
+  var rsum: array<f32, 8>;
   for (var k0 = kr.x; k0 < kr.y; k0 += BK) {
+    if (rowsum) { for (var i = 0u; i < 8u; i++) { rsum[i] += ra[i]; } }
     for (var i = 0u; i < 8u; i++) {
       let e = t + i * 256u;
       var m = e % BM; var kk = e / BM;
@@ -385,7 +389,6 @@ fn matmul_big(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index)
       acc[13] = fma(vec4<f32>(a1.z), b1, acc[13]);
       acc[14] = fma(vec4<f32>(a1.w), b0, acc[14]);
       acc[15] = fma(vec4<f32>(a1.w), b1, acc[15]);
-      if (rowsum) { asum0 += a0; asum1 += a1; }
     }
     workgroupBarrier();
   }
@@ -409,8 +412,18 @@ fn matmul_big(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index)
   store4(c_base, r + 66u, c + 64u, acc[13]);
   store4(c_base, r + 67u, c, acc[14]);
   store4(c_base, r + 67u, c + 64u, acc[15]);
-  if (rowsum && tx == 0u) {
-    store_rowsum(wg.z, r, asum0);
-    store_rowsum(wg.z, r + 64u, asum1);
+  if (rowsum) {  // as in matmul
+    for (var i = 0u; i < 8u; i++) {
+      let e = t + i * 256u;
+      var m = e % BM; var kk = e / BM;
+      if (!trans_a) { kk = e % BK; m = e / BK; }
+      Ab[kk * SB + m / 4u][m % 4u] = rsum[i];
+    }
+    workgroupBarrier();
+    if (t < BM && row0 + t < p.M) {
+      var total = 0.0;
+      for (var kk = 0u; kk < BK; kk++) { total += Ab[kk * SB + t / 4u][t % 4u]; }
+      G[wg.z * p.M + row0 + t] = total;
+    }
   }
 }
