@@ -4,7 +4,9 @@
      "task": "regression" | "classification",     # inferred from the target when absent
      "features": [COLUMN, ...],                   # default: every usable column but the target
      "params": {...},                             # the estimators' parameters (py_core.forest),
-                                                  # and "profile": true for kernel timings
+                                                  # and benchmark switches: "profile": true for
+                                                  # kernel timings, "parallel_bins": true/false
+                                                  # for one kernel set or the other (builder.py)
      "split": {"test_size": 0.2, "seed": 42}}
 
 Result: {"metrics": {...}, "timings": {...}, "model": {...}, "plots": {...}, "params": {...}}
@@ -47,6 +49,7 @@ async def run(job: dict, backend, ctx) -> dict:
             raise JobError(f'a random_forest job needs "{key}" (a string)')
     params = dict(job.get("params") or {})
     profile = bool(params.pop("profile", False))
+    variant = params.pop("parallel_bins", None)
     unknown = set(params) - PARAMS
     if unknown:
         raise JobError(f"unknown forest parameter(s) {sorted(unknown)}: use {sorted(PARAMS)}")
@@ -71,6 +74,8 @@ async def run(job: dict, backend, ctx) -> dict:
         ctx.progress(dict(p, fraction=0.02 + 0.93 * p.get("fraction", 0.0)))
 
     y_train = [info["classes"][v] for v in prep.y_train] if classify else prep.y_train
+    from .forest import builder
+    default, builder.PARALLEL_BINS = builder.PARALLEL_BINS, variant
     t0 = time.perf_counter()
     try:
         await forest.fit(prep.X_train, y_train, n_features=F, progress=progress,
@@ -78,6 +83,8 @@ async def run(job: dict, backend, ctx) -> dict:
                          profile=profile)
     except ValueError as exc:
         raise JobError(str(exc)) from exc
+    finally:
+        builder.PARALLEL_BINS = default
     await backend.finish()
     t_fit = time.perf_counter() - t0
 

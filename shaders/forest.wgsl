@@ -336,7 +336,10 @@ fn pass_slots() -> u32 { return min(p.S_h, p.S_cur - p.s_lo); }
 fn hist_slot(t: u32, s: u32) -> u32 { return t * p.S_h + s - p.s_lo; }
 
 // ---- hist_clear: zero the histograms of this pass's built slots -----------------------------
-// 1 slots (T, S, 4) · 2 hist (T, S_h, NB, C). Workgroup of 256 per (tree, slot of the pass).
+// 1 slots (T, S, 4) · 2 hist (T, S_h, NB, C). Workgroup of 256 per (tree, HC_SLOTS slots of the
+// pass): most slots of a deep level are empty, and a workgroup that only finds that out still
+// costs a CPU adapter microseconds.
+const HC_SLOTS: u32 = 8u;
 @group(0) @binding(1) var<storage, read> hc_slots: array<u32>;
 @group(0) @binding(2) var<storage, read_write> hc_hist: array<u32>;
 
@@ -345,13 +348,16 @@ fn hist_clear(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: v
               @builtin(local_invocation_index) lid: u32) {
   let id = linear(wid, nwg);
   let sp = pass_slots();
-  if (id >= p.T * sp) { return; }
-  let t = id / sp;
-  let s = p.s_lo + id % sp;
-  if ((hc_slots[(t * p.S + s) * 4u + 1u] & BUILT) == 0u) { return; }
+  let groups = (sp + HC_SLOTS - 1u) / HC_SLOTS;
+  if (id >= p.T * groups) { return; }
+  let t = id / groups;
   let W = p.NB * p.C;
-  let base = hist_slot(t, s) * W;
-  for (var e = lid; e < W; e += 256u) { hc_hist[base + e] = 0u; }
+  for (var ls = (id % groups) * HC_SLOTS; ls < min(sp, (id % groups + 1u) * HC_SLOTS); ls++) {
+    let s = p.s_lo + ls;
+    if ((hc_slots[(t * p.S + s) * 4u + 1u] & BUILT) == 0u) { continue; }
+    let base = hist_slot(t, s) * W;
+    for (var e = lid; e < W; e += 256u) { hc_hist[base + e] = 0u; }
+  }
 }
 
 // ---- hist_build: each in-bag row of a built slot adds itself to (slot, feature, bin) ----------
@@ -397,6 +403,88 @@ fn hist_build(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: v
     } else {
       atomicAdd(&hb_hist[h + tv], w);
       atomicAdd(&hb_hist[h + p.C - 1u], 1u);
+    }
+  }
+}
+
+// ---- hist_build_wg: hist_build for a level with few built slots, summed in workgroup memory -----
+// 1-6 as hist_build · 7 groups: [count, (first feature, end) of each group], the features whose
+// bins, for every built slot of the level, fit SHW words. Workgroup per (tree, group, HB_ROWS
+// rows): the rows add into workgroup memory, and the workgroup adds its non-zero words into the
+// histograms: far fewer global atomics, and far less contention, near the root where every row
+// of a tree lands in the same few slots. The built slots are the even ones, 2j for j < S_cur / 2
+// (slot 0 at the root). Only where a level's histograms fit one pass.
+override SHW: u32 = 4000u;
+const HB_ROWS: u32 = 8192u;
+var<workgroup> sh_hist: array<atomic<u32>, SHW>;
+var<workgroup> sh_groups: u32;
+@group(0) @binding(7) var<storage, read> hb_groups: array<u32>;
+
+@compute @workgroup_size(256)
+fn hist_build_wg(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
+                 @builtin(local_invocation_index) lid: u32) {
+  if (lid == 0u) { sh_groups = hb_groups[0]; }
+  let G = workgroupUniformLoad(&sh_groups);
+  let chunks = (p.n + HB_ROWS - 1u) / HB_ROWS;
+  let id = linear(wid, nwg);
+  if (id >= p.T * G * chunks) { return; }
+  let t = id / (G * chunks);
+  let g = id / chunks % G;
+  let r0 = (id % chunks) * HB_ROWS;
+  let f0 = hb_groups[1u + 2u * g];
+  let f1 = hb_groups[2u + 2u * g];
+  let gstart = hb_fmeta[2u * f0];
+  let gbins = hb_fmeta[2u * (f1 - 1u)] + hb_fmeta[2u * (f1 - 1u) + 1u] - gstart;
+  let B = max(1u, p.S_cur / 2u);
+  for (var e = lid; e < B * gbins * p.C; e += 256u) { atomicStore(&sh_hist[e], 0u); }
+  workgroupBarrier();
+  for (var r = r0 + lid; r < min(p.n, r0 + HB_ROWS); r += 256u) {
+    let st = hb_state[t * p.n + r];
+    let w = st & 255u;
+    let slot = st >> 8u;
+    if (w == 0u || slot >= p.S_cur) { continue; }  // DONE is beyond every level's slots
+    if ((hb_slots[(t * p.S + slot) * 4u + 1u] & BUILT) == 0u) { continue; }
+    let base = (slot / 2u) * gbins;
+    let tv = hb_target[r];
+    var lo = 0u;
+    var hi = 0u;
+    if (p.crit == MSE) {
+      let v = bitcast<i32>(tv) * i32(w);
+      lo = bitcast<u32>(v);
+      hi = select(0u, 0xFFFFFFFFu, v < 0);
+    }
+    for (var f = f0; f < f1; f++) {
+      let b = (hb_binned[r * p.FW + f / 4u] >> (8u * (f % 4u))) & 255u;
+      let h = (base + hb_fmeta[2u * f] - gstart + b) * p.C;
+      if (p.crit == MSE) {
+        let old = atomicAdd(&sh_hist[h], lo);
+        let up = hi + select(0u, 1u, old + lo < old);
+        if (up != 0u) { atomicAdd(&sh_hist[h + 1u], up); }
+        atomicAdd(&sh_hist[h + 2u], w);
+        atomicAdd(&sh_hist[h + 3u], 1u);
+      } else {
+        atomicAdd(&sh_hist[h + tv], w);
+        atomicAdd(&sh_hist[h + p.C - 1u], 1u);
+      }
+    }
+  }
+  workgroupBarrier();
+  for (var q = lid; q < B * gbins; q += 256u) {
+    let gh = (hist_slot(t, 2u * (q / gbins)) * p.NB + gstart + q % gbins) * p.C;
+    var c0 = 0u;
+    if (p.crit == MSE) {
+      let lo = atomicLoad(&sh_hist[q * p.C]);
+      let hi = atomicLoad(&sh_hist[q * p.C + 1u]);
+      if ((lo | hi) != 0u) {
+        let old = atomicAdd(&hb_hist[gh], lo);
+        let up = hi + select(0u, 1u, old + lo < old);
+        if (up != 0u) { atomicAdd(&hb_hist[gh + 1u], up); }
+      }
+      c0 = 2u;
+    }
+    for (var c = c0; c < p.C; c++) {
+      let v = atomicLoad(&sh_hist[q * p.C + c]);
+      if (v != 0u) { atomicAdd(&hb_hist[gh + c], v); }
     }
   }
 }
@@ -634,6 +722,232 @@ fn split_scan(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: v
   sp_cand[e + 1u] = best.b;
   sp_cand[e + 2u] = best.b2;
   sp_cand[e + 3u] = out;
+}
+
+// ---- hist_prefix_wg, split_scan_wg: the same, a workgroup per (tree, slot, feature) -----------
+// What hist_prefix and split_scan do, with the bins of a feature spread over the workgroup's
+// threads (BPT contiguous bins each) rather than looped over by one thread: for GPUs, where one
+// thread's 256-bin loop is slow. Same integers, same f32 scores, same ties, so the same forest.
+// (CPU adapters run the looping versions: workgroup barriers cost more than loops there.)
+const PW: u32 = 64u;   // threads a workgroup
+const BPT: u32 = 4u;   // bins a thread: PW * BPT = 256, the most bins a feature has
+
+var<workgroup> wg_flags: u32;
+var<workgroup> wg_node: u32;
+var<workgroup> wg_elig: u32;
+var<workgroup> wg_any: atomic<u32>;
+var<workgroup> wg_sum: array<vec4u, PW>;
+var<workgroup> wg_rs: array<f32, PW>;
+var<workgroup> wg_rb: array<u32, PW>;
+
+// Four channels; with `wide`, x and y are the lo and hi words of one 64-bit sum.
+fn add4(a: vec4u, b: vec4u, wide: bool) -> vec4u {
+  if (wide) { return vec4u(add64(a.xy, b.xy), a.z + b.z, a.w + b.w); }
+  return a + b;
+}
+
+fn sub4(a: vec4u, b: vec4u, wide: bool) -> vec4u {
+  if (wide) { return vec4u(sub64(a.xy, b.xy), a.z - b.z, a.w - b.w); }
+  return a - b;
+}
+
+// The sum of v over the threads before this one (all threads must call it).
+fn wg_exclusive(v: vec4u, lid: u32, wide: bool) -> vec4u {
+  var x = v;
+  for (var off = 1u; off < PW; off <<= 1u) {
+    wg_sum[lid] = x;
+    workgroupBarrier();
+    if (lid >= off) { x = add4(x, wg_sum[lid - off], wide); }
+    workgroupBarrier();
+  }
+  return sub4(x, v, wide);
+}
+
+fn load4(h: u32, c0: u32) -> vec4u {
+  var v = vec4u(0u);
+  for (var c = 0u; c < 4u; c++) {
+    if (c0 + c < p.C) { v[c] = sp_hist[h + c0 + c]; }
+  }
+  return v;
+}
+
+fn store4(h: u32, c0: u32, v: vec4u) {
+  for (var c = 0u; c < 4u; c++) {
+    if (c0 + c < p.C) { sp_hist[h + c0 + c] = v[c]; }
+  }
+}
+
+// The (tree, slot, feature) of a workgroup, and the slot's flags for all its threads (0: none).
+fn wg_item(id: u32, lid: u32) -> vec4u {
+  let sp = pass_slots();
+  let f = id % p.F;
+  let t = id / p.F / sp;
+  let s = p.s_lo + id / p.F % sp;
+  if (lid == 0u) {
+    wg_flags = sp_slots[(t * p.S + s) * 4u + 1u];
+    wg_node = sp_slots[(t * p.S + s) * 4u];
+    atomicStore(&wg_any, 0u);
+  }
+  return vec4u(t, s, f, 0u);
+}
+
+@compute @workgroup_size(64)
+fn hist_prefix_wg(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
+                  @builtin(local_invocation_index) lid: u32) {
+  let id = linear(wid, nwg);
+  if (id >= p.T * pass_slots() * p.F) { return; }
+  let it = wg_item(id, lid);
+  let flags = workgroupUniformLoad(&wg_flags);
+  if ((flags & BUILT) == 0u) { return; }
+  let nb = sp_fmeta[2u * it.z + 1u];
+  let h0 = (hist_slot(it.x, it.y) * p.NB + sp_fmeta[2u * it.z]) * p.C;
+  let wide = p.crit == MSE;
+  for (var c0 = 0u; c0 < p.C; c0 += 4u) {
+    var run = vec4u(0u);
+    var upto: array<vec4u, BPT>;
+    for (var q = 0u; q < BPT; q++) {
+      let j = lid * BPT + q;
+      if (j < nb) { run = add4(run, load4(h0 + j * p.C, c0), wide && c0 == 0u); }
+      upto[q] = run;
+    }
+    let before = wg_exclusive(run, lid, wide && c0 == 0u);
+    for (var q = 0u; q < BPT; q++) {
+      let j = lid * BPT + q;
+      if (j < nb) { store4(h0 + j * p.C, c0, add4(before, upto[q], wide && c0 == 0u)); }
+    }
+  }
+}
+
+// Is a better than b (candidates as (score, bin); LEAF: none)? Ties: the lower bin.
+fn better_bin(as_: f32, ab: u32, bs: f32, bb: u32) -> bool {
+  if (ab == LEAF) { return false; }
+  if (bb == LEAF) { return true; }
+  if (as_ != bs) { return as_ > bs; }
+  return ab < bb;
+}
+
+@compute @workgroup_size(64)
+fn split_scan_wg(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
+                 @builtin(local_invocation_index) lid: u32) {
+  let id = linear(wid, nwg);
+  if (id >= p.T * pass_slots() * p.F) { return; }
+  let it = wg_item(id, lid);
+  let t = it.x;
+  let s = it.y;
+  let f = it.z;
+  let flags = workgroupUniformLoad(&wg_flags);
+  if ((flags & OPEN) == 0u) { return; }
+  let node = workgroupUniformLoad(&wg_node);
+  let sl = (t * p.S + s) * 4u;
+  let hbase = hist_slot(t, s) * p.NB;
+  let off = sp_fmeta[2u * f];
+  let nb = sp_fmeta[2u * f + 1u];
+  let h0 = (hbase + off) * p.C;
+  if ((flags & BUILT) == 0u) {  // parent - sibling, for this thread's bins
+    let sib = (hist_slot(t, s ^ 1u) * p.NB + off) * p.C;
+    let par = ((t * p.S_h + sp_slots[sl + 2u]) * p.NB + off) * p.C;
+    for (var q = 0u; q < BPT; q++) {
+      let e = (lid * BPT + q) * p.C;
+      if (e >= nb * p.C) { break; }
+      var c0 = 0u;
+      if (p.crit == MSE) {
+        let a = sp_prev[par + e];
+        let b = sp_hist[sib + e];
+        sp_hist[h0 + e] = a - b;
+        sp_hist[h0 + e + 1u] = sp_prev[par + e + 1u] - sp_hist[sib + e + 1u] - select(0u, 1u, a < b);
+        c0 = 2u;
+      }
+      for (var c = c0; c < p.C; c++) { sp_hist[h0 + e + c] = sp_prev[par + e + c] - sp_hist[sib + e + c]; }
+    }
+  }
+  storageBarrier();
+  let ht = h0 + (nb - 1u) * p.C;  // this feature's last bin: the node's totals
+  if (lid == 0u) {
+    if (p.depth == 0u && f == 0u) {  // the root's totals, recorded once
+      let rec = ((p.tree0 + t) * p.NC + node) * (4u + p.C);
+      for (var c = 0u; c < p.C; c++) { sp_nodes[rec + 4u + c] = sp_hist[ht + c]; }
+    }
+    wg_elig = select(0u, 1u, eligible_at(false, ht));
+  }
+  let e4 = 4u * ((t * p.S + s) * p.F + f);
+  if (workgroupUniformLoad(&wg_elig) == 0u) {
+    if (lid == 0u) {
+      sp_cand[e4] = 0u;
+      sp_cand[e4 + 1u] = 0u;
+      sp_cand[e4 + 2u] = 0u;
+      sp_cand[e4 + 3u] = 0u;
+    }
+    return;
+  }
+  let key = hash3(p.seed, 2u * (p.tree0 + t) + 1u, node);
+  let scanned = p.mf >= p.F || feature_rank(key, f) < p.mf;
+  let cc = p.C - 1u;
+  let total = sp_hist[ht + cc];
+  // A candidate: a non-empty bin j with rows after it; its left side is the cumulative bin j.
+  var bs = 0.0;
+  var bb = LEAF;
+  var before = 0u;
+  if (lid > 0u && lid * BPT <= nb) { before = sp_hist[h0 + (lid * BPT - 1u) * p.C + cc]; }
+  for (var q = 0u; q < BPT; q++) {
+    let j = lid * BPT + q;
+    if (j >= nb) { break; }
+    let upto = sp_hist[h0 + j * p.C + cc];
+    if (upto != before && upto < total) {
+      atomicOr(&wg_any, 1u);  // the feature varies in the node
+      if (scanned && upto >= p.msl && total - upto >= p.msl) {
+        let sc = score(h0 + j * p.C, ht);
+        if (bb == LEAF || sc > bs) {
+          bs = sc;
+          bb = j;
+        }
+      }
+    }
+    before = upto;
+  }
+  wg_rs[lid] = bs;
+  wg_rb[lid] = bb;
+  workgroupBarrier();
+  for (var o = PW / 2u; o > 0u; o >>= 1u) {
+    if (lid < o && better_bin(wg_rs[lid + o], wg_rb[lid + o], wg_rs[lid], wg_rb[lid])) {
+      wg_rs[lid] = wg_rs[lid + o];
+      wg_rb[lid] = wg_rb[lid + o];
+    }
+    workgroupBarrier();
+  }
+  let best = wg_rb[0];
+  let score_bits = bitcast<u32>(wg_rs[0]);
+  // The right side starts at the next non-empty bin after the best.
+  var next = LEAF;
+  before = 0u;
+  if (lid > 0u && lid * BPT <= nb) { before = sp_hist[h0 + (lid * BPT - 1u) * p.C + cc]; }
+  for (var q = 0u; q < BPT; q++) {
+    let j = lid * BPT + q;
+    if (j >= nb) { break; }
+    let upto = sp_hist[h0 + j * p.C + cc];
+    if (upto != before && j > best && best != LEAF && next == LEAF) { next = j; }
+    before = upto;
+  }
+  workgroupBarrier();
+  wg_rb[lid] = next;
+  workgroupBarrier();
+  for (var o = PW / 2u; o > 0u; o >>= 1u) {
+    if (lid < o) { wg_rb[lid] = min(wg_rb[lid], wg_rb[lid + o]); }
+    workgroupBarrier();
+  }
+  if (lid == 0u) {
+    let varies_ = atomicLoad(&wg_any);
+    if (best == LEAF) {
+      sp_cand[e4] = 0u;
+      sp_cand[e4 + 1u] = 0u;
+      sp_cand[e4 + 2u] = 0u;
+      sp_cand[e4 + 3u] = varies_ << 1u;
+    } else {
+      sp_cand[e4] = score_bits;
+      sp_cand[e4 + 1u] = best;
+      sp_cand[e4 + 2u] = wg_rb[0];
+      sp_cand[e4 + 3u] = (varies_ << 1u) | 1u;
+    }
+  }
 }
 
 // ---- split_pick: each open slot's split among its features' candidates ----------------------

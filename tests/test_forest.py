@@ -52,8 +52,15 @@ def test_fit_validates_parameters(kw, match):
 
 def test_fit_validates_data():
     f = RandomForestRegressor(n_estimators=2)
-    with pytest.raises(ValueError, match="NaN"):
+    with pytest.raises(ValueError, match="X has NaN"):
         run(f.fit([[0.0], [math.nan]], [1.0, 2.0]))
+    with pytest.raises(ValueError, match="X has NaN"):  # beyond f32: infinite there
+        run(f.fit(array("d", [0.0, 1e39, 2.0]), [1.0, 2.0, 3.0], n_features=1))
+    with pytest.raises(ValueError, match="y has NaN"):
+        run(f.fit([[0.0], [1.0], [2.0]], [1.0, math.nan, 2.0]))
+    run(f.fit([[0.0], [1.0], [2.0]], [1.0, 3.0, 2.0]))
+    with pytest.raises(ValueError, match="X has NaN"):
+        run(f.predict([[0.0], [math.inf]]))
     with pytest.raises(ValueError, match="y has 1"):
         run(f.fit([[0.0], [1.0]], [1.0]))
     with pytest.raises(ValueError, match="row 1"):
@@ -172,6 +179,46 @@ def test_same_seed_same_forest_on_reference_and_native(native_backend, reference
         assert pa == pb
 
 
+@pytest.mark.parametrize("kind, data, kw", [
+    ("regression", "diabetes", dict(n_estimators=4, max_depth=7, max_features=0.6, oob_score=True)),
+    ("classification", "wine", dict(n_estimators=3, criterion="entropy", min_samples_leaf=2)),
+])
+def test_workgroup_kernels_and_levels_in_passes_grow_the_same_forest(
+        native_backend, reference_backend, monkeypatch, kind, data, kw):
+    """The kernels GPUs run (a workgroup per slot and feature), and levels done in passes of
+    slots (where one level's histograms exceed a buffer: 128 MiB adapters), give the trees of
+    the default path, on the native and on the reference backend."""
+    from py_core.forest import builder
+    X, y = {"diabetes": load_diabetes, "wine": load_wine}[data](return_X_y=True)
+    X, y = X[:300].tolist(), y[:300].tolist()
+
+    sizes, plan_sizes = [], builder.plan_sizes
+    monkeypatch.setattr(builder, "plan_sizes", lambda *a: sizes.append(plan_sizes(*a)) or sizes[-1])
+
+    def trees(backend):
+        f = run(_forest(kind, random_state=7, backend=backend, **kw).fit(X, y))
+        return f.to_dict()["trees"], run(f.predict(X[:40]))
+
+    want, want_pred = trees(native_backend)
+    monkeypatch.setattr(builder, "PARALLEL_BINS", True)
+    assert trees(native_backend) == (want, want_pred)
+    monkeypatch.setattr(builder, "PARALLEL_BINS", None)
+    limits = dict(native_backend.limits)
+    try:
+        native_backend.limits["maxStorageBufferBindingSize"] = 2**18
+        assert trees(native_backend) == (want, want_pred)
+        assert sizes[-1].S_h < sizes[-1].S and sizes[-1].Tb == 1  # each level in passes
+        monkeypatch.setattr(builder, "PARALLEL_BINS", True)
+        assert trees(native_backend) == (want, want_pred)
+    finally:
+        native_backend.limits.update(limits)
+    monkeypatch.setattr(builder, "REFERENCE_BUDGET", 2**18)
+    ref, _ = trees(reference_backend)
+    assert sizes[-1].S_h < sizes[-1].S
+    assert [t["feature"] for t in ref] == [t["feature"] for t in want]
+    assert [t["threshold"] for t in ref] == [t["threshold"] for t in want]
+
+
 def test_export_round_trip_through_json(diabetes, native_backend):
     X, y = diabetes
     f = run(RandomForestRegressor(n_estimators=4, max_depth=6, random_state=3).fit(X, y))
@@ -211,6 +258,19 @@ def test_importances_and_oob_close_to_sklearn(diabetes, native_backend):
     assert abs(f.oob_score_ - sk.oob_score_) < 0.05
     assert np.abs(np.array(f.feature_importances_) - sk.feature_importances_).max() < 0.05
     assert len(f.oob_prediction_) == len(y)
+
+
+def test_prediction_in_chunks_where_the_adapter_binds_little(diabetes, native_backend):
+    X, y = diabetes
+    f = run(RandomForestClassifier(n_estimators=5, max_depth=5, random_state=1,
+                                   backend=native_backend).fit(X, [v > 140 for v in y]))
+    want = run(f.predict_proba(X))
+    limits = dict(native_backend.limits)
+    try:
+        native_backend.limits["maxStorageBufferBindingSize"] = 1024  # 12 rows of f64 at a time
+        assert run(f.predict_proba(X)) == want
+    finally:
+        native_backend.limits.update(limits)
 
 
 def test_random_state_none_differs_and_int_repeats(diabetes):

@@ -67,10 +67,12 @@ def random_forest(rng, task, backend, bootstrap=None):
 
 
 ENTRIES = ["check_finite", "targets", "bin_features", "bootstrap", "init_trees", "hist_build",
-           "hist_prefix", "split_scan", "split_pick", "alloc", "hist_clear", "route_rows", "finalize",
-           "importance", "oob", "predict"]
-PER_LEVEL = {"hist_build", "hist_prefix", "split_scan", "split_pick", "alloc", "hist_clear",
-             "route_rows"}  # the others run once a fit or a batch: capture their first dispatch
+           "hist_prefix", "split_scan", "hist_prefix_wg", "split_scan_wg", "split_pick", "alloc",
+           "hist_clear", "route_rows", "finalize", "importance", "oob", "predict"]
+# Workgroup-per-(tree, slot, feature) variants: replayed on the inputs of the looping kernel.
+VARIANTS = {"hist_prefix_wg": "hist_prefix", "split_scan_wg": "split_scan"}
+PER_LEVEL = {"hist_build", "hist_prefix", "split_scan", "hist_prefix_wg", "split_scan_wg",
+             "split_pick", "alloc", "hist_clear", "route_rows"}  # the others run once a fit or a batch: capture their first dispatch
 
 
 @pytest.mark.parametrize("task", ["regression", "gini", "entropy"])
@@ -80,7 +82,8 @@ def test_kernel_matches_reference(native_backend, rng, entry, task):
         pytest.skip("regression targets only")
     X, y = random_data(rng, task)
     for attempt in range(5):  # a small random forest may never reach the chosen dispatch
-        ref = CapturingBackend(entry, rng.randrange(6) if entry in PER_LEVEL and attempt < 3 else 0)
+        ref = CapturingBackend(VARIANTS.get(entry, entry),
+                               rng.randrange(6) if entry in PER_LEVEL and attempt < 3 else 0)
         forest = random_forest(rng, task, ref, bootstrap=True if entry == "oob" else None)
         run(forest.fit(X, y))
         if entry == "predict":
@@ -94,6 +97,9 @@ def test_kernel_matches_reference(native_backend, rng, entry, task):
         kern = run(backend.kernel("forest", entry))
         made = [backend.buffer(dtype, data=data, uniform=uniform) for dtype, uniform, data in bufs]
         total = grid[0] * grid[1] * grid[2]
+        if entry in VARIANTS:  # a workgroup per (tree, slot of the pass, feature)
+            p = fk.PARAMS.unpack(bufs[0][2])
+            total = p["T"] * min(p["S_h"], p["S_cur"] - p["s_lo"]) * p["F"]
         g = fk.grid(total, backend.limits["maxComputeWorkgroupsPerDimension"])
         run(backend.run(backend.plan().dispatch(kern, made, g)))
         return [run(backend.read(b)) for b in made]
@@ -139,3 +145,101 @@ def test_hash_is_pinned():
         for key in (0, 12345, 0xFFFFFFFF):
             ranks = sorted(fk.feature_rank(key, f, hb, F) for f in range(F))
             assert ranks == list(range(F))  # a permutation
+
+
+def _edge_doubles(rng, count):
+    """f64 values that test rounding to f32: halfway cases, the ends of f32's range, subnormals,
+    zeros of both signs, and random values over many magnitudes."""
+    import struct
+    out = [0.0, -0.0, 1.0, -1.0, 3.4028234663852886e38, 3.4028235677973366e38 * 0.9999999,
+           1.1754943508222875e-38, 1.401298464324817e-45, 7.006492321624085e-46, 2.1e-45, 5e-324]
+    for _ in range(count):
+        f = struct.unpack("<f", struct.pack("<I", rng.getrandbits(31)))[0]  # a finite f32 or not
+        if f != f or abs(f) == float("inf"):
+            continue
+        ulp = abs(f) * 2.0 ** -24 if f else 1e-45
+        out += [f, f + ulp, f - ulp, f + ulp * rng.random(), -(f + ulp), rng.uniform(-1e6, 1e6),
+                rng.gauss(0, 1) * 10.0 ** rng.randint(-40, 38)]
+    return out
+
+
+def test_device_rounds_f64_to_f32_as_the_cpu_and_sorts_the_subsample(native_backend, rng):
+    """`sample` (step 1) reads each f64 as the f32 the CPU rounds it to (array('f')), -0 as +0;
+    `sort_pass` leaves every feature sorted as Python's sort does; equal values stay equal."""
+    F = 3
+    col = _edge_doubles(rng, 300)
+    col += [rng.choice(col) for _ in range(200)]  # duplicates
+    n = len(col)
+    X = array("d", [v * (1 + f) if f < 2 else col[(i * 7) % n] for i, v in enumerate(col) for f in range(F)])
+    SM = 1 << (n - 1).bit_length()
+    b = native_backend
+    k = {e: run(b.kernel("forest", e)) for e in ("sample", "sort_pass")}
+    P = b.buffer("u32", uniform=True, data=fk.PARAMS.pack(**dict(
+        {name: 0 for name, _ in fk.PARAMS.fields}, n=n, F=F, xd=1, step=1, SM=SM, inv_scale=1.0)))
+    Xb = b.buffer("u32", data=memoryview(X))
+    samp = b.buffer("u32", F * SM)
+    g = fk.grid(-(-F * SM // fk.WG))
+    run(b.run(b.plan().dispatch(k["sample"], [P, Xb, samp], g)))
+    got = array("f", run(b.read(samp)).tobytes())
+    want = array("f", [v + 0.0 for v in array("f", X)])
+    for f in range(F):
+        assert got[f * SM:f * SM + n].tobytes() == array("f", want[f::F]).tobytes(), f"feature {f}"
+    plan = b.plan()
+    for kk in (2 ** i for i in range(1, SM.bit_length())):
+        for j in (kk >> i for i in range(1, kk.bit_length())):
+            Ps = b.buffer("u32", uniform=True, data=fk.SORT.pack(j=j, k=kk, len=SM, count=F))
+            plan.dispatch(k["sort_pass"], [Ps, samp], fk.grid(-(-F * SM // 2 // fk.WG)))
+    run(b.run(plan))
+    got = array("f", run(b.read(samp)).tobytes())
+    from py_core.forest.binning import sorted_columns
+    for f, col_sorted in enumerate(sorted_columns(X, n, F)):
+        assert got[f * SM:f * SM + n].tolist() == col_sorted, f"feature {f} not sorted as Python sorts"
+
+
+def test_targets_are_exact_fixed_point(native_backend, rng):
+    """round(y 2^e) - M from y's f64 bits, ties to even, on the device as in exact arithmetic."""
+    from py_core.forest.builder import fixed_point_scale
+    for scale, offset in ((1.0, 0.0), (1e-3, 5.0), (1e6, -1e7), (1.0, 1e15), (1e-30, 0.0)):
+        y = [offset + scale * rng.gauss(0, 1) for _ in range(500)]
+        e, M, _ = fixed_point_scale(y)
+        y += [(M + q + 0.5) / 2.0 ** e for q in range(-3, 3)]  # halfway cases (where exact in f64)
+        n = len(y)
+        P = native_backend.buffer("u32", uniform=True, data=fk.PARAMS.pack(**dict(
+            {name: 0 for name, _ in fk.PARAMS.fields}, n=n, inv_scale=1.0, ye=e,
+            ym_lo=M & fk.M32, ym_hi=(M >> 32) & fk.M32)))
+        yb = native_backend.buffer("u32", data=memoryview(array("d", y)))
+        out, flags = native_backend.buffer("u32", n), native_backend.buffer("u32", 1)
+        kern = run(native_backend.kernel("forest", "targets"))
+        run(native_backend.run(native_backend.plan().dispatch(kern, [P, yb, out, flags],
+                                                              fk.grid(-(-n // fk.WG)))))
+        got = array("i", run(native_backend.read(out)).tobytes()).tolist()
+        from fractions import Fraction
+        want = [round(Fraction(v) * Fraction(2) ** e) - M for v in y]
+        assert got == want and run(native_backend.read(flags))[0] == 0
+        assert max(map(abs, want)) < 2 ** 23
+
+
+@pytest.mark.parametrize("task", ["regression", "gini"])
+def test_hist_build_in_workgroup_memory_matches_reference(native_backend, rng, task):
+    """hist_build_wg (GPUs, levels with few slots) on the inputs of one of the first levels'
+    hist_build, its features cut into groups that fit a small workgroup memory."""
+    from py_core.forest.builder import hist_groups
+    X, y = random_data(rng, task)
+    ref = CapturingBackend("hist_build", rng.randrange(3))
+    run(random_forest(rng, task, ref, bootstrap=True).fit(X, y))
+    assert ref.captured is not None
+    _, bufs = ref.captured
+    p = fk.PARAMS.unpack(bufs[0][2])
+    fmeta = bufs[2][2]
+    words = max(fmeta[1::2]) * p["C"] * max(1, p["S_cur"] // 2) * rng.choice([1, 2, 3])
+    groups = hist_groups(fmeta, p["F"], p["C"], max(1, p["S_cur"] // 2), words)
+    bufs = bufs + [("u32", False, groups)]
+
+    def replay(backend):
+        kern = run(backend.kernel("forest", "hist_build_wg", {"SHW": words}))
+        made = [backend.buffer(dtype, data=data, uniform=uniform) for dtype, uniform, data in bufs]
+        g = fk.grid(p["T"] * groups[0] * -(-p["n"] // fk.HB_ROWS))
+        run(backend.run(backend.plan().dispatch(kern, made, g)))
+        return run(backend.read(made[6]))
+
+    assert replay(native_backend) == replay(ReferenceBackend())

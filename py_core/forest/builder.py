@@ -37,22 +37,55 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from ..gpu import LimitError
-from ..kernels.forest import (ENTROPY, IMP_CHUNK, MSE, NOT_FINITE_X, NOT_FINITE_Y, PARAMS, SORT,
-                              WG, grid, half_bits)
+from ..kernels.forest import (ENTROPY, HB_ROWS, HC_SLOTS, IMP_CHUNK, MSE, NOT_FINITE_X,
+                              NOT_FINITE_Y, PARAMS, SORT, WG, grid, half_bits)
 from .binning import edges_from_sorted, sample_shape, sorted_columns
 from .trees import Trees, matrix_words
 
-HIST_BUDGET = 512 * 2**20  # bytes of one level's histograms per batch, at most (GPU backends)
+HIST_BUDGET = 2**30  # bytes of one level's histograms per batch, at most (GPU backends): fewer,
+                     # larger batches where the adapter binds that much (2 such buffers a fit)
 REFERENCE_BUDGET = 64 * 2**20  # the reference backend keeps these in Python arrays
 NONE_DEPTH = 0xFFFFFFFF  # max_depth=None in the kernels' params
 CHECK_EVERY = 8  # levels between the small readbacks that end a deep (max_depth > 16 or None) batch
 MAX_ROWS = 2**24 - 1  # weights and counts stay exact in f32
 Y_BITS = 23  # regression targets as signed fixed point of this many bits (w * y fits in i32)
 DEVICE_SORT = ("webgpu", "native")  # backends that sort the binning subsample themselves
+PARALLEL_BINS = None  # hist_prefix_wg/split_scan_wg (a workgroup per slot and feature) rather
+                      # than a thread looping over the bins; None: on GPUs, not on CPU adapters
+CPU_ADAPTERS = ("swiftshader", "llvmpipe", "lavapipe")
+
+
+def parallel_bins(backend) -> bool:
+    if PARALLEL_BINS is not None:
+        return PARALLEL_BINS
+    a = backend.adapter
+    named = " ".join(str(a.get(k, "")) for k in ("vendor", "architecture", "device", "description"))
+    return (backend.name in DEVICE_SORT and not a.get("is_fallback_adapter")
+            and not any(cpu in named.lower() for cpu in CPU_ADAPTERS))
 
 KERNELS = ("check_finite", "sample", "sort_pass", "targets", "bin_features", "bootstrap",
-           "init_trees", "hist_clear", "hist_build", "hist_prefix", "split_scan", "split_pick",
-           "alloc", "route_rows", "finalize", "importance", "oob")
+           "init_trees", "hist_clear", "hist_build", "split_pick", "alloc", "route_rows",
+           "finalize", "importance", "oob")
+LOOPING = ("hist_prefix", "split_scan")  # a thread per (tree, slot, feature): CPU adapters
+PARALLEL = ("hist_prefix_wg", "split_scan_wg")  # a workgroup per (tree, slot, feature): GPUs
+SHARED_LEVELS = 8  # levels with at most this many slots build histograms in workgroup memory (GPUs)
+
+
+def hist_groups(fmeta, F: int, C: int, B: int, words: int) -> array | None:
+    """hist_build_wg's feature groups: [count, (first, end) ...], consecutive features whose bins
+    for B slots fit `words` words of workgroup memory; None if one feature alone does not."""
+    out, f0, used = array("I", [0]), 0, 0
+    for f in range(F):
+        need = fmeta[2 * f + 1] * C * B
+        if need > words:
+            return None
+        if used + need > words:
+            out.extend((f0, f))
+            f0, used = f, 0
+        used += need
+    out.extend((f0, F))
+    out[0] = (len(out) - 1) // 2
+    return out
 
 
 @dataclass
@@ -164,7 +197,11 @@ class Grower:
             raise LimitError(f"{n} rows: the forest trains on at most {MAX_ROWS} rows")
         clock, timings = time.perf_counter, {}
         t0 = clock()
-        k = {name: await b.kernel("forest", name) for name in KERNELS}
+        wg = parallel_bins(b)
+        k = {name: await b.kernel("forest", name) for name in KERNELS + (PARALLEL if wg else LOOPING)}
+        if wg:  # workgroup memory for hist_build_wg (a word for its group count)
+            shw = b.limits["maxComputeWorkgroupStorageSize"] // 4 - 8
+            k["hist_build_wg"] = await b.kernel("forest", "hist_build_wg", {"SHW": shw})
         T, K = spec.n_estimators, spec.n_classes
         step, m, SM = sample_shape(n)
         if spec.crit == MSE:
@@ -210,6 +247,7 @@ class Grower:
                         Ps = buf("u32", uniform=True, data=SORT.pack(j=j, k=kk, len=SM, count=F))
                         prep.dispatch(k["sort_pass"], [Ps, samp], self._grid(F * SM // 2))
                 prep.copy(flags, samp, 1, dst_offset=F * SM)
+            timings["upload"] = clock() - t0  # kernels (compiled once), data up, plans recorded
             await b.run(prep)
             if device_sort:
                 got = await b.read(samp)
@@ -225,6 +263,7 @@ class Grower:
                 raise ValueError("y has NaN or infinite values")
             if not device_sort:
                 columns = sorted_columns(X, n, F)
+            timings["sort"] = clock() - t0 - timings["upload"]  # checks, fixed point, the sort
             edges, fmeta, _ = edges_from_sorted(columns, spec.n_bins)
             timings["thresholds"] = clock() - t0
 
@@ -269,6 +308,12 @@ class Grower:
             if oobb is not None:
                 final.dispatch(k["oob"], [P0, Xb, ptree, pval, state, oobb], self._grid(n))
             level_params, level_plans = [], []  # per level: [(uniform, params)], plan
+            if wg:  # a workgroup per (tree, slot, feature)
+                prefix, scan = k["hist_prefix_wg"], k["split_scan_wg"]
+                per_feature = lambda sp: grid(Tb * sp * F, wgs)  # noqa: E731
+            else:  # a thread per (tree, slot, feature)
+                prefix, scan = k["hist_prefix"], k["split_scan"]
+                per_feature = lambda sp: self._grid(Tb * sp * F)  # noqa: E731
             s_min = max(spec.min_samples_split, 2 * spec.min_samples_leaf)
             batch = [0, Tb]  # first tree, trees
             wgs = b.limits["maxComputeWorkgroupsPerDimension"]
@@ -289,11 +334,19 @@ class Grower:
                         pp = dict(depth=e, S_cur=s_cur, S_next=s_next, s_lo=s_lo)
                         P = buf("u32", uniform=True, data=PARAMS.pack(**self._params(pp, *batch)))
                         ups.append((P, pp))
-                        (plan.dispatch(k["hist_clear"], [P, cur, h], grid(Tb * sp, wgs))
-                         .dispatch(k["hist_build"], [P, binned, fb, tgt, state, cur, h], self._grid(Tb * n))
-                         .dispatch(k["hist_prefix"], [P, fb, cur, h], self._grid(Tb * sp * F))
-                         .dispatch(k["split_scan"], [P, fb, cur, h, nodes, cand, xlogx, parent],
-                                   self._grid(Tb * sp * F))
+                        plan.dispatch(k["hist_clear"], [P, cur, h], grid(Tb * -(-sp // HC_SLOTS), wgs))
+                        groups = None
+                        if wg and not passes and s_cur <= SHARED_LEVELS:
+                            groups = hist_groups(fmeta, F, C, max(1, s_cur // 2), shw)
+                        if groups is not None:  # few built slots: sums in workgroup memory
+                            gb = buf("u32", data=groups)
+                            plan.dispatch(k["hist_build_wg"], [P, binned, fb, tgt, state, cur, h, gb],
+                                          grid(Tb * groups[0] * -(-n // HB_ROWS), wgs))
+                        else:
+                            plan.dispatch(k["hist_build"], [P, binned, fb, tgt, state, cur, h],
+                                          self._grid(Tb * n))
+                        (plan.dispatch(prefix, [P, fb, cur, h], per_feature(sp))
+                         .dispatch(scan, [P, fb, cur, h, nodes, cand, xlogx, parent], per_feature(sp))
                          .dispatch(k["split_pick"], [P, fb, cur, h, nodes, cand, xlogx, left],
                                    self._grid(Tb * sp)))
                     P = ups[0][0]
@@ -305,7 +358,31 @@ class Grower:
                     level_plans.append(plan)
                 return level_plans[d]
 
+            # A batch is one submission when its depth is fixed (<= 16); deeper or unbounded
+            # trees go CHECK_EVERY levels a submission, then a small readback says if any node
+            # is still open.
+            deep = z.levels is None or z.levels > 16
+            chunk = z.levels if not deep else CHECK_EVERY
+            chunks: list = []
+
+            def levels(c):
+                """The plan of levels [c * chunk, (c + 1) * chunk) (fewer at the last)."""
+                while len(chunks) <= c:
+                    first = len(chunks) * chunk
+                    last = first + chunk if z.levels is None else min(z.levels, first + chunk)
+                    plan = b.plan().extend(*(level(d) for d in range(first, last)))
+                    chunks.append((plan, last))
+                return chunks[c]
+
             levels_total = z.levels or max(1, math.ceil(math.log2(max(2, n))) + 4)  # for progress
+            joined: dict = {}  # (chunk, with init, with final) -> one plan, made once
+
+            def submission(c, first, last):
+                if (c, first, last) not in joined:
+                    parts = [init] * first + [levels(c)[0]] + [final] * last
+                    joined[(c, first, last)] = b.plan().extend(*parts)
+                return joined[(c, first, last)]
+
             while batch[0] < T:
                 done = batch[0]
                 batch[1] = nt = min(Tb, T - done)
@@ -313,11 +390,12 @@ class Grower:
                 for ups in level_params:
                     for P, pp in ups:
                         b.write(P, PARAMS.pack(**self._params(pp, done, nt)))
-                await b.run(init)
-                d = 0
-                while z.levels is None or d < z.levels:
-                    await b.run(level(d))
-                    d += 1
+                c = 0
+                while True:
+                    d = levels(c)[1]  # levels grown after this submission
+                    last = z.levels is not None and d >= z.levels
+                    await b.run(submission(c, c == 0, last))
+                    c += 1
                     if should_stop is not None and should_stop():
                         from ..jobs import Stopped
                         raise Stopped("stopped on request")
@@ -327,11 +405,12 @@ class Grower:
                         total = max(levels_total, d)
                         progress({"stage": f"level {d}/{total}", "trees": [done, T],
                                   "fraction": (done + nt * min(1.0, d / total)) / T})
-                    if (z.levels or 64) > 16 and d % CHECK_EVERY == 0:
-                        m_ = await b.read(meta)  # a few words: is any node still open?
-                        if not any(m_[2 * (done + t) + 1] for t in range(nt)):
-                            break
-                await b.run(final)
+                    if last:
+                        break
+                    m_ = await b.read(meta)  # a few words: is any node still open?
+                    if not any(m_[2 * (done + t) + 1] for t in range(nt)):
+                        await b.run(final)
+                        break
                 batch[0] = done + nt
             await b.finish()
             timings["levels"] = clock() - t1

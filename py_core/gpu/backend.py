@@ -99,6 +99,13 @@ class Plan:
         self.compiled = None
         return self
 
+    def extend(self, *plans: "Plan") -> "Plan":
+        """Append other plans' operations: several recorded steps become one submission."""
+        for other in plans:
+            self.ops.extend(other.ops)
+        self.compiled = None
+        return self
+
     def copy(self, src: Buffer, dst: Buffer, n: int | None = None, src_offset=0, dst_offset=0) -> "Plan":
         """Copy `n` elements (default all of `src`)."""
         n = src.length - src_offset if n is None else n

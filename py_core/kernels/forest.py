@@ -33,6 +33,8 @@ M32 = 0xFFFFFFFF
 INF = float("inf")
 WG = 256           # threads per workgroup of the flat kernels
 IMP_CHUNK = 2048   # nodes summed by one thread of `importance`
+HC_SLOTS = 8       # slots a workgroup of `hist_clear` zeroes
+HB_ROWS = 8192     # rows a workgroup of `hist_build_wg` adds up
 NOT_FINITE_X, NOT_FINITE_Y = 1, 2  # flags
 
 
@@ -290,6 +292,12 @@ def hist_build(bufs, grid_, constants):
                 hist[h] = (hist[h] + v) & M32
 
 
+@reference("forest", "hist_build_wg")
+def hist_build_wg(bufs, grid_, constants):
+    """What hist_build does (its feature groups only split the work)."""
+    hist_build(bufs[:7], grid_, constants)
+
+
 def _feature_range(p, fmeta, hbase, f):
     """Word offsets [h0, h1) of feature f's bins in a slot whose first bin is `hbase`."""
     h0 = (hbase + fmeta[2 * f]) * p["C"]
@@ -323,6 +331,7 @@ def _prefix_slot(p, hist, h0, starts):
         hist[h0 + c:h1:C] = array("I", [v & M32 for v in per_feature(list(accumulate(hist[h0 + c:h1:C])))])
 
 
+@reference("forest", "hist_prefix_wg")
 @reference("forest", "hist_prefix")
 def hist_prefix(bufs, grid_, constants):
     _, fmeta, slots, hist = bufs
@@ -455,6 +464,7 @@ def _ranker(p, t, node):
     return lambda f: feature_rank(key, f, p["hb"], p["F"])
 
 
+@reference("forest", "split_scan_wg")
 @reference("forest", "split_scan")
 def split_scan(bufs, grid_, constants):
     _, fmeta, slots, hist, nodes, cand, xlogx, prev = bufs
