@@ -169,6 +169,6 @@ if (params.get("suite")) {
   const status = el("div", { id: "suite-status", class: "banner warn" }, "Benchmark suite starting…");
   $("#panels").before(status);
   import("./suite.js").then(({ runSuite }) => runSuite(params.get("suite"), window.playground,
-    (line) => { status.textContent = line; console.log(`[suite] ${line}`); }))
+    (line) => { status.textContent = line; console.log(`[suite] ${line}`); }, params.get("only")))
     .catch((e) => { status.textContent = `Suite failed: ${e.message}`; console.error(e); });
 }

@@ -4,10 +4,12 @@
 //   {"name": ..., "jobs": [{"label", "job": {...}, "warmup": 1, "repeat": 3, "warmup_job"?}, ...]}
 // (warmup_job: a short version of a long job that compiles the same kernels)
 
-export async function runSuite(name, playground, log = () => {}) {
+export async function runSuite(name, playground, log = () => {}, only = null) {
   const res = await fetch(`/web/suites/${encodeURIComponent(name)}.json`, { cache: "no-store" });
   if (!res.ok) throw new Error(`no suite ${name}: ${res.status}`);
   const suite = await res.json();
+  // `only`: run just the jobs whose label contains one of these comma-separated words.
+  if (only) suite.jobs = suite.jobs.filter((j) => only.split(",").some((w) => (j.label || "").includes(w)));
   const info = await playground.ready;
   const runs = [];
   const errors = [];

@@ -2,22 +2,25 @@
 # On a lent GPU machine, inside ../shared/gpu/with-browser.sh: start the playground server, open
 # the page with `?suite=NAME` in headless Chromium on the real GPU (the page drives itself and
 # posts every run), wait for the suite's summary run, and copy all runs and logs to $OUT.
-#   bash .gpu/bin/with-browser.sh bash tools/gpu/run_suite.sh SUITE [WAIT_SECONDS]
+#   bash .gpu/bin/with-browser.sh bash tools/gpu/run_suite.sh SUITE [WAIT_SECONDS] [ONLY]
+# ONLY: comma-separated words; just the suite's jobs whose label contains one of them run.
 # carry: .gpu/gl .gpu/bin (.gpu/b on a fresh machine) web/node_modules web/build .whl
 set -u
-suite=${1:-selftest}; wait_s=${2:-300}; port=${PORT:-8000}
+suite=${1:-selftest}; wait_s=${2:-300}; only=${3:-}; port=${PORT:-8000}
+query="suite=$suite"; [ -n "$only" ] && query="$query&only=$(python3 -c 'import sys, urllib.parse; print(urllib.parse.quote(sys.argv[1]))' "$only")"
+tag=$suite${only:+-$(echo "$only" | tr -c 'A-Za-z0-9\n' '_')}
 out=${OUT:-/tmp/out}; mkdir -p "$out"
 if [ ! -d /tmp/site/starlette ]; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl || exit 1
 fi
 export PYTHONPATH=/tmp/site:$PWD
 data=$(mktemp -d)
-python3 -m server --port "$port" --data-dir "$data" >"$out/server-$suite.log" 2>&1 & server=$!
+python3 -m server --port "$port" --data-dir "$data" >"$out/server-$tag.log" 2>&1 & server=$!
 api() { python3 -c "import sys, urllib.request; print(urllib.request.urlopen('http://127.0.0.1:$port$1', timeout=10).read().decode())"; }
 for _ in $(seq 1 60); do api /api/health >/dev/null 2>&1 && break; sleep 0.5; done
 "$CHROMIUM_BIN" --headless --no-sandbox --disable-background-networking --disable-component-update \
   --disable-sync --no-first-run --user-data-dir="$(mktemp -d)" $CHROMIUM_GPU_FLAGS \
-  --enable-logging=stderr --v=0 "http://127.0.0.1:$port/?suite=$suite" >"$out/chromium-$suite.log" 2>&1 & browser=$!
+  --enable-logging=stderr --v=0 "http://127.0.0.1:$port/?$query" >"$out/chromium-$tag.log" 2>&1 & browser=$!
 t0=$(date +%s)
 until api "/api/runs?kind=suite" | grep -q '"suite"'; do
   if [ $(( $(date +%s) - t0 )) -gt "$wait_s" ]; then echo "suite $suite: no summary after ${wait_s}s"; break; fi
@@ -27,7 +30,7 @@ echo "suite $suite took $(( $(date +%s) - t0 ))s"
 # The server's comparison runs (sklearn, py_core on CUDA, PyTorch...) of every posted run, then
 # the environment; `python -m bench.report --runs runs-SUITE.json --env env-SUITE.json` builds
 # the report back home.
-python3 - "$port" "$out/runs-$suite.json" "$out/env-$suite.json" "${COMPARE_WAIT:-900}" <<'PY'
+python3 - "$port" "$out/runs-$tag.json" "$out/env-$tag.json" "${COMPARE_WAIT:-900}" <<'PY'
 import json, os, platform, subprocess, sys, time, urllib.request
 port, dump, envfile, wait = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4])
 get = lambda p: json.loads(urllib.request.urlopen(f"http://127.0.0.1:{port}{p}", timeout=30).read())
@@ -58,7 +61,7 @@ for m in ("torch", "sklearn", "numpy"):
 json.dump({"gpu": smi, "cpu": cpu, "cpu_cores": os.cpu_count(), "versions": versions, "os": platform.platform()}, open(envfile, "w"))
 PY
 kill $browser $server 2>/dev/null; wait 2>/dev/null
-python3 - "$out/runs-$suite.json" <<'PY'
+python3 - "$out/runs-$tag.json" <<'PY'
 import json, sys
 runs = json.load(open(sys.argv[1]))["runs"]
 for r in runs:
@@ -70,4 +73,4 @@ for r in runs:
     if r["kind"] == "suite":
         print("   errors:", r["metrics"]["errors"])
 PY
-[ -d bench ] && python3 -c "import matplotlib" 2>/dev/null && python3 -m bench.report --runs "$out/runs-$suite.json" --env "$out/env-$suite.json" --out "$out/report-$suite" 2>&1 | tail -2
+[ -d bench ] && python3 -c "import matplotlib" 2>/dev/null && python3 -m bench.report --runs "$out/runs-$tag.json" --env "$out/env-$tag.json" --out "$out/report-$tag" 2>&1 | tail -2
