@@ -7,7 +7,8 @@
 // hist_clear (zero the built slots) -> hist_build (atomics, built slots) -> hist_prefix
 // (cumulative) -> split_scan (derived slots = parent - sibling; best split per feature) ->
 // split_pick (per node); then alloc (number the children, give the open ones next-level slots)
-// -> route_rows. At the end: finalize (prediction arrays), importance, oob; predict.
+// -> route_rows. On GPUs hist_prefix_wg and split_scan_wg do the work of hist_prefix and
+// split_scan. At the end: finalize (prediction arrays), importance, oob; predict.
 //
 // Shapes (u32 unless said): X (rows, F) f32, or f64 as two words (lo, hi) when p.xd = 1: read
 // through x_at, which rounds an f64 to f32 exactly as the CPU does · edges f32 (NB, 3): per bin
@@ -403,88 +404,6 @@ fn hist_build(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: v
     } else {
       atomicAdd(&hb_hist[h + tv], w);
       atomicAdd(&hb_hist[h + p.C - 1u], 1u);
-    }
-  }
-}
-
-// ---- hist_build_wg: hist_build for a level with few built slots, summed in workgroup memory -----
-// 1-6 as hist_build · 7 groups: [count, (first feature, end) of each group], the features whose
-// bins, for every built slot of the level, fit SHW words. Workgroup per (tree, group, HB_ROWS
-// rows): the rows add into workgroup memory, and the workgroup adds its non-zero words into the
-// histograms: far fewer global atomics, and far less contention, near the root where every row
-// of a tree lands in the same few slots. The built slots are the even ones, 2j for j < S_cur / 2
-// (slot 0 at the root). Only where a level's histograms fit one pass.
-override SHW: u32 = 4000u;
-const HB_ROWS: u32 = 8192u;
-var<workgroup> sh_hist: array<atomic<u32>, SHW>;
-var<workgroup> sh_groups: u32;
-@group(0) @binding(7) var<storage, read> hb_groups: array<u32>;
-
-@compute @workgroup_size(256)
-fn hist_build_wg(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
-                 @builtin(local_invocation_index) lid: u32) {
-  if (lid == 0u) { sh_groups = hb_groups[0]; }
-  let G = workgroupUniformLoad(&sh_groups);
-  let chunks = (p.n + HB_ROWS - 1u) / HB_ROWS;
-  let id = linear(wid, nwg);
-  if (id >= p.T * G * chunks) { return; }
-  let t = id / (G * chunks);
-  let g = id / chunks % G;
-  let r0 = (id % chunks) * HB_ROWS;
-  let f0 = hb_groups[1u + 2u * g];
-  let f1 = hb_groups[2u + 2u * g];
-  let gstart = hb_fmeta[2u * f0];
-  let gbins = hb_fmeta[2u * (f1 - 1u)] + hb_fmeta[2u * (f1 - 1u) + 1u] - gstart;
-  let B = max(1u, p.S_cur / 2u);
-  for (var e = lid; e < B * gbins * p.C; e += 256u) { atomicStore(&sh_hist[e], 0u); }
-  workgroupBarrier();
-  for (var r = r0 + lid; r < min(p.n, r0 + HB_ROWS); r += 256u) {
-    let st = hb_state[t * p.n + r];
-    let w = st & 255u;
-    let slot = st >> 8u;
-    if (w == 0u || slot >= p.S_cur) { continue; }  // DONE is beyond every level's slots
-    if ((hb_slots[(t * p.S + slot) * 4u + 1u] & BUILT) == 0u) { continue; }
-    let base = (slot / 2u) * gbins;
-    let tv = hb_target[r];
-    var lo = 0u;
-    var hi = 0u;
-    if (p.crit == MSE) {
-      let v = bitcast<i32>(tv) * i32(w);
-      lo = bitcast<u32>(v);
-      hi = select(0u, 0xFFFFFFFFu, v < 0);
-    }
-    for (var f = f0; f < f1; f++) {
-      let b = (hb_binned[r * p.FW + f / 4u] >> (8u * (f % 4u))) & 255u;
-      let h = (base + hb_fmeta[2u * f] - gstart + b) * p.C;
-      if (p.crit == MSE) {
-        let old = atomicAdd(&sh_hist[h], lo);
-        let up = hi + select(0u, 1u, old + lo < old);
-        if (up != 0u) { atomicAdd(&sh_hist[h + 1u], up); }
-        atomicAdd(&sh_hist[h + 2u], w);
-        atomicAdd(&sh_hist[h + 3u], 1u);
-      } else {
-        atomicAdd(&sh_hist[h + tv], w);
-        atomicAdd(&sh_hist[h + p.C - 1u], 1u);
-      }
-    }
-  }
-  workgroupBarrier();
-  for (var q = lid; q < B * gbins; q += 256u) {
-    let gh = (hist_slot(t, 2u * (q / gbins)) * p.NB + gstart + q % gbins) * p.C;
-    var c0 = 0u;
-    if (p.crit == MSE) {
-      let lo = atomicLoad(&sh_hist[q * p.C]);
-      let hi = atomicLoad(&sh_hist[q * p.C + 1u]);
-      if ((lo | hi) != 0u) {
-        let old = atomicAdd(&hb_hist[gh], lo);
-        let up = hi + select(0u, 1u, old + lo < old);
-        if (up != 0u) { atomicAdd(&hb_hist[gh + 1u], up); }
-      }
-      c0 = 2u;
-    }
-    for (var c = c0; c < p.C; c++) {
-      let v = atomicLoad(&sh_hist[q * p.C + c]);
-      if (v != 0u) { atomicAdd(&hb_hist[gh + c], v); }
     }
   }
 }
@@ -1168,9 +1087,10 @@ fn route_rows(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: v
 
 // ---- finalize: the batch's trees in the form prediction reads ---------------------------------
 // 1 nodes · 2 meta · 3 edges (NB, 3) f32 · 4 fmeta · 5 ptree (T_all, NC, 3) · 6 pval (T_all, NC, K).
-// A leaf: feature and left child LEAF, threshold 0. Threshold: halfway between the largest value of the left bin and the smallest of the right
-// one (scikit-learn's midpoint on small data), kept within the thresholds that give the same
-// partition. Values: mean of y, or class fractions (weighted by bootstrap counts).
+// A leaf: feature and left child LEAF, threshold 0. Threshold: halfway between the largest value
+// of the left bin and the smallest of the right one (scikit-learn's midpoint on small data), kept
+// within the thresholds that give the same partition. Values: mean of y, or class fractions
+// (weighted by bootstrap counts).
 @group(0) @binding(1) var<storage, read> fi_nodes: array<u32>;
 @group(0) @binding(2) var<storage, read> fi_meta: array<u32>;
 @group(0) @binding(3) var<storage, read> fi_edges: array<f32>;

@@ -217,29 +217,3 @@ def test_targets_are_exact_fixed_point(native_backend, rng):
         want = [round(Fraction(v) * Fraction(2) ** e) - M for v in y]
         assert got == want and run(native_backend.read(flags))[0] == 0
         assert max(map(abs, want)) < 2 ** 23
-
-
-@pytest.mark.parametrize("task", ["regression", "gini"])
-def test_hist_build_in_workgroup_memory_matches_reference(native_backend, rng, task):
-    """hist_build_wg (GPUs, levels with few slots) on the inputs of one of the first levels'
-    hist_build, its features cut into groups that fit a small workgroup memory."""
-    from py_core.forest.builder import hist_groups
-    X, y = random_data(rng, task)
-    ref = CapturingBackend("hist_build", rng.randrange(3))
-    run(random_forest(rng, task, ref, bootstrap=True).fit(X, y))
-    assert ref.captured is not None
-    _, bufs = ref.captured
-    p = fk.PARAMS.unpack(bufs[0][2])
-    fmeta = bufs[2][2]
-    words = max(fmeta[1::2]) * p["C"] * max(1, p["S_cur"] // 2) * rng.choice([1, 2, 3])
-    groups = hist_groups(fmeta, p["F"], p["C"], max(1, p["S_cur"] // 2), words)
-    bufs = bufs + [("u32", False, groups)]
-
-    def replay(backend):
-        kern = run(backend.kernel("forest", "hist_build_wg", {"SHW": words}))
-        made = [backend.buffer(dtype, data=data, uniform=uniform) for dtype, uniform, data in bufs]
-        g = fk.grid(p["T"] * groups[0] * -(-p["n"] // fk.HB_ROWS))
-        run(backend.run(backend.plan().dispatch(kern, made, g)))
-        return run(backend.read(made[6]))
-
-    assert replay(native_backend) == replay(ReferenceBackend())

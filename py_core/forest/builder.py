@@ -16,9 +16,10 @@ The method (kernels in `shaders/forest.wgsl`):
    larger child's histogram as parent - sibling, then the feature's best split, f32 gain in a
    fixed order), `split_pick` (per slot: the best over its random feature subset), `alloc` (per
    tree, a prefix sum numbers the children and gives the open ones slots of the next level) and
-   `route_rows` (each row moves to its child's slot). Nothing is read back between levels: the
-   number of slots a level can need is bounded from n, min_samples_split and min_samples_leaf,
-   so every grid is fixed.
+   `route_rows` (each row moves to its child's slot). On GPUs, hist_prefix and split_scan run
+   as their `_wg` versions (`parallel_bins`). Nothing is read back between levels: the number
+   of slots a level can need is bounded from n, min_samples_split and min_samples_leaf, so
+   every grid is fixed, and a batch of trees of depth <= 16 is one submission.
    Memory: two levels of histograms, Tb x S x NB x C words each, sized to the histogram budget
    and the adapter's binding limit; the trees are grown in batches of Tb. Where one tree's level
    does not fit a buffer (128 MiB adapters, deep trees on wide data), a level's slots are done in
@@ -37,8 +38,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from ..gpu import LimitError
-from ..kernels.forest import (ENTROPY, HB_ROWS, HC_SLOTS, IMP_CHUNK, MSE, NOT_FINITE_X,
-                              NOT_FINITE_Y, PARAMS, SORT, WG, grid, half_bits)
+from ..kernels.forest import (ENTROPY, HC_SLOTS, IMP_CHUNK, MSE, NOT_FINITE_X, NOT_FINITE_Y,
+                              PARAMS, SORT, WG, grid, half_bits)
 from .binning import edges_from_sorted, sample_shape, sorted_columns
 from .trees import Trees, matrix_words
 
@@ -50,42 +51,25 @@ CHECK_EVERY = 8  # levels between the small readbacks that end a deep (max_depth
 MAX_ROWS = 2**24 - 1  # weights and counts stay exact in f32
 Y_BITS = 23  # regression targets as signed fixed point of this many bits (w * y fits in i32)
 DEVICE_SORT = ("webgpu", "native")  # backends that sort the binning subsample themselves
-PARALLEL_BINS = None  # hist_prefix_wg/split_scan_wg (a workgroup per slot and feature) rather
-                      # than a thread looping over the bins; None: on GPUs, not on CPU adapters
-CPU_ADAPTERS = ("swiftshader", "llvmpipe", "lavapipe")
-
-
-def parallel_bins(backend) -> bool:
-    if PARALLEL_BINS is not None:
-        return PARALLEL_BINS
-    a = backend.adapter
-    named = " ".join(str(a.get(k, "")) for k in ("vendor", "architecture", "device", "description"))
-    return (backend.name in DEVICE_SORT and not a.get("is_fallback_adapter")
-            and not any(cpu in named.lower() for cpu in CPU_ADAPTERS))
 
 KERNELS = ("check_finite", "sample", "sort_pass", "targets", "bin_features", "bootstrap",
            "init_trees", "hist_clear", "hist_build", "split_pick", "alloc", "route_rows",
            "finalize", "importance", "oob")
 LOOPING = ("hist_prefix", "split_scan")  # a thread per (tree, slot, feature): CPU adapters
 PARALLEL = ("hist_prefix_wg", "split_scan_wg")  # a workgroup per (tree, slot, feature): GPUs
-SHARED_LEVELS = 8  # levels with at most this many slots build histograms in workgroup memory (GPUs)
+PARALLEL_BINS = None  # True/False: one set or the other everywhere; None: `parallel_bins`
+CPU_ADAPTERS = ("swiftshader", "llvmpipe", "lavapipe")
 
 
-def hist_groups(fmeta, F: int, C: int, B: int, words: int) -> array | None:
-    """hist_build_wg's feature groups: [count, (first, end) ...], consecutive features whose bins
-    for B slots fit `words` words of workgroup memory; None if one feature alone does not."""
-    out, f0, used = array("I", [0]), 0, 0
-    for f in range(F):
-        need = fmeta[2 * f + 1] * C * B
-        if need > words:
-            return None
-        if used + need > words:
-            out.extend((f0, f))
-            f0, used = f, 0
-        used += need
-    out.extend((f0, F))
-    out[0] = (len(out) - 1) // 2
-    return out
+def parallel_bins(backend) -> bool:
+    """Whether the PARALLEL kernels run: on GPUs (2.5x faster on an H200), not on CPU adapters,
+    where a workgroup's barriers cost more than one thread's loop (25x slower on lavapipe)."""
+    if PARALLEL_BINS is not None:
+        return PARALLEL_BINS
+    a = backend.adapter
+    named = " ".join(str(a.get(k, "")) for k in ("vendor", "architecture", "device", "description"))
+    return (backend.name in DEVICE_SORT and not a.get("is_fallback_adapter")
+            and not any(cpu in named.lower() for cpu in CPU_ADAPTERS))
 
 
 @dataclass
@@ -199,9 +183,6 @@ class Grower:
         t0 = clock()
         wg = parallel_bins(b)
         k = {name: await b.kernel("forest", name) for name in KERNELS + (PARALLEL if wg else LOOPING)}
-        if wg:  # workgroup memory for hist_build_wg (a word for its group count)
-            shw = b.limits["maxComputeWorkgroupStorageSize"] // 4 - 8
-            k["hist_build_wg"] = await b.kernel("forest", "hist_build_wg", {"SHW": shw})
         T, K = spec.n_estimators, spec.n_classes
         step, m, SM = sample_shape(n)
         if spec.crit == MSE:
@@ -258,7 +239,8 @@ class Grower:
             else:
                 bad = (await b.read(flags))[0]
             if bad & NOT_FINITE_X:
-                raise ValueError("X has NaN or infinite values (or values beyond float32): impute or drop them")
+                raise ValueError("X has NaN or infinite values (or values beyond float32): "
+                                 "impute or drop them")
             if bad & NOT_FINITE_Y:
                 raise ValueError("y has NaN or infinite values")
             if not device_sort:
@@ -308,12 +290,10 @@ class Grower:
             if oobb is not None:
                 final.dispatch(k["oob"], [P0, Xb, ptree, pval, state, oobb], self._grid(n))
             level_params, level_plans = [], []  # per level: [(uniform, params)], plan
-            if wg:  # a workgroup per (tree, slot, feature)
-                prefix, scan = k["hist_prefix_wg"], k["split_scan_wg"]
-                per_feature = lambda sp: grid(Tb * sp * F, wgs)  # noqa: E731
-            else:  # a thread per (tree, slot, feature)
-                prefix, scan = k["hist_prefix"], k["split_scan"]
-                per_feature = lambda sp: self._grid(Tb * sp * F)  # noqa: E731
+            prefix, scan = (k[name] for name in (PARALLEL if wg else LOOPING))
+
+            def per_feature(sp):  # a workgroup, or a thread, per (tree, slot of the pass, feature)
+                return grid(Tb * sp * F, wgs) if wg else self._grid(Tb * sp * F)
             s_min = max(spec.min_samples_split, 2 * spec.min_samples_leaf)
             batch = [0, Tb]  # first tree, trees
             wgs = b.limits["maxComputeWorkgroupsPerDimension"]
@@ -334,18 +314,9 @@ class Grower:
                         pp = dict(depth=e, S_cur=s_cur, S_next=s_next, s_lo=s_lo)
                         P = buf("u32", uniform=True, data=PARAMS.pack(**self._params(pp, *batch)))
                         ups.append((P, pp))
-                        plan.dispatch(k["hist_clear"], [P, cur, h], grid(Tb * -(-sp // HC_SLOTS), wgs))
-                        groups = None
-                        if wg and not passes and s_cur <= SHARED_LEVELS:
-                            groups = hist_groups(fmeta, F, C, max(1, s_cur // 2), shw)
-                        if groups is not None:  # few built slots: sums in workgroup memory
-                            gb = buf("u32", data=groups)
-                            plan.dispatch(k["hist_build_wg"], [P, binned, fb, tgt, state, cur, h, gb],
-                                          grid(Tb * groups[0] * -(-n // HB_ROWS), wgs))
-                        else:
-                            plan.dispatch(k["hist_build"], [P, binned, fb, tgt, state, cur, h],
-                                          self._grid(Tb * n))
-                        (plan.dispatch(prefix, [P, fb, cur, h], per_feature(sp))
+                        (plan.dispatch(k["hist_clear"], [P, cur, h], grid(Tb * -(-sp // HC_SLOTS), wgs))
+                         .dispatch(k["hist_build"], [P, binned, fb, tgt, state, cur, h], self._grid(Tb * n))
+                         .dispatch(prefix, [P, fb, cur, h], per_feature(sp))
                          .dispatch(scan, [P, fb, cur, h, nodes, cand, xlogx, parent], per_feature(sp))
                          .dispatch(k["split_pick"], [P, fb, cur, h, nodes, cand, xlogx, left],
                                    self._grid(Tb * sp)))

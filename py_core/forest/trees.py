@@ -19,7 +19,7 @@ class Trees:
     NC: int
     K: int
     counts: array  # u32 (T,): nodes of each tree
-    ptree: array   # u32 (T, NC, 3): feature (LEAF in a leaf), threshold (f32 bits), left child (LEAF in a leaf)
+    ptree: array   # u32 (T, NC, 3): feature, threshold (f32 bits), left child (LEAF, 0, LEAF in a leaf)
     pval: array    # f32 (T, NC, K): mean target, or class fractions
 
     def tree(self, t: int) -> dict:
@@ -86,8 +86,9 @@ async def predict(backend, ptree, pval, NC: int, n_trees: int, K: int, X: array,
         for r0 in range(0, n, rows):
             m = min(rows, n - r0)
             part = X if m == n else X[r0 * F:(r0 + m) * F]
-            words, xd = matrix_words(backend, part, m, F, f"the {m} x {F} matrix to predict")
-            P = backend.buffer("u32", uniform=True, data=PARAMS.pack(**_predict_params(m, F, K, NC, n_trees, xd)))
+            words, xd = matrix_words(backend, part, m, F, f"the {m} x {F} rows to predict")
+            params = _predict_params(m, F, K, NC, n_trees, xd)
+            P = backend.buffer("u32", uniform=True, data=PARAMS.pack(**params))
             Xb = backend.buffer("u32", data=words)
             out = backend.buffer("u32", 2 * m * K)
             made += [P, Xb, out]

@@ -34,7 +34,6 @@ INF = float("inf")
 WG = 256           # threads per workgroup of the flat kernels
 IMP_CHUNK = 2048   # nodes summed by one thread of `importance`
 HC_SLOTS = 8       # slots a workgroup of `hist_clear` zeroes
-HB_ROWS = 8192     # rows a workgroup of `hist_build_wg` adds up
 NOT_FINITE_X, NOT_FINITE_Y = 1, 2  # flags
 
 
@@ -290,12 +289,6 @@ def hist_build(bufs, grid_, constants):
         else:
             for h, v in sums.items():
                 hist[h] = (hist[h] + v) & M32
-
-
-@reference("forest", "hist_build_wg")
-def hist_build_wg(bufs, grid_, constants):
-    """What hist_build does (its feature groups only split the work)."""
-    hist_build(bufs[:7], grid_, constants)
 
 
 def _feature_range(p, fmeta, hbase, f):
