@@ -91,9 +91,11 @@ def main(argv=None) -> int:
     ap.add_argument("--device", default="auto", help="the server's device for its comparison runs")
     ap.add_argument("--comparison-timeout", type=float, default=1800, help="seconds to wait for each run's comparisons")
     ap.add_argument("--chromium", default=os.environ.get("CHROMIUM_BIN") or shutil.which("chromium"))
+    ap.add_argument("--backend", choices=["webgpu", "reference"], default="webgpu",
+                    help="reference: the page's CPU fallback (plain Python in the tab), to show the gap")
     args = ap.parse_args(argv)
     suite = json.loads((ROOT / "web" / "suites" / f"{args.suite}.json").read_text())
-    out = args.out or ROOT / "bench" / "out" / f"{args.suite}-{time.strftime('%Y%m%d-%H%M%S')}"
+    out = args.out or ROOT / "bench" / "out" / f"{args.suite}-{args.backend}-{time.strftime('%Y%m%d-%H%M%S')}"
     out.mkdir(parents=True, exist_ok=True)
 
     from playwright.sync_api import sync_playwright
@@ -107,7 +109,7 @@ def main(argv=None) -> int:
             flags = FLAGS + os.environ.get("CHROMIUM_GPU_FLAGS", "").split()
             browser = p.chromium.launch(executable_path=args.chromium, args=flags)
             page = browser.new_page()
-            page.goto(base + "/")
+            page.goto(base + ("/?backend=reference" if args.backend == "reference" else "/"))
             ready = page.evaluate("() => window.playground.ready")
             print(f"page ready: {ready['backend']} on {ready['adapter'].get('vendor')} "
                   f"{ready['adapter'].get('architecture')} (Pyodide {ready['timings']['pyodide']:.2f} s)")
