@@ -89,11 +89,19 @@ def summarize(report: dict) -> list[dict]:
                              "metric": key, "value": None, "note": (comps[0].get("error") or comps[0].get("status"))})
                 continue
             t = _stats([(c.get("timings") or {}).get(tkey) for c in done])
+            gap = None
+            if kind == "transformer":  # the loss curves step by step: the largest relative gap
+                mine = dict(map(tuple, runs[0]["metrics"].get("loss_curve", [])))
+                theirs = dict(map(tuple, (done[0].get("metrics") or {}).get("loss_curve", [])))
+                common = sorted(set(mine) & set(theirs))
+                if common:
+                    gap = max(abs(mine[k] - theirs[k]) / abs(theirs[k]) for k in common)
             rows.append({"label": job["label"], "kind": kind, "where": f"{runner} ({done[0].get('device', '')})",
                          "time_key": tkey, "time": t, "metric": key,
                          "value": _stats([(c.get("metrics") or {}).get(key) for c in done]).get("median") if key else None,
                          # > 1: the browser took less time than this runner
-                         "ratio": (t["median"] / browser_time["median"]) if t and browser_time else None})
+                         "ratio": (t["median"] / browser_time["median"]) if t and browser_time else None,
+                         "curve_gap": gap})
     return rows
 
 
@@ -120,6 +128,8 @@ def markdown(report: dict, rows: list[dict]) -> str:
         tt = f"{r['time_key']} {_fmt(t['median'])} s ({_fmt(t['min'], 3)}–{_fmt(t['max'], 3)}, n={t['n']})" if t else (r.get("note") or "–")
         ratio = r.get("ratio")
         speed = "" if not ratio else (f"browser {ratio:.2f}× faster" if ratio >= 1 else f"server {1 / ratio:.2f}× faster")
+        if r.get("curve_gap") is not None:
+            speed += f"; loss curves differ by at most {r['curve_gap']:.2e} (relative)"
         lines.append(f"| {r['label']} | {r['where']} | {tt} | {r['metric'] or ''} {_fmt(r['value'])} | {speed} |")
     if report.get("errors"):
         lines += ["", "## Errors", *[f"- {e['label']}: {e['message']}" for e in report["errors"]]]
