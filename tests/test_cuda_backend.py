@@ -69,6 +69,13 @@ def test_clear_and_copy(cuda, rng):
     assert list(run(cuda.read(b))) == [0] + values[3:7] + [0] * 5
 
 
+def test_copy_keeps_bits_across_types(cuda):
+    f = cuda.buffer("f32", data=[1.5, -2.0])
+    u = cuda.buffer("u32", 2)
+    run(cuda.run(cuda.plan().copy(f, u)))
+    assert list(run(cuda.read(u))) == list(array("I", array("f", [1.5, -2.0]).tobytes()))
+
+
 _load_families()
 
 

@@ -19,6 +19,7 @@ This is the one module of py_core that imports something outside the standard li
 """
 from __future__ import annotations
 
+import ctypes
 import logging
 import platform
 from array import array
@@ -94,8 +95,9 @@ class CudaBackend(Backend):
     def _to_array(self, t, dtype: str) -> array:
         if t.numel() == 0:
             return array(TYPECODES[dtype])
-        copy = t.to("cpu", copy=True)  # its own storage, exactly n elements
-        return array(TYPECODES[dtype], bytes(copy.untyped_storage()))
+        copy = t.to("cpu", copy=True).contiguous()  # its own memory, exactly n elements
+        # One memcpy (iterating a storage from Python goes element by element).
+        return array(TYPECODES[dtype], ctypes.string_at(copy.data_ptr(), 4 * copy.numel()))
 
     def free(self, buf: Buffer) -> None:
         buf.handle = None
@@ -132,7 +134,8 @@ class CudaBackend(Backend):
                         op[1].handle.host[:] = array(op[1].handle.host.typecode, bytes(4 * op[1].length))
                 elif op[0] == "copy":
                     _, src, so, dst, do, n = op
-                    dst.handle.t[do:do + n] = src.handle.t[so:so + n]
+                    # Bits, not values: an f32 buffer copied into a u32 one keeps its words.
+                    dst.handle.t[do:do + n] = src.handle.t[so:so + n].view(dst.handle.t.dtype)
                     if dst.handle.host is not None:
                         dst.handle.host[:] = self._to_array(dst.handle.t, dst.dtype)
 

@@ -29,6 +29,8 @@ M32 = 0xFFFFFFFF
 def torch_kernel(family: str, entry: str):
     """Register `fn` as the torch implementation of `shaders/<family>.wgsl`'s entry `entry`."""
     def register(fn):
+        if (family, entry) in _REGISTRY:  # a second definition would silently replace the first
+            raise RuntimeError(f"torch kernel {family}.{entry} is defined twice")
         _REGISTRY[(family, entry)] = fn
         return fn
     return register

@@ -9,12 +9,15 @@ at most CHUNK elements so that a 1M-row forest fits in GPU memory.
 """
 from __future__ import annotations
 
+import math
+
 import torch
 
-from ..forest import BUILT, DONE, ENTROPY, GINI, LEAF, M32, MSE, OPEN, PARAMS
+from ..forest import (BUILT, DONE, ENTROPY, GINI, IMP_CHUNK, LEAF, M32, MSE, NOT_FINITE_X,
+                      NOT_FINITE_Y, OPEN, PARAMS, SORT)
 from . import params, to_u32, torch_kernel, u32
 
-WRITTEN_FOR = "456097434031ad40"  # fingerprint of the forest.wgsl mirrored here
+WRITTEN_FOR = "e80767f61d03619c"  # fingerprint of the forest.wgsl mirrored here
 CHUNK = 1 << 24  # elements of the largest int64 temporary (128 MiB)
 I64 = torch.int64
 F32 = torch.float32
@@ -64,6 +67,72 @@ def _arange(n: int, like):
     return torch.arange(n, dtype=I64, device=like.device)
 
 
+def _x_f32(X, p, rows: int | None = None):
+    """The first `rows` rows (default n) of X as f32: its words, or the f32 nearest each f64
+    (two words) when p["xd"] (double-to-float rounds to nearest even, as the CPU's)."""
+    count = (p["n"] if rows is None else rows) * p["F"]
+    if p["xd"]:
+        return X[:2 * count].view(torch.float64).to(F32)
+    return X[:count].view(F32)
+
+
+def _pass(p):
+    """(first slot, slots) of the level that have histograms in this pass."""
+    return p["s_lo"], max(0, min(p["S_h"], p["S_cur"] - p["s_lo"]))
+
+
+# ---- data checks, fixed-point targets, the binning subsample ----------------------------------
+
+@torch_kernel("forest", "check_finite")
+def check_finite(bufs, grid, constants):
+    p = params(bufs[0], PARAMS)
+    X, flags = bufs[1].t, bufs[2].t
+    bad = ~torch.isfinite(_x_f32(X, p)).all()
+    flags[0] |= (bad * NOT_FINITE_X).to(torch.int32)  # on the device: no read back
+
+
+@torch_kernel("forest", "sample")
+def sample(bufs, grid, constants):
+    p = params(bufs[0], PARAMS)
+    X, out = bufs[1].t, bufs[2].t
+    n, F, step, SM = p["n"], p["F"], p["step"], p["SM"]
+    x = _x_f32(X, p).view(n, F)[::step] + 0.0  # (m, F); -0 + 0 is +0
+    cols = torch.full((F, SM), float("inf"), dtype=F32, device=X.device)
+    cols[:, :x.shape[0]] = x.t()
+    out[:F * SM] = cols.view(-1).view(torch.int32)
+
+
+def _order_key(bits):
+    """u32 bits (int64) -> the unsigned integer that orders them as f32 values."""
+    return torch.where(bits >> 31 == 1, bits ^ M32, bits ^ 0x80000000)
+
+
+@torch_kernel("forest", "sort_pass")
+def sort_pass(bufs, grid, constants):
+    s = params(bufs[0], SORT)
+    data = bufs[1].t
+    j, k, length, count = s["j"], s["k"], s["len"], s["count"]
+    D = data[:count * length].view(count, length)
+    t = _arange(length // 2, data)
+    a = 2 * j * (t // j) + t % j  # the lower index of each compared pair
+    x, y = u32(D[:, a]), u32(D[:, a + j])
+    swap = (x != y) & ((_order_key(x) > _order_key(y)) == ((a & k) == 0)[None, :])
+    D[:, a], D[:, a + j] = to_u32(torch.where(swap, y, x)), to_u32(torch.where(swap, x, y))
+
+
+@torch_kernel("forest", "targets")
+def targets(bufs, grid, constants):
+    p = params(bufs[0], PARAMS)
+    y, out, flags = (b.t for b in bufs[1:])
+    n = p["n"]
+    v = y[:2 * n].view(torch.float64)
+    ok = torch.isfinite(v)
+    # round(y 2^e) - m, ties to even: scaling by a power of two is exact in f64.
+    q = torch.round(torch.where(ok, v, 0.0) * math.ldexp(1.0, p["ye"]))
+    out[:n] = to_u32(torch.where(ok, q.to(I64) - p["ym_lo"], 0))
+    flags[0] |= ((~ok).any() * NOT_FINITE_Y).to(torch.int32)
+
+
 # ---- kernels ------------------------------------------------------------------------------------
 
 @torch_kernel("forest", "bin_features")
@@ -72,7 +141,7 @@ def bin_features(bufs, grid, constants):
     X, edges, fmeta, binned = (b.t for b in bufs[1:])
     n, F, FW = p["n"], p["F"], p["FW"]
     fm = fmeta[:2 * F].tolist()
-    Xv = X[:n * F].view(n, F)
+    Xv = _x_f32(X, p).view(n, F)
     words = torch.zeros(n, FW, dtype=I64, device=X.device)
     for f in range(F):
         off, nb = fm[2 * f], fm[2 * f + 1]
@@ -109,10 +178,8 @@ def bootstrap(bufs, grid, constants):
 @torch_kernel("forest", "init_trees")
 def init_trees(bufs, grid, constants):
     p = params(bufs[0], PARAMS)
-    slots, nodes, meta, hist = (b.t for b in bufs[1:])
+    slots, nodes, meta = (b.t for b in bufs[1:])
     T, S, NC, NW, t0 = p["T"], p["S"], p["NC"], 4 + p["C"], p["tree0"]
-    W = p["NB"] * p["C"]
-    hist[:T * S * W].view(T, S, W)[:, 0] = 0
     sv = slots[:T * S * 4].view(T, S, 4)
     sv.zero_()
     sv[:, 0, 1] = OPEN | BUILT
@@ -120,6 +187,28 @@ def init_trees(bufs, grid, constants):
     roots.zero_()
     roots[:, 0] = -1  # LEAF
     meta.view(-1, 2)[t0:t0 + T] = 1
+
+
+def _hist_slots(p, slots, want: int):
+    """(t, s) of the pass's slots whose flags have `want`, and the histogram view (T, S_h, NB, C)
+    of `hist` they index as (t, s - s_lo)."""
+    T, S = p["T"], p["S"]
+    lo, count = _pass(p)
+    flags = slots[:T * S * 4].view(T, S, 4)[:, lo:lo + count, 1]
+    t, s = ((flags & want) != 0).nonzero(as_tuple=True)
+    return t, s + lo
+
+
+def _hview(p, hist):
+    return hist[:p["T"] * p["S_h"] * p["NB"] * p["C"]].view(p["T"], p["S_h"], p["NB"], p["C"])
+
+
+@torch_kernel("forest", "hist_clear")
+def hist_clear(bufs, grid, constants):
+    """Zero the pass's built slots: their histograms are summed by atomics next."""
+    p = params(bufs[0], PARAMS)
+    t, s = _hist_slots(p, bufs[1].t, BUILT)
+    _hview(p, bufs[2].t)[t, s - p["s_lo"]] = 0
 
 
 @torch_kernel("forest", "hist_build")
@@ -130,12 +219,12 @@ def hist_build(bufs, grid, constants):
     dev = hist.device
     offs = fmeta[0:2 * F:2].to(I64)
     feats = _arange(F, hist)
-    # The built slots, numbered: the sums are made in (built slot, bin, channel) order.
-    built = (u32(slots[:T * S * 4].view(T * S, 4)[:, 1]) & BUILT) != 0  # (T * S,)
-    tb, sb = built.view(T, S).nonzero(as_tuple=True)
+    # The pass's built slots, numbered: sums are made in (built slot, bin, channel) order.
+    tb, sb = _hist_slots(p, slots, BUILT)
     if not len(tb):
         return
-    number = torch.cumsum(built.to(I64), 0) - 1  # (T * S,): a built slot's number
+    number = torch.full((T * S,), -1, dtype=I64, device=dev)
+    number[tb * S + sb] = _arange(len(tb), hist)
     acc = torch.zeros(len(tb) * NB, C, dtype=I64, device=dev)
     words = u32(binned[:n * FW].view(n, FW))
     step = max(1, CHUNK // max(F, 1))
@@ -144,7 +233,7 @@ def hist_build(bufs, grid, constants):
         w, slot = st & 255, st >> 8
         i = ((w != 0) & (slot < S)).nonzero().view(-1)  # DONE (and past the stride): no histogram
         ts = (i + i0) // n * S + slot[i]
-        keep = built[ts].nonzero().view(-1)
+        keep = (number[ts] >= 0).nonzero().view(-1)
         ts, r, w = ts[keep], ((i + i0) % n)[keep], w[i][keep]
         if not len(r):
             continue
@@ -161,13 +250,14 @@ def hist_build(bufs, grid, constants):
             flat.index_add_(0, (h.view(m, F) * C + u32(target[r])[:, None]).view(-1),
                             w[:, None].expand(m, F).reshape(-1))
             flat.index_add_(0, h * C + C - 1, ones)
-    H = hist[:T * S * NB * C].view(T, S, NB, C)
-    old = u32(H[tb, sb]).view(-1, C)
+    H = _hview(p, hist)
+    hs = sb - p["s_lo"]
+    old = u32(H[tb, hs]).view(-1, C)
     new = old + acc  # each channel wraps at 32 bits; the squared-error sum is 64-bit:
     if p["crit"] == MSE:
         total = _signed64(old[:, 0], old[:, 1]) + acc[:, 0]
         new[:, 0], new[:, 1] = total, total >> 32
-    H[tb, sb] = to_u32(new).view(len(tb), NB, C)
+    H[tb, hs] = to_u32(new).view(len(tb), NB, C)
 
 
 def _seg_prefix(x, start):
@@ -195,19 +285,19 @@ class _Layout:
 def hist_prefix(bufs, grid, constants):
     p = params(bufs[0], PARAMS)
     fmeta, slots, hist = (b.t for b in bufs[1:])
-    T, S, NB, C = p["T"], p["S"], p["NB"], p["C"]
+    NB, C = p["NB"], p["C"]
     lay = _Layout(fmeta, p["F"], hist.device)
-    t, s = ((slots[:T * S * 4].view(T, S, 4)[:, :p["S_cur"], 1] & BUILT) != 0).nonzero(as_tuple=True)
-    H = hist[:T * S * NB * C].view(T, S, NB, C)
+    t, s = _hist_slots(p, slots, BUILT)
+    H = _hview(p, hist)
     step = max(1, CHUNK // (NB * C))
     for a in range(0, len(t), step):
-        tc, sc = t[a:a + step], s[a:a + step]
-        h = u32(H[tc, sc])
+        tc, hc = t[a:a + step], s[a:a + step] - p["s_lo"]
+        h = u32(H[tc, hc])
         out = _seg_prefix(h, lay.start)
         if p["crit"] == MSE:  # one 64-bit running sum in the (lo, hi) channels
             v = _seg_prefix(_signed64(h[..., 0], h[..., 1]), lay.start)
             out[..., 0], out[..., 1] = v, v >> 32
-        H[tc, sc] = to_u32(out)
+        H[tc, hc] = to_u32(out)
 
 
 def _eligible(p, tot):
@@ -292,16 +382,19 @@ def _chosen(p, tc, node, m, dev):
     return rank, rank < p["mf"]
 
 
-def _derive(p, sv, H, P, t, s):
-    """Open slots that were not built: (cumulative) parent minus built sibling."""
+def _derive(p, sv, H, prev, t, s):
+    """Open slots that were not built: (cumulative) parent minus built sibling. (Only when a level
+    has one pass: then S_h = S and the parent level's histograms are whole in `prev`.)"""
+    P = _hview(p, prev)
+    lo = p["s_lo"]
     step = max(1, CHUNK // (p["NB"] * p["C"]))
     for a in range(0, len(t), step):
         tc, sc = t[a:a + step], s[a:a + step]
-        x, y = u32(P[tc, u32(sv[tc, sc, 2])]), u32(H[tc, sc ^ 1])
+        x, y = u32(P[tc, u32(sv[tc, sc, 2])]), u32(H[tc, (sc ^ 1) - lo])
         out = x - y
         if p["crit"] == MSE:  # borrow from each bin's low word
             out[..., 1] -= (x[..., 0] < y[..., 0]).to(I64)
-        H[tc, sc] = to_u32(out)
+        H[tc, sc - lo] = to_u32(out)
 
 
 @torch_kernel("forest", "split_scan")
@@ -312,10 +405,11 @@ def split_scan(bufs, grid, constants):
     dev = hist.device
     lay = _Layout(fmeta, F, dev)
     sv = slots[:T * S * 4].view(T, S, 4)
-    flags = sv[:, :p["S_cur"], 1]
-    H, P = hist[:T * S * NB * C].view(T, S, NB, C), prev[:T * S * NB * C].view(T, S, NB, C)
-    _derive(p, sv, H, P, *(((flags & OPEN) != 0) & ((flags & BUILT) == 0)).nonzero(as_tuple=True))
-    t, s = ((flags & OPEN) != 0).nonzero(as_tuple=True)
+    H, lo = _hview(p, hist), p["s_lo"]
+    t, s = _hist_slots(p, slots, OPEN)
+    derived = ((u32(sv[t, s, 1]) & BUILT) == 0).nonzero().view(-1)
+    if len(derived):
+        _derive(p, sv, H, prev, t[derived], s[derived])
     cv = cand[:T * S * F * 4].view(T, S, F, 4)
     nv = nodes.view(-1, 4 + C)
     ht = int(lay.offs[0] + lay.nbs[0] - 1)  # feature 0's last cumulative bin: the node's totals
@@ -323,7 +417,7 @@ def split_scan(bufs, grid, constants):
     for a in range(0, len(t), step):
         tc, sc = t[a:a + step], s[a:a + step]
         node = u32(sv[tc, sc, 0])
-        h = u32(H[tc, sc])
+        h = u32(H[tc, sc - lo])
         tot = h[:, ht]
         if p["depth"] == 0:
             nv[(p["tree0"] + tc) * NC + node, 4:] = to_u32(tot)
@@ -348,7 +442,7 @@ def split_pick(bufs, grid, constants):
     dev = hist.device
     lay = _Layout(fmeta, F, dev)
     sv = slots[:T * S * 4].view(T, S, 4)
-    t, s = ((sv[:, :p["S_cur"], 1] & OPEN) != 0).nonzero(as_tuple=True)
+    t, s = _hist_slots(p, slots, OPEN)
     node = u32(sv[t, s, 0])
     nv = nodes.view(-1, 4 + C)
     rec = (p["tree0"] + t) * NC + node
@@ -368,12 +462,12 @@ def split_pick(bufs, grid, constants):
     f = torch.where(has & (masked == top[:, None]), fidx, F).min(1).values  # lowest feature
     b, b2 = c[..., 1].gather(1, f.clamp(max=F - 1)[:, None])[:, 0], c[..., 2].gather(
         1, f.clamp(max=F - 1)[:, None])[:, 0]
-    H = hist[:T * S * NB * C].view(T, S, NB, C)
+    H, lo = _hview(p, hist), p["s_lo"]
     back = (~varied).nonzero().view(-1)
     if len(back):  # no chosen feature varies: the permutation's first feature that does
         vary = (c[back, :, 3] & 2) != 0
         pick = torch.where(vary, rank[back], F).argmin(1)
-        sc, b_, b2_, has_, _ = _scan(p, u32(H[t[back], s[back]]), lay, xlogx)
+        _, b_, b2_, has_, _ = _scan(p, u32(H[t[back], s[back] - lo]), lay, xlogx)
         got = has_.gather(1, pick[:, None])[:, 0] & vary.any(1)
         f[back] = torch.where(got, pick, F)
         b[back] = b_.gather(1, pick[:, None])[:, 0]
@@ -383,7 +477,7 @@ def split_pick(bufs, grid, constants):
         return
     f, b, b2, t, s, rec = f[found], b[found], b2[found], t[found], s[found], rec[found]
     nv[rec, :3] = to_u32(torch.stack([f, b, b2], 1))
-    left[:T * S * C].view(T, S, C)[t, s] = H[t, s, lay.offs[f] + b]  # the left child's channels
+    left[:T * S * C].view(T, S, C)[t, s] = H[t, s - lo, lay.offs[f] + b]  # the left child's channels
 
 
 @torch_kernel("forest", "alloc")
@@ -438,6 +532,8 @@ def alloc(bufs, grid, constants):
     for side, opened in ((0, open_l), (1, open_r)):
         ns = 2 * pair_no[tp, sp] + (small != side).to(I64)  # the built child takes the even slot
         flags = torch.where(opened[tp, sp], OPEN, 0) | torch.where(small == side, BUILT, 0)
+        if p["S_h"] < S:  # several passes a level: no parent histogram to derive from
+            flags = torch.where(opened[tp, sp], OPEN | BUILT, 0)
         nx[tp, ns] = to_u32(torch.stack([nid[tp, sp] + side, flags, sp, torch.zeros_like(sp)], 1))
         has = flags != 0
         cm[tp[has], sp[has], side] = to_u32(ns[has])
@@ -446,18 +542,6 @@ def alloc(bufs, grid, constants):
         rest = _arange(S_next, nodes)[None, :] >= 2 * total_pairs[:, None]
         nx[:, :S_next, 1][rest] = 0
     mv[t0:t0 + T] = to_u32(torch.stack([first + 2 * splits.sum(1), total_pairs], 1))
-
-
-@torch_kernel("forest", "hist_clear")
-def hist_clear(bufs, grid, constants):
-    """Zero the histograms the next level builds: slot 2j of each of a tree's pairs."""
-    p = params(bufs[0], PARAMS)
-    meta, hist = bufs[1].t, bufs[2].t
-    T, S, W, t0 = p["T"], p["S"], p["NB"] * p["C"], p["tree0"]
-    pairs = torch.clamp(u32(meta.view(-1, 2)[t0:t0 + T, 1]), max=p["S_next"] // 2)
-    slot = _arange(S, hist)[None, :]
-    built = (slot % 2 == 0) & (slot < 2 * pairs[:, None])
-    hist[:T * S * W].view(T, S, W)[built] = 0
 
 
 @torch_kernel("forest", "route_rows")
@@ -508,7 +592,7 @@ def finalize(bufs, grid, constants):
     mid = (E[g, 2] + E[g2, 1]) * 0.5
     thr = torch.minimum(torch.maximum(mid, E[g, 0]), E[g2 - 1, 0])
     out = torch.stack([f, torch.where(split, u32(thr.view(torch.int32)), 0),
-                       torch.where(split, r[:, 3], 0)], 1)
+                       torch.where(split, r[:, 3], LEAF)], 1)
     pt = ptree.view(-1, 3)[t0 * NC:(t0 + T) * NC]
     pt[i] = to_u32(out)
     if p["crit"] == MSE:
@@ -541,17 +625,77 @@ def _leaves(X, ptree, NC: int, trees, rows, F: int):
 
 @torch_kernel("forest", "predict")
 def predict(bufs, grid, constants):
+    """out (n, K) f64: the mean of the trees' leaf values, summed in f32 in tree order as the
+    shader does, then widened (the page reads f64)."""
     p = params(bufs[0], PARAMS)
     X, ptree, pval, out = (b.t for b in bufs[1:])
     n, F, K, NC, T = p["n"], p["F"], p["K"], p["NC"], p["T_all"]
+    x = _x_f32(X, p)
     trees = _arange(T, X)
     vals = pval.view(-1, K)
     step = max(1, CHUNK // max(T * K, 1))
     for r0 in range(0, n, step):
         rows = _arange(min(n, r0 + step) - r0, X) + r0
-        leaf = _leaves(X, ptree, NC, trees, rows, F)  # (T, R)
-        acc = vals[leaf].double().sum(0)  # (R, K), in f64 as the reference, rounded once
-        out[r0 * K:(r0 + len(rows)) * K] = (acc / T).float().view(-1)
+        leaf = _leaves(x, ptree, NC, trees, rows, F)  # (T, R)
+        acc = vals[leaf[0]].clone()
+        for t in range(1, T):
+            acc += vals[leaf[t]]
+        mean = (acc / float(T)).double()  # (R, K)
+        out[2 * r0 * K:2 * (r0 + len(rows)) * K] = mean.view(-1).view(torch.int32)
+
+
+@torch_kernel("forest", "importance")
+def importance(bufs, grid, constants):
+    """out (T_all, G, F) f32: per tree and chunk of IMP_CHUNK nodes, each feature's impurity
+    decrease, summed in node order in f32 as the shader (and the reference) do."""
+    p = params(bufs[0], PARAMS)
+    nodes, meta, out = (b.t for b in bufs[1:])
+    NC, C, K, F, T = p["NC"], p["C"], p["K"], p["F"], p["T_all"]
+    NW, G = 4 + C, -(-NC // IMP_CHUNK)
+    rec = u32(nodes[:T * NC * NW].view(T, NC, NW))
+    count = u32(meta.view(-1, 2)[:T, 0])
+    split = (rec[..., 0] != LEAF) & (_arange(NC, nodes)[None, :] < count[:, None])  # (T, NC)
+    tn = split.nonzero(as_tuple=True)
+    dec = torch.zeros(T, NC, dtype=F32, device=nodes.device)
+    left = rec[tn[0], torch.where(split, rec[..., 3], 0)[tn]]  # (m, NW) the left child
+    right = rec[tn[0], torch.where(split, rec[..., 3], 0)[tn] + 1]
+    dec[tn] = _decrease(p, left, right, K)
+    res = torch.zeros(T * G, F, dtype=F32, device=nodes.device)
+    feat = torch.where(split, rec[..., 0], 0)
+    pad = G * IMP_CHUNK - NC
+    if pad:
+        dec = torch.cat([dec, dec.new_zeros(T, pad)], 1)
+        feat = torch.cat([feat, feat.new_zeros(T, pad)], 1)
+    dec, feat = dec.view(T * G, IMP_CHUNK), feat.view(T * G, IMP_CHUNK)
+    rows = _arange(T * G, nodes)
+    for j in range(min(IMP_CHUNK, int(count.max()) if T else 0)):  # node order, one add a row
+        res[rows, feat[:, j]] += dec[:, j]
+    out[:T * G * F] = res.view(-1)
+
+
+def _decrease(p, left, right, K: int):
+    """The impurity decrease of each split from its children's channels (m, NW), op by op in
+    f32 (log in f64, rounded), as the reference's `importance`."""
+    if p["crit"] == MSE:
+        wl, wr = left[:, 6].to(F32), right[:, 6].to(F32)
+        d = (_signed64(left[:, 4], left[:, 5]).to(F32) / wl
+             - _signed64(right[:, 4], right[:, 5]).to(F32) / wr)
+        return ((wl * wr) / (wl + wr)) * (d * d)
+    cl_all, cr_all = left[:, 4:4 + K], right[:, 4:4 + K]
+    fl, fr = cl_all.sum(1).to(F32), cr_all.sum(1).to(F32)
+    fw = ((cl_all.sum(1) + cr_all.sum(1)) & M32).to(F32)
+    acc = torch.zeros_like(fl)
+    for k in range(K):
+        cl, cr = cl_all[:, k].to(F32), cr_all[:, k].to(F32)
+        if p["crit"] == GINI:
+            d = cl / fl - cr / fr
+            acc = acc + d * d
+        else:
+            c = cl + cr
+            for cx, fx in ((cl, fl), (cr, fr)):
+                term = cx * torch.log(((cx * fw) / (c * fx)).double()).to(F32)
+                acc = torch.where(cx > 0, acc + term, acc)
+    return ((fl * fr) / fw) * acc if p["crit"] == GINI else acc
 
 
 @torch_kernel("forest", "oob")
@@ -563,10 +707,11 @@ def oob(bufs, grid, constants):
     vals = pval.view(-1, K)
     ov = out[:n * (K + 1)].view(n, K + 1)
     inbag = (u32(state[:T * n]).view(T, n) & 255) != 0
+    x = _x_f32(X, p)
     step = max(1, CHUNK // max(T * K, 1))
     for r0 in range(0, n, step):
         rows = _arange(min(n, r0 + step) - r0, X) + r0
-        leaf = _leaves(X, ptree, NC, trees, rows, F)
+        leaf = _leaves(x, ptree, NC, trees, rows, F)
         outside = ~inbag[:, rows]  # (T, R): trees that did not draw the row
         ov[rows, :K] = (ov[rows, :K].double() + (vals[leaf].double() * outside[..., None]).sum(0)).float()
         ov[rows, K] += outside.sum(0).to(torch.float32)
