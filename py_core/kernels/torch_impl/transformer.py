@@ -13,18 +13,20 @@ from .. import transformer_adamw as adam
 from .. import transformer_attention as attn
 from .. import transformer_elementwise as ew
 from .. import transformer_embedding as emb
+from .. import transformer_init as init
 from .. import transformer_layernorm as ln
 from .. import transformer_loss as loss
 from .. import transformer_matmul as mm
 from . import params, torch_kernel, u32
 
 WRITTEN_FOR = {  # fingerprints of the WGSL mirrored here
-    "transformer_matmul": "2819d93461dee521",
+    "transformer_matmul": "df4a84374635be47",
     "transformer_attention": "9d00cff12037eda0",
-    "transformer_layernorm": "1d53b26fdcf395e5",
+    "transformer_layernorm": "918b9c4eeb89a880",
     "transformer_elementwise": "40e56aeaa357515e",
-    "transformer_embedding": "0003fcd7d097097d",
+    "transformer_embedding": "535ca086f8e5dab8",
     "transformer_loss": "91e4e8e47c32b0a7",
+    "transformer_init": "5b9f9fa6e470c252",
     "transformer_adamw": "8985db81df08cf6d",
 }
 F32 = torch.float32
@@ -44,18 +46,33 @@ def _strided(t, off, so, si, outer, inner, rows, cols, ld, trans):
 
 @torch_kernel("transformer_matmul", "matmul")
 def matmul(bufs, grid, constants):
-    _matmul(bufs, grid, mm.TILE)
+    _matmul(bufs, grid, mm.TILE, mm.TILE)
+
+
+@torch_kernel("transformer_matmul", "matmul_wide")
+def matmul_wide(bufs, grid, constants):
+    _matmul(bufs, grid, mm.BIG_TILE, mm.TILE)
 
 
 @torch_kernel("transformer_matmul", "matmul_big")
 def matmul_big(bufs, grid, constants):
-    _matmul(bufs, grid, mm.BIG_TILE)
+    _matmul(bufs, grid, mm.BIG_TILE, mm.BIG_TILE)
 
 
-def _matmul(bufs, grid, tile):
-    """C = alpha op(A) op(B) (+ bias) (+ C) per batch z; the causal flags act on whole tiles."""
+def _gelu(x):
+    return 0.5 * x * (1.0 + torch.tanh(mm.K0 * (x + mm.K1 * x * x * x)))
+
+
+def _gelu_grad(x):
+    t = torch.tanh(mm.K0 * (x + mm.K1 * x * x * x))
+    return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * mm.K0 * (1.0 + 3.0 * mm.K1 * x * x)
+
+
+def _matmul(bufs, grid, tile, tile_n):
+    """C = alpha op(A) op(B) (+ bias) (+ R) (* gelu'(R)) (+ C) per batch z, then G = gelu(C) or
+    G = A's row sums; the causal flags act on whole tiles (tile rows, tile_n columns)."""
     p = params(bufs[0], mm.PARAMS)
-    a, b, c, bias = (x.t for x in bufs[1:])
+    a, b, c, bias, res, g = (x.t for x in bufs[1:])
     M, N, K, flags, inner = p["M"], p["N"], p["K"], p["flags"], p["inner"]
     Z = grid[2]
     pieces = [(0, Z // inner, inner)] if Z % inner == 0 else [(z, 1, 1) for z in range(Z)]
@@ -64,15 +81,13 @@ def _matmul(bufs, grid, tile):
     kk = torch.arange(K, device=a.device)
     k_ok = None
     if flags & (mm.K_UPTO_ROW | mm.K_FROM_ROW):  # op(A) triangular by tiles: skip the rest
-        k_ok = torch.ones(M, K, dtype=torch.bool, device=a.device)
-        if flags & mm.K_FROM_ROW:
-            k_ok &= kk[None, :] >= row0[:, None]
-        if flags & mm.K_UPTO_ROW:
-            k_ok &= kk[None, :] < torch.clamp(row0 + tile, max=K)[:, None]
+        k_end = torch.clamp(row0 + tile, max=K) if flags & mm.K_UPTO_ROW else torch.full_like(row0, K)
+        k_begin = torch.minimum(row0, k_end) if flags & mm.K_FROM_ROW else torch.zeros_like(row0)
+        k_ok = (kk[None, :] >= k_begin[:, None]) & (kk[None, :] < k_end[:, None])
     keep = None
     if flags & mm.SKIP_UPPER:  # output tiles right of the diagonal tile are left as they are
         cols = torch.arange(N, device=a.device)
-        keep = (cols[None, :] // tile * tile) <= (row0 + tile - 1)[:, None]
+        keep = (cols[None, :] // tile_n * tile_n) <= (row0 + tile - 1)[:, None]
     for z0, outer, inn in pieces:
         o, i = divmod(z0, inner)
         ab = p["a_off"] + o * p["a_so"] + i * p["a_si"]
@@ -83,12 +98,25 @@ def _matmul(bufs, grid, tile):
         C = _strided(c, cb, p["c_so"], p["c_si"], outer, inn, M, N, p["ldc"], False)
         if k_ok is not None:
             A = torch.where(k_ok, A, 0.0)
+        if flags & mm.ROWSUM:  # G[z M + i]: the row sums of op(A) over the k it multiplies
+            g[z0 * M:(z0 + outer * inn) * M] = A.sum(-1).reshape(-1)
         v = p["alpha"] * torch.matmul(A, B)
         if flags & mm.BIAS:
             v = v + bias[p["bias_off"]:p["bias_off"] + N]
+        if flags & (mm.RESIDUAL | mm.GELU_GRAD):
+            R = _strided(res, cb, p["c_so"], p["c_si"], outer, inn, M, N, p["ldc"], False)
+            if flags & mm.RESIDUAL:
+                v = v + R
+            if flags & mm.GELU_GRAD:
+                v = v * _gelu_grad(R)
         if flags & mm.ACCUMULATE:
             v = C + v
-        C.copy_(v if keep is None else torch.where(keep, v, C))
+        if keep is not None:
+            v = torch.where(keep, v, C)
+        if flags & mm.GELU:
+            G = _strided(g, cb, p["c_so"], p["c_si"], outer, inn, M, N, p["ldc"], False)
+            G.copy_(_gelu(v) if keep is None else torch.where(keep, _gelu(v), G))
+        C.copy_(v)
 
 
 # ---- transformer_attention -----------------------------------------------------------------------
@@ -236,14 +264,21 @@ def embed_forward(bufs, grid, constants):
 
 @torch_kernel("transformer_embedding", "embed_backward_wte")
 def embed_backward_wte(bufs, grid, constants):
-    p = params(bufs[0], emb.EMBED)
-    idx, dx, g = bufs[1].t, _f(bufs[2]), _f(bufs[3])
-    M, C, V = p["M"], p["C"], p["V"]
-    wte, _ = _tables(p, g)
-    # One-hot (V, M) @ dx: a deterministic sum per token (index_add_ on CUDA is not).
-    onehot = torch.zeros(V, M, dtype=F32, device=g.device)
-    onehot[u32(idx[:M]), torch.arange(M, device=g.device)] = 1.0
-    wte.add_(onehot @ dx[:M * C].view(M, C))
+    """out[out_off + z V C ...]: per chunk z of positions, dx summed by token (V, C)."""
+    p = params(bufs[0], emb.EMBED_PART)
+    idx, dx, out = bufs[1].t, _f(bufs[2]), _f(bufs[3])
+    M, C, V, chunk, Z = p["M"], p["C"], p["V"], p["chunk"], grid[2]
+    pos = torch.arange(Z * chunk, device=dx.device)
+    live = pos < M
+    tok = torch.where(live, u32(idx[torch.clamp(pos, max=M - 1)]), 0)
+    d = dx[:M * C].view(M, C)
+    if Z * chunk > M:
+        d = torch.cat([d, d.new_zeros(Z * chunk - M, C)])
+    # One-hot (Z, V, chunk) @ dx (Z, chunk, C): a deterministic sum a token (index_add_ is not).
+    onehot = torch.zeros(Z, V, chunk, dtype=F32, device=dx.device)
+    onehot.view(Z * V, chunk)[(pos // chunk) * V + tok, pos % chunk] = live.to(F32)
+    o = p["out_off"]
+    out[o:o + Z * V * C] = torch.bmm(onehot, d[:Z * chunk].view(Z, chunk, C)).reshape(-1)
 
 
 @torch_kernel("transformer_embedding", "embed_backward_wpe")
@@ -313,3 +348,41 @@ def adamw(bufs, grid, constants):
     v = p["beta2"] * m2[:n] + (1 - p["beta2"]) * g * g
     m1[:n], m2[:n] = m, v
     param[:n] = w - s["step_size"] * m / (torch.sqrt(v) / s["bc2_sqrt"] + p["eps"])
+
+
+# ---- transformer_init ----------------------------------------------------------------------------
+
+def _mul32(x, c: int):
+    """(x * c) mod 2^32 for u32 x (int64) and a u32 constant, without overflowing int64."""
+    return ((x * (c & 0xFFFF)) + (((x * (c >> 16)) & 0xFFFF) << 16)) & emb.MASK
+
+
+def _mix32(x):
+    x = x ^ (x >> 16)
+    x = _mul32(x, 0x7FEB352D)
+    x = x ^ (x >> 15)
+    x = _mul32(x, 0x846CA68B)
+    return x ^ (x >> 16)
+
+
+@torch_kernel("transformer_init", "init_normal")
+def init_normal(bufs, grid, constants):
+    """out[offset + i] = f32(z_i) * scale, z_i the fixed-point normal of hash32(key, i): integer
+    steps only, so the same bits as the reference, the WGSL and PyTorch's twin."""
+    p = params(bufs[0], init.INIT)
+    table, out = u32(bufs[1].t), _f(bufs[2])
+    n = p["n"]
+    i = torch.arange(n, dtype=torch.int64, device=out.device)
+    u = _mix32(_mix32((p["key"] ^ i) & emb.MASK))
+    r = torch.clamp(u & 0x7FFFFFFF, min=1)
+    octave = sum(((r >> b) != 0).to(torch.int64) for b in range(1, 31))  # floor(log2 r)
+    b = torch.clamp(octave - 8, min=0)
+    rem = r & ((1 << b) - 1)
+    f_hi = torch.where(b >= init.FRAC, rem >> torch.clamp(b - init.FRAC, min=0),
+                       rem << torch.clamp(init.FRAC - b, min=0))
+    j = torch.where(octave >= 8, (r >> b) & 255, (r << torch.clamp(8 - octave, min=0)) & 255)
+    f = torch.where(octave >= 8, f_hi, 0)
+    k = octave * init.NODES + j
+    z = table[k] - (((table[k] - table[k + 1]) * f) >> init.FRAC)
+    z = torch.where((u >> 31) == 1, -z, z)
+    out[p["offset"]:p["offset"] + n] = z.to(F32) * p["scale"]
