@@ -17,7 +17,7 @@ from ..forest import (BUILT, DONE, ENTROPY, GINI, IMP_CHUNK, LEAF, M32, MSE, NOT
                       NOT_FINITE_Y, OPEN, PARAMS, SORT)
 from . import params, to_u32, torch_kernel, u32
 
-WRITTEN_FOR = "e80767f61d03619c"  # fingerprint of the forest.wgsl mirrored here
+WRITTEN_FOR = "c4ab06104bbfd357"  # fingerprint of the forest.wgsl mirrored here
 CHUNK = 1 << 24  # elements of the largest int64 temporary (128 MiB)
 I64 = torch.int64
 F32 = torch.float32
@@ -281,6 +281,7 @@ class _Layout:
         self.NB = len(self.feat)
 
 
+@torch_kernel("forest", "hist_prefix_wg")  # the same, a workgroup per (tree, slot, feature) in WGSL
 @torch_kernel("forest", "hist_prefix")
 def hist_prefix(bufs, grid, constants):
     p = params(bufs[0], PARAMS)
@@ -397,6 +398,7 @@ def _derive(p, sv, H, prev, t, s):
         H[tc, sc - lo] = to_u32(out)
 
 
+@torch_kernel("forest", "split_scan_wg")  # the same, a workgroup per (tree, slot, feature) in WGSL
 @torch_kernel("forest", "split_scan")
 def split_scan(bufs, grid, constants):
     p = params(bufs[0], PARAMS)
