@@ -202,3 +202,63 @@ def test_forest_same_as_reference(task, rng):
         assert flat(ta["value"]) == pytest.approx(flat(tb["value"]), rel=1e-6, abs=1e-12)
     pa, pb = run(a._predict_raw(X)), run(b._predict_raw(X))
     assert list(pa[0]) == pytest.approx(list(pb[0]), rel=1e-6, abs=1e-9)
+
+
+def _same_dispatches(ops):
+    """Run [(entry, [(dtype, data or length, uniform)], grid)] on the cuda and reference backends
+    from the same inputs; return both backends' buffers after each dispatch, as arrays."""
+    outs = []
+    for backend in (CudaBackend(device="cpu"), ReferenceBackend()):
+        got = []
+        for entry, specs, grid in ops:
+            bufs = [backend.buffer(dt, **({"n": d} if isinstance(d, int) else {"data": d}),
+                                   uniform=u) for dt, d, u in specs]
+            kern = run(backend.kernel("forest", entry))
+            run(backend.run(backend.plan().dispatch(kern, bufs, grid)))
+            got.append([run(backend.read(b)) for b in bufs])
+        outs.append(got)
+    return outs
+
+
+@pytest.mark.parametrize("xd", [0, 1])
+def test_forest_data_kernels(rng, xd):
+    """The device-side data path (the cuda backend sorts on the host in a fit today, so these
+    run here): finiteness checks, the binning subsample and its bitonic sort, fixed-point y."""
+    from py_core.kernels.forest import PARAMS, SORT
+    n, F = rng.randint(50, 400), rng.randint(1, 5)
+    values = [rng.choice([rng.gauss(0, 3), -0.0, 0.0, float(rng.randint(-2, 2))]) for _ in range(n * F)]
+    if rng.random() < 0.5:
+        values[rng.randrange(n * F)] = rng.choice([float("inf"), float("nan")])
+    X = array("d" if xd else "f", values)
+    step = rng.choice([1, 2, 3])  # a draw every step rows, as for large n (binning.sample_shape)
+    m = -(-n // step)
+    SM = 1 << max(0, (m - 1).bit_length())
+    base = {name: 0 for name, _ in PARAMS.fields}
+    base.update(n=n, F=F, xd=xd, step=step, SM=SM, ye=rng.randint(-3, 20),
+                ym_lo=rng.getrandbits(32), ym_hi=rng.getrandbits(32))
+    P = ("u32", PARAMS.pack(**base), True)
+    words = array("I", memoryview(X).cast("B"))
+    y = array("d", [rng.gauss(0, 100) for _ in range(n)])
+    if rng.random() < 0.5:
+        y[rng.randrange(n)] = float("nan")
+    ops = [("check_finite", [P, ("u32", words, False), ("u32", 1, False)], (n * F, 1, 1)),
+           ("targets", [P, ("u32", array("I", memoryview(y).cast("B")), False), ("u32", n, False),
+                        ("u32", 1, False)], (n, 1, 1))]
+    cuda_out, ref_out = _same_dispatches(ops)
+    assert cuda_out == ref_out
+    # The sample, then the whole bitonic network the builder dispatches, pass by pass.
+    cuda, ref = CudaBackend(device="cpu"), ReferenceBackend()
+    outs = []
+    for b in (cuda, ref):
+        samp = b.buffer("u32", F * SM)
+        xb = b.buffer("u32", data=words)
+        plan = b.plan().dispatch(run(b.kernel("forest", "sample")),
+                                 [b.buffer("u32", data=P[1], uniform=True), xb, samp], (1, 1, 1))
+        for kk in (2 ** i for i in range(1, SM.bit_length())):
+            for j in (kk >> i for i in range(1, kk.bit_length())):
+                ps = b.buffer("u32", uniform=True, data=SORT.pack(j=j, k=kk, len=SM, count=F))
+                plan.dispatch(run(b.kernel("forest", "sort_pass")), [ps, samp], (1, 1, 1))
+        run(b.run(plan))
+        outs.append(run(b.read(samp)))
+    assert outs[0] == outs[1]
+    assert cuda.fallbacks == set()
