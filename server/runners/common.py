@@ -81,18 +81,15 @@ def as_numpy(prep):
 
 
 def forest_metrics(task: str, y_true, pred=None, proba=None, n_classes: int = 0) -> dict:
-    """The page's metrics: regression mse, mae, r2; classification accuracy, f1 (macro), log_loss.
+    """The page's metrics, by the page's own code (py_core.forest_job): regression mse, mae, r2;
+    classification accuracy, f1 (macro), log_loss.
 
     proba: (rows, n_classes) with a column for every class, in class-code order."""
-    from sklearn import metrics
+    from py_core.forest_job import classification_metrics, regression_metrics
+    truth = y_true.tolist()
     if task == "regression":
-        return {"mse": float(metrics.mean_squared_error(y_true, pred)),
-                "mae": float(metrics.mean_absolute_error(y_true, pred)),
-                "r2": float(metrics.r2_score(y_true, pred))}
-    pred = proba.argmax(axis=1)
-    return {"accuracy": float(metrics.accuracy_score(y_true, pred)),
-            "f1": float(metrics.f1_score(y_true, pred, average="macro")),
-            "log_loss": float(metrics.log_loss(y_true, proba, labels=list(range(n_classes))))}
+        return regression_metrics(truth, pred.tolist())
+    return classification_metrics(truth, proba.argmax(axis=1).tolist(), proba.tolist(), n_classes)
 
 
 def full_proba(proba, classes, n_classes: int):
