@@ -29,6 +29,9 @@ class Settings:
     max_json_kb: int = 1024  # a run (config, metrics, loss curve) is a few KB; 1 MB leaves room
     device: str = "auto"  # auto: CUDA when PyTorch sees a GPU, else the CPU
     token: str | None = None  # required (and generated when missing) off loopback, as Jupyter does
+    comparisons: str = "on"  # "off": posted runs queue no server-side comparison jobs
+    comparison_workers: int = 1  # worker processes; one job may use every core or the whole GPU
+    comparison_runners: str = ""  # comma-separated runners to run (empty: all); others "turned off"
     # Static roots, configurable so tests can serve a tmp tree.
     web_dir: Path = PROJECT_ROOT / "web"  # index.html, ES modules, CSS
     pyodide_dir: Path = PROJECT_ROOT / "web" / "node_modules" / "pyodide"  # npm package `pyodide`
@@ -38,6 +41,10 @@ class Settings:
     loopback_hosts: tuple[str, ...] = field(default=LOOPBACK_NAMES)
 
     def __post_init__(self) -> None:
+        if self.comparisons not in ("on", "off"):
+            raise ValueError(f"comparisons must be 'on' or 'off', not {self.comparisons!r}")
+        if self.comparison_workers < 1:
+            raise ValueError("comparison_workers must be at least 1")
         self.data_dir = Path(self.data_dir)
         if self.device not in DEVICES:
             raise ValueError(f"device must be one of {DEVICES}, not {self.device!r}")
@@ -105,10 +112,20 @@ def parse_args(argv: list[str] | None = None) -> Settings:
                    help="where server-side comparison jobs run (default %(default)s)")
     p.add_argument("--token", default=_env("token", None),
                    help="access token; generated when binding off loopback without one")
+    p.add_argument("--comparisons", choices=("on", "off"), default=_env("comparisons", d.comparisons),
+                   help="run each posted run's job again on the server's runners (default %(default)s)")
+    p.add_argument("--comparison-workers", type=int,
+                   default=int(_env("comparison_workers", d.comparison_workers)),
+                   help="worker processes for comparison jobs (default %(default)s)")
+    p.add_argument("--comparison-runners", default=_env("comparison_runners", d.comparison_runners),
+                   help="comma-separated, of sklearn,cuml,py_core-cuda,py_core-native,"
+                        "py_core-reference,torch (default: all)")
     a = p.parse_args(argv)
     try:
         return Settings(host=a.host, port=a.port, data_dir=a.data_dir, max_upload_mb=a.max_upload_mb,
-                        max_json_kb=a.max_json_kb, device=a.device, token=a.token or None)
+                        max_json_kb=a.max_json_kb, device=a.device, token=a.token or None,
+                        comparisons=a.comparisons, comparison_workers=a.comparison_workers,
+                        comparison_runners=a.comparison_runners)
     except ValueError as exc:
         p.error(str(exc))
 
