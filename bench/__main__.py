@@ -135,6 +135,9 @@ def main(argv=None) -> int:
                                             [entry["job"], {"suite": suite["name"], "label": label, "rep": r}])
                         run.pop("result", None)
                         runs.append(run)
+                        # The server's runs of this job share the machine: let them finish
+                        # before the next timed run, so they never overlap a clock.
+                        wait_comparisons(base, run["id"], args.comparison_timeout)
                         print(f"{label}: run {r + 1}/{entry.get('repeat', 1)} in {time.perf_counter() - t0:.2f} s "
                               f"(timings {json.dumps({k: round(v, 4) for k, v in run['timings'].items() if isinstance(v, (int, float))})})")
                 except Exception as exc:  # a failed job is reported, and the suite goes on

@@ -4,6 +4,17 @@
 //   {"name": ..., "jobs": [{"label", "job": {...}, "warmup": 1, "repeat": 3, "warmup_job"?}, ...]}
 // (warmup_job: a short version of a long job that compiles the same kernels)
 
+async function settled(runId, timeoutS) {
+  const deadline = performance.now() + timeoutS * 1000;
+  while (performance.now() < deadline) {
+    const res = await fetch(`/api/runs/${runId}/comparisons`).catch(() => null);
+    if (!res || !res.ok) return;
+    const { comparisons, enabled } = await res.json();
+    if (enabled === false || comparisons.every((c) => ["done", "failed", "unavailable"].includes(c.status))) return;
+    await new Promise((r) => setTimeout(r, 1000));
+  }
+}
+
 export async function runSuite(name, playground, log = () => {}, only = null) {
   const res = await fetch(`/web/suites/${encodeURIComponent(name)}.json`, { cache: "no-store" });
   if (!res.ok) throw new Error(`no suite ${name}: ${res.status}`);
@@ -25,6 +36,9 @@ export async function runSuite(name, playground, log = () => {}, only = null) {
         log(`${label}: run ${r + 1}/${entry.repeat ?? 1}`);
         const run = await playground.run(entry.job, { extra: { suite: suite.name, label, rep: r } });
         runs.push({ id: run.id, label, rep: r });
+        // The server's runs of this job share the machine (and its GPU): let them finish before
+        // the next timed run, so they never overlap a clock.
+        await settled(run.id, suite.comparison_timeout_s ?? 300);
       }
     } catch (e) {
       errors.push({ label, message: String(e.message || e) });
