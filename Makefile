@@ -53,7 +53,7 @@ test: test-deps
 	$(BIN)/pytest e2e -q
 
 bench: test-deps
-	$(BIN)/python -m bench --suite $(SUITE)
+	$(BIN)/python -m bench --suite $(SUITE) $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) web/node_modules web/build
