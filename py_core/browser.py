@@ -20,10 +20,6 @@ def init(runtime) -> str:
     return json.dumps(_backend.describe())
 
 
-def backend():
-    return _backend
-
-
 async def run(job_json: str, hooks) -> str:
     job = json.loads(job_json)
 

@@ -37,16 +37,9 @@ def case(name: str, atol: float = 1e-5, rtol: float = 1e-4, unit: str = "GFLOP/s
 
 
 def _load_families():
-    # Importing a family's module registers its cases.
-    from .kernels import matmul_cases  # noqa: F401
-    try:
-        from .kernels import forest_cases  # noqa: F401
-    except ImportError:
-        pass
-    try:
-        from .kernels import transformer_cases  # noqa: F401
-    except ImportError:
-        pass
+    # Importing a family registers its cases, in this order: matmul, forest, transformer.
+    from .kernels import matmul_cases  # noqa: F401, I001
+    from .kernels import forest_cases, transformer_cases  # noqa: F401
 
 
 def max_error(got, want, atol: float, rtol: float) -> tuple[float, float, bool]:
