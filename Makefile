@@ -41,7 +41,7 @@ builtins: $(BIN)/playground
 # build), Playwright's Python package, Debian's chromium and Mesa's lavapipe when missing.
 test-deps: setup
 	$(BIN)/pip install -q "torch==2.13.0"
-	$(BIN)/pip install -q -e ".[server,native,test]"
+	$(BIN)/pip install -q -e ".[server,native,peers,test]"
 	@missing=""; command -v chromium >/dev/null || missing="chromium"; \
 	 ls /usr/share/vulkan/icd.d/lvp_icd*.json >/dev/null 2>&1 || missing="$$missing mesa-vulkan-drivers"; \
 	 if [ -n "$$missing" ]; then \
