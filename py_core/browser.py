@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 
 from .gpu import get_backend
-from .jobs import Context, run_job
+from .jobs import Context, encode_result, run_job
 
 _backend = None
 
@@ -36,7 +36,7 @@ async def run(job_json: str, hooks) -> str:
                   should_stop=lambda: bool(hooks.shouldStop()),
                   is_paused=lambda: bool(hooks.isPaused()))
     result = await run_job(job, _backend, ctx)
-    return json.dumps(result, allow_nan=False, default=_jsonable)
+    return encode_result(result)  # (JSON text, [bytes]): the worker turns the parts into typed arrays
 
 
 def describe_bytes(data, name: str, delimiter: str | None, hooks) -> str:
@@ -60,12 +60,14 @@ def generators(hooks=None) -> str:
     return json.dumps({name: {"params": g.params, "task": g.task} for name, g in GENERATORS.items()})
 
 
-async def predict_csv(model_json: str, data, name: str, hooks=None) -> str:
-    """A trained forest's predictions for a new CSV, as CSV text, on this tab's backend."""
+async def predict_csv(model, data, name: str, hooks=None) -> str:
+    """A trained forest's predictions for a new CSV, as CSV text, on this tab's backend. model:
+    the forest's binary export (a Uint8Array) or its JSON text."""
     from .forest_job import predict_csv as predict
     from .jobs import JobError
+    model = json.loads(model) if isinstance(model, str) else model.to_bytes()
     try:
-        out = await predict(json.loads(model_json), data.to_bytes(), name, backend=_backend)
+        out = await predict(model, data.to_bytes(), name, backend=_backend)
     except JobError as exc:
         return json.dumps({"error": {"message": str(exc)}})
     return json.dumps(out)
@@ -104,8 +106,3 @@ async def export_transformer(hooks=None) -> str:
     from . import transformer_job
     return json.dumps({"safetensors": base64.b64encode(await transformer_job.export()).decode()})
 
-
-def _jsonable(value):
-    if hasattr(value, "tolist"):
-        return value.tolist()
-    raise TypeError(f"{type(value).__name__} is not JSON serialisable")

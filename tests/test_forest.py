@@ -234,6 +234,20 @@ def test_export_round_trip_through_json(diabetes, native_backend):
         RandomForestRegressor.from_dict(data)
 
 
+def test_export_round_trip_through_the_binary_format(diabetes, native_backend):
+    X, y = diabetes
+    names = ["a", "b", "c"]
+    f = run(RandomForestClassifier(n_estimators=5, random_state=4).fit(X, [names[int(v) % 3] for v in y]))
+    raw = f.to_bytes({"data": {"note": "kept"}})
+    assert raw[:8] == b"PCFOREST" and len(raw) < len(json.dumps(f.to_dict()))
+    g = RandomForestClassifier.from_bytes(raw, backend=native_backend)
+    assert g.to_dict() == f.to_dict() and g.classes_ == names
+    assert run(g.predict_proba(X[:30])) == run(f.predict_proba(X[:30]))
+    for bad, match in ((raw[:-4], "length"), (b"JSON" + raw[4:], "signature")):
+        with pytest.raises(ValueError, match=match):
+            RandomForestClassifier.from_bytes(bad)
+
+
 def test_classifier_attributes_and_string_labels():
     X, y = load_iris(return_X_y=True)
     names = ["setosa", "versicolor", "virginica"]
