@@ -5,6 +5,7 @@
 //                                      posted to the server, and the server's copy comes back)
 import { postRun } from "./api.js";
 import { $, el } from "./ui.js";
+import { initial, save } from "./state.js";
 import { mountDataPanel } from "./panels/data.js";
 import { mountForestPanel } from "./panels/forest.js";
 import { mountGpuPanel } from "./panels/gpu.js";
@@ -26,7 +27,11 @@ const state = { info: null, listeners: new Set() };
 worker.onmessage = (ev) => {
   const m = ev.data;
   if (m.type === "loading") {
-    $("#boot-bar").style.width = `${Math.round(m.fraction * 100)}%`;
+    const pct = Math.round(m.fraction * 100);
+    $("#boot-bar").style.width = `${pct}%`;
+    $("#boot-progress").setAttribute("aria-valuenow", String(pct));
+    $("#boot-progress").setAttribute("aria-valuetext", m.stage);
+    $("#boot-progress").dataset.bytes = m.bytes ? m.bytes.join("/") : "";
     $("#boot-stage").textContent = m.stage;
   } else if (m.type === "ready") {
     state.info = m;
@@ -59,14 +64,28 @@ worker.postMessage({ type: "init", webgpu: forced !== "reference" && "gpu" in na
 
 function showBackend(info) {
   const chip = $("#backend-chip");
-  if (info.backend === "webgpu") {
-    chip.textContent = `WebGPU · ${info.adapter.vendor || "GPU"}${info.adapter.is_fallback_adapter ? " (software)" : ""}`;
+  const software = info.backend === "webgpu" && isSoftware(info.adapter);
+  if (software) {
+    // A CPU emulating a GPU (SwiftShader, llvmpipe, WARP): WebGPU works but slowly; say so.
+    chip.textContent = `WebGPU · software adapter (${info.adapter.vendor || info.adapter.architecture || "CPU"})`;
+    chip.className = "chip software";
+    const banner = $("#gpu-problem");
+    banner.hidden = false;
+    banner.dataset.reason = "software";
+    const url = new URL(location.href);
+    url.searchParams.set("backend", "reference");
+    banner.replaceChildren(el("strong", {}, "This WebGPU adapter is software: "),
+      "a CPU emulates the GPU, so training is slow (small models are sized down and each Train shows its estimate). ",
+      "For a small forest the plain-Python CPU path is often faster: ",
+      el("a", { href: url.pathname + url.search, id: "use-cpu" }, "use the CPU path"), ".");
+  } else if (info.backend === "webgpu") {
+    chip.textContent = `WebGPU · ${info.adapter.vendor || "GPU"}`;
     chip.className = "chip gpu";
   } else {
-    chip.textContent = "CPU (no WebGPU)";
+    chip.textContent = forced === "reference" ? "CPU (chosen)" : "CPU (no WebGPU)";
     chip.className = "chip cpu";
   }
-  if (info.problem) {
+  if (info.problem && forced !== "reference") {
     const banner = $("#gpu-problem");
     banner.hidden = false;
     banner.replaceChildren(el("strong", {}, "WebGPU is not available: "), info.problem.message,
@@ -125,6 +144,20 @@ async function run(job, opts = {}) {
   return Object.assign(stored, { result });
 }
 
+// A software adapter: the browser says so (isFallbackAdapter), or its name gives it away.
+export function isSoftware(adapter) {
+  if (!adapter) return false;
+  if (adapter.is_fallback_adapter) return true;
+  const name = `${adapter.vendor || ""} ${adapter.architecture || ""} ${adapter.device || ""} ${adapter.description || ""}`.toLowerCase();
+  return /swiftshader|llvmpipe|lavapipe|softpipe|warp|microsoft basic render/.test(name);
+}
+
+// Says a line to screen readers (the polite live region) without moving focus.
+function announce(text) {
+  const region = $("#announce");
+  if (region) region.textContent = text;
+}
+
 window.playground = {
   ready, run, compute, stop, pause, call,
   selection: null,   // the data set, target, features and split chosen in the Data tab
@@ -132,28 +165,44 @@ window.playground = {
   post: (run) => postRun({ env: environment(), ...run }),
   onRun: (fn) => state.listeners.add(fn),
   get info() { return state.info; },
+  announce,
+  isSoftware: () => state.info?.backend === "webgpu" && isSoftware(state.info.adapter),
 };
 
 // --- panels --------------------------------------------------------------------------------
 const panels = [];
 export function addPanel(id, title, mount) {
-  const section = el("section", { class: "panel", id: `panel-${id}`, role: "tabpanel" });
-  const button = el("button", { role: "tab", "aria-selected": "false", id: `tab-${id}`,
-                                onclick: () => select(id) }, title);
+  const section = el("section", { class: "panel", id: `panel-${id}`, role: "tabpanel", "aria-labelledby": `tab-${id}` });
+  const button = el("button", { role: "tab", "aria-selected": "false", id: `tab-${id}`, "aria-controls": `panel-${id}`,
+                                tabindex: "-1", onclick: () => select(id) }, title);
   $("#tabs").append(button);
   $("#panels").append(section);
   panels.push({ id, section, button });
   mount(section, window.playground);
-  if (panels.length === 1 || params.get("tab") === id) select(id);
+  if (panels.length === 1 || initial("tab") === id) select(id, { keepUrl: true });
 }
 
-function select(id) {
+function select(id, { keepUrl = false, focus = false } = {}) {
   for (const p of panels) {
     const on = p.id === id;
     p.section.classList.toggle("active", on);
     p.button.setAttribute("aria-selected", String(on));
+    p.button.tabIndex = on ? 0 : -1;
+    if (on && focus) p.button.focus();
   }
+  if (!keepUrl) save({ tab: id === panels[0]?.id ? null : id });
+  window.dispatchEvent(new Event("resize"));   // charts in a panel that was hidden take its width
 }
+
+// Arrow keys, Home and End move between tabs (the ARIA tabs pattern).
+$("#tabs").addEventListener("keydown", (ev) => {
+  const i = panels.findIndex((p) => p.button === document.activeElement);
+  if (i < 0) return;
+  const to = { ArrowRight: i + 1, ArrowLeft: i - 1, Home: 0, End: panels.length - 1 }[ev.key];
+  if (to === undefined) return;
+  ev.preventDefault();
+  select(panels[(to + panels.length) % panels.length].id, { focus: true });
+});
 
 // A self-driven suite (`?suite=`) needs no panels; it is also what runs on the lent GPU machine,
 // whose headless shell has no fontconfig and aborts when form controls and canvas text lay out.
