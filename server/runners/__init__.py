@@ -24,8 +24,8 @@ from .common import Unavailable
 
 def _registry() -> dict:
     # Imported here, not at module level, so `from server.runners import Unavailable` stays light.
-    from . import cuml_runner, pycore_runner, sklearn_runner, torch_runner
-    runners = [sklearn_runner.RUNNER, cuml_runner.RUNNER, *pycore_runner.RUNNERS,
+    from . import cuml_runner, peers, pycore_runner, sklearn_runner, torch_runner
+    runners = [sklearn_runner.RUNNER, peers.XGBOOST, peers.LIGHTGBM, cuml_runner.RUNNER, *pycore_runner.RUNNERS,
                torch_runner.RUNNER]
     return {r.name: r for r in runners}
 
