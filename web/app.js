@@ -135,6 +135,12 @@ async function run(job, opts = {}) {
   const { id, done } = compute(job, opts);
   const result = await done;
   const extra = { ...(result.extra || {}), ...(opts.extra || {}) };
+  // Kept with the run, for its own page (/runs/<id>): the baseline and the plots (when small).
+  if (result.baseline) extra.baseline = result.baseline;
+  if (result.plots) {
+    const plots = compactPlots(result.plots);
+    if (JSON.stringify(plots).length < 200_000) extra.plots = plots;
+  }
   const stored = await postRun({
     id, kind: job.kind, config: job, backend: result.backend, adapter: result.adapter,
     metrics: result.metrics, timings: result.timings, env: environment(),
@@ -158,6 +164,24 @@ function announce(text) {
   if (region) region.textContent = text;
 }
 
+// The plots as kept with a stored run: at most 300 points a scatter, 5 significant digits, the
+// residuals left out (the run page derives them from predicted against actual).
+const STORED_POINTS = 300;
+function compactPlots(plots) {
+  const round = (v) => (typeof v === "number" && Number.isFinite(v) ? Number(v.toPrecision(5)) : v);
+  const thin = (points) => {
+    const step = Math.max(1, Math.ceil(points.length / STORED_POINTS));
+    return points.filter((_, i) => i % step === 0).map((p) => p.map(round));
+  };
+  const out = { ...plots };
+  delete out.residuals;
+  if (out.pred_vs_actual) out.pred_vs_actual = thin(out.pred_vs_actual);
+  if (out.surface) out.surface = { ...out.surface, points: thin(out.surface.points), levels: out.surface.levels?.map(round),
+                                   grid: { ...out.surface.grid, x: out.surface.grid.x.map(round), y: out.surface.grid.y.map(round) } };
+  if (out.importances) out.importances = out.importances.map((f) => ({ ...f, importance: round(f.importance) }));
+  return out;
+}
+
 window.playground = {
   ready, run, compute, stop, pause, call,
   selection: null,   // the data set, target, features and split chosen in the Data tab
@@ -168,6 +192,38 @@ window.playground = {
   announce,
   isSoftware: () => state.info?.backend === "webgpu" && isSoftware(state.info.adapter),
 };
+
+// --- keyboard reach ------------------------------------------------------------------------
+// A box that scrolls must take the focus, or a keyboard user cannot scroll it (WCAG 2.1.1):
+// every scrolling box any panel makes gets tabindex=0.
+const SCROLLERS = ".scroll, pre.preview, pre.sample, pre.snippet, .features";
+function focusableScrollers(root) {
+  for (const node of root.querySelectorAll?.(SCROLLERS) || []) if (!node.hasAttribute("tabindex")) node.tabIndex = 0;
+}
+new MutationObserver((records) => {
+  for (const r of records) for (const n of r.addedNodes) if (n.nodeType === 1) {
+    if (n.matches(SCROLLERS) && !n.hasAttribute("tabindex")) n.tabIndex = 0;
+    focusableScrollers(n);
+  }
+}).observe(document.body, { childList: true, subtree: true });
+
+// --- share -------------------------------------------------------------------------------
+// The URL holds the set-up (state.js); Share copies it, and shows it in case copying is refused.
+$("#share").addEventListener("click", async () => {
+  const link = location.href;
+  let copied = false;
+  try { await navigator.clipboard.writeText(link); copied = true; } catch (e) { /* not allowed here */ }
+  let box = $("#share-box");
+  if (!box) {
+    box = el("div", { id: "share-box", class: "banner share" }, el("label", { for: "share-link" }, "Link to this set-up: "),
+      el("input", { id: "share-link", readonly: true }),
+      el("button", { class: "secondary", type: "button", onclick: () => box.remove() }, "Close"));
+    $("#tabs").before(box);
+  }
+  $("#share-link").value = link;
+  $("#share-link").select();
+  announce(copied ? "Link copied." : "Link shown: copy it from the box.");
+});
 
 // --- panels --------------------------------------------------------------------------------
 const panels = [];
