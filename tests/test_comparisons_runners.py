@@ -85,8 +85,8 @@ def test_pycore_runner_without_a_job_module_says_so(data_dir, monkeypatch):
     assert out["status"] == "unavailable" and "not available yet" in out["error"]
 
 
-@pytest.mark.skipif(importlib.util.find_spec("py_core.forest_job") is None,
-                    reason="py_core's random_forest job (py_core/forest_job.py) is not there yet")
+@pytest.mark.skipif(importlib.util.find_spec("py_core.jobs.forest_job") is None,
+                    reason="py_core's random_forest job (py_core/jobs/forest_job.py) is not there yet")
 @pytest.mark.parametrize("runner", ["py_core-reference", "py_core-cuda"])
 def test_pycore_forest_runners(data_dir, runner):
     job = forest_job("iris", n_estimators=3, max_depth=4)

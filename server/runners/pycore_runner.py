@@ -20,7 +20,7 @@ from .common import Runner, Unavailable, finite, installed, server_context, vers
 # The reference backend is plain Python: a forest costs about rows x trees x features x levels
 # interpreted steps. Past this many rows x trees x features it would run for many minutes.
 REFERENCE_CELLS = 5_000_000
-JOB_MODULES = {"random_forest": "py_core.forest_job", "transformer": "py_core.transformer_job"}
+JOB_MODULES = {"random_forest": "py_core.jobs.forest_job", "transformer": "py_core.jobs.transformer_job"}
 
 
 def _cuda_backend(device: str):
