@@ -51,7 +51,7 @@ NONE_DEPTH = 0xFFFFFFFF  # max_depth=None in the kernels' params
 CHECK_EVERY = 8  # levels between the small readbacks that end a deep (max_depth > 16 or None) batch
 MAX_ROWS = 2**24 - 1  # weights and counts stay exact in f32
 Y_BITS = 23  # regression targets as signed fixed point of this many bits (w * y fits in i32)
-DEVICE_SORT = ("webgpu", "native", "cuda")  # backends that sort the binning subsample themselves
+DEVICE_SORT = ("webgpu", "native")  # backends that sort the binning subsample themselves
 
 KERNELS = ("check_finite", "sample", "sort_pass", "targets", "bin_features", "bootstrap",
            "init_trees", "hist_clear", "hist_build", "split_pick", "alloc", "route_rows",
