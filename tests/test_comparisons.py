@@ -77,7 +77,7 @@ def test_regression_metrics_and_unavailable_runners(sklearn_only):
     assert set(m) == {"mse", "mae", "r2"} and 2000 < m["mse"] < 5000 and 0.2 < m["r2"] < 0.7
     assert row["params"]["max_depth"] == 6 and row["params"]["n_jobs"] == -1
     others = {c["runner"]: c for c in body["comparisons"] if c["runner"] != "sklearn"}
-    assert set(others) == {"cuml", "py_core-native", "py_core-reference"}
+    assert set(others) == {"xgboost", "lightgbm", "cuml", "py_core-native", "py_core-reference"}
     for c in others.values():  # none vanishes; each says why it did not run
         assert c["status"] == "unavailable" and "turned off" in c["error"]
 

@@ -24,7 +24,8 @@ def forest_job(dataset="wine", target="target", **params):
 
 
 def test_registry():
-    assert list(RUNNERS) == ["sklearn", "cuml", "py_core-native", "py_core-reference", "torch"]
+    assert list(RUNNERS) == ["sklearn", "xgboost", "lightgbm", "cuml", "py_core-native",
+                             "py_core-reference", "torch"]
     assert [r.name for r in runners_for("transformer")] == ["py_core-native", "torch"]
     assert runners_for("selftest") == []
 
