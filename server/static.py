@@ -28,7 +28,6 @@ import stat
 from pathlib import Path
 
 import anyio.to_thread
-
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response

@@ -4,9 +4,16 @@ import random
 
 import numpy as np
 from sklearn.dummy import DummyClassifier, DummyRegressor
-from sklearn.metrics import accuracy_score, f1_score, log_loss, mean_absolute_error, mean_squared_error, r2_score
+from sklearn.metrics import (
+    accuracy_score,
+    f1_score,
+    log_loss,
+    mean_absolute_error,
+    mean_squared_error,
+    r2_score,
+)
 
-from py_core.forest_job import majority_baseline, regression_metrics
+from py_core.jobs.forest_job import majority_baseline, regression_metrics
 
 
 def test_majority_baseline_matches_sklearn_dummy_prior():
