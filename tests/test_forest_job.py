@@ -11,9 +11,9 @@ import pytest
 from sklearn.datasets import load_diabetes, load_iris
 from sklearn.metrics import f1_score, log_loss, mean_absolute_error, r2_score
 
-from py_core import forest_job
 from py_core.forest import RandomForestRegressor
-from py_core.jobs import Context, JobError, Stopped, encode_result, run_job
+from py_core.jobs import Context, JobError, Stopped, forest_job, run_job
+from py_core.jobs.jobs import encode_result
 
 
 def run(coro):

@@ -7,8 +7,9 @@
 // which become typed arrays in the result, transferred to the page without a copy.
 // Nothing a job does can end this worker or its queue: every failure (Python, this glue, the
 // result's way to the page, a lost device) becomes that job's "failed" message, and the next job runs.
-import { loadPyodide } from "/pyodide/pyodide.mjs";
+import { loadPyodide, version as pyodideVersion } from "/pyodide/pyodide.mjs";
 import { GPUUnavailable, openGPU } from "./gpu.js";
+import { prefetch } from "./loader.js";
 
 let pyodide = null;
 let browserGlue = null;          // the py_core.browser module (a PyProxy)
@@ -21,13 +22,20 @@ let current = null;              // the id of the job running now
 const settled = new Set();       // ids already answered (a late error must not answer twice)
 
 const post = (msg, transfer = []) => self.postMessage(msg, transfer);
-const loading = (stage, fraction) => post({ type: "loading", stage, fraction });
+const loading = (stage, fraction, bytes) => post({ type: "loading", stage, fraction, bytes });
+const mib = (n) => `${(n / 2 ** 20).toFixed(1)} MB`;
 
 async function init({ webgpu, stopBuffer }) {
   const t0 = performance.now();
   if (stopBuffer) stopFlag = new Int32Array(stopBuffer);
-  loading("Loading Python (Pyodide)", 0.05);
-  pyodide = await loadPyodide({ indexURL: "/pyodide/" });
+  // The versioned URL is cached for good by the browser (server/static.py).
+  const indexURL = `/pyodide/v${pyodideVersion}/`;
+  loading("Downloading Python (Pyodide)", 0.02);
+  await prefetch(["pyodide.asm.wasm", "python_stdlib.zip", "pyodide.asm.mjs", "pyodide-lock.json"].map((f) => indexURL + f),
+    (got, total) => loading(`Downloading Python (Pyodide): ${mib(got)} of ${mib(total)}`,
+      0.02 + 0.48 * (total ? got / total : 0), [got, total]));
+  loading("Starting Python (Pyodide)", 0.5);
+  pyodide = await loadPyodide({ indexURL });
   const tPyodide = performance.now();
   loading("Loading py_core", 0.6);
   const manifest = await (await fetch("/wheels/manifest.json", { cache: "no-store" })).json();
