@@ -118,8 +118,8 @@ def parse_args(argv: list[str] | None = None) -> Settings:
                    default=int(_env("comparison_workers", d.comparison_workers)),
                    help="worker processes for comparison jobs (default %(default)s)")
     p.add_argument("--comparison-runners", default=_env("comparison_runners", d.comparison_runners),
-                   help="comma-separated, of sklearn,cuml,py_core-cuda,py_core-native,"
-                        "py_core-reference,torch (default: all)")
+                   help="comma-separated runner names (server/runners), e.g. sklearn,xgboost,"
+                        "lightgbm,cuml,py_core-native,py_core-reference,torch (default: all)")
     a = p.parse_args(argv)
     try:
         return Settings(host=a.host, port=a.port, data_dir=a.data_dir, max_upload_mb=a.max_upload_mb,

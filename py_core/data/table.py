@@ -227,12 +227,6 @@ class Table:
                 "encoding": self.encoding, "index": self.index, "columns": columns,
                 "preview": preview}
 
-    def features_and_target(self, target: str, features: list[str] | None = None,
-                            task: str | None = None):
-        """(X, y, info) for the models; see `features.features_and_target`."""
-        from .features import features_and_target
-        return features_and_target(self, target, features, task)
-
 
 def _json_value(v):
     """NaN becomes None; integral floats become ints, for a compact preview."""

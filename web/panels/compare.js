@@ -33,7 +33,7 @@ function render(card, run, data) {
   const key = MAIN_TIME[run.kind] || "total";
   const metricName = ["mse", "accuracy", "val_loss"].find((m) => typeof run.metrics[m] === "number");
   const rows = [[`browser (${run.backend})`, "done", describeAdapter(run.adapter), fmtSeconds(run.timings[key]),
-    fmtSeconds(run.timings.predict), metricName ? fmtNumber(run.metrics[metricName], 5) : "–", "–", ""]];
+    fmtSeconds(run.timings.predict), metricName ? fmtNumber(run.metrics[metricName], 5) : "–", "–", "", ""]];
   for (const c of data.comparisons) {
     const agree = c.agreement;
     let mark = "";
@@ -42,13 +42,15 @@ function render(card, run, data) {
     if (c.speedup) speed = c.speedup >= 1 ? `server ${c.speedup.toFixed(2)}× faster` : `browser ${(1 / c.speedup).toFixed(2)}× faster`;
     rows.push([c.runner, c.status === "failed" || c.status === "unavailable" ? `${c.status}: ${c.error || ""}` : c.status,
       c.hardware || c.device || "–", fmtSeconds(c.timings?.[key]), fmtSeconds(c.timings?.predict),
-      metricName && typeof c.metrics?.[metricName] === "number" ? fmtNumber(c.metrics[metricName], 5) : "–", speed, mark]);
+      metricName && typeof c.metrics?.[metricName] === "number" ? fmtNumber(c.metrics[metricName], 5) : "–", speed, mark,
+      differs(c)]);
   }
-  const tbl = table(["Where", "Status", "Device", key === "step" ? "Step" : "Fit", "Predict", metricName || "Metric", "Speed", "Agreement"], rows);
+  const tbl = table(["Where", "Status", "Device", key === "step" ? "Step" : "Fit", "Predict", metricName || "Metric", "Speed", "Agreement", "Differs from the job"], rows);
   tbl.querySelectorAll("tbody tr").forEach((tr, i) => {
     const c = data.comparisons[i - 1];
-    if (c?.agreement && !c.agreement.within) tr.lastChild.className = "bad";
-    else if (c?.agreement) tr.lastChild.className = "ok";
+    const cell = tr.children[7];
+    if (c?.agreement && !c.agreement.within) cell.className = "bad";
+    else if (c?.agreement) cell.className = "ok";
   });
   const timed = [[`browser`, run.timings[key]], ...data.comparisons.filter((c) => c.status === "done" && c.timings?.[key])
     .map((c) => [c.runner, c.timings[key]])];
@@ -57,6 +59,14 @@ function render(card, run, data) {
     el("p", { class: "muted" }, `Server device: ${data.device}. ${key === "step" ? "Seconds a training step" : "Seconds to fit"}, lower is better.`),
     el("div", { class: "scroll" }, tbl), canvas);
   requestAnimationFrame(() => bars(canvas, timed.filter((t) => typeof t[1] === "number")));
+}
+
+// What the runner could not do as the job asked: its note, and parameters it had no counterpart for.
+function differs(c) {
+  const parts = [];
+  if (c.note) parts.push(String(c.note));
+  if (Array.isArray(c.ignored) && c.ignored.length) parts.push(`ignored: ${c.ignored.join(", ")}`);
+  return parts.join("; ");
 }
 
 function describeAdapter(a) {

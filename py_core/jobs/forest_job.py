@@ -32,8 +32,8 @@ import math
 import time
 from array import array
 
-from .forest import RandomForestClassifier, RandomForestRegressor
-from .jobs import JobError
+from ..errors import JobError
+from ..forest import RandomForestClassifier, RandomForestRegressor
 
 PLOT_POINTS = 2000  # test rows drawn at most
 SURFACE = 64        # cells per side of the decision surface
@@ -42,7 +42,7 @@ PARAMS = set(RandomForestRegressor().get_params()) - {"backend"}
 
 
 async def run(job: dict, backend, ctx) -> dict:
-    from .data import DataError, prepare
+    from ..data import DataError, prepare
 
     for key in ("dataset", "target"):
         if not isinstance(job.get(key), str):
@@ -74,17 +74,13 @@ async def run(job: dict, backend, ctx) -> dict:
         ctx.progress(dict(p, fraction=0.02 + 0.93 * p.get("fraction", 0.0)))
 
     y_train = [info["classes"][v] for v in prep.y_train] if classify else prep.y_train
-    from .forest import builder
-    default, builder.PARALLEL_BINS = builder.PARALLEL_BINS, variant
     t0 = time.perf_counter()
     try:
         await forest.fit(prep.X_train, y_train, n_features=F, progress=progress,
                          should_stop=ctx.should_stop, pause=getattr(ctx, "pause_point", None),
-                         profile=profile)
+                         profile=profile, parallel_bins=variant)
     except ValueError as exc:
         raise JobError(str(exc)) from exc
-    finally:
-        builder.PARALLEL_BINS = default
     await backend.finish()
     t_fit = time.perf_counter() - t0
 
@@ -152,7 +148,7 @@ async def run(job: dict, backend, ctx) -> dict:
 
 
 async def _load_table(ctx, dataset_id):
-    from .data import DataError, parse_csv
+    from ..data import DataError, parse_csv
     try:
         if hasattr(ctx, "load_table"):
             return await ctx.load_table(dataset_id)
@@ -236,7 +232,7 @@ async def predict_csv(model: dict, data: bytes, name: str, backend="reference") 
     """Predictions of an exported model (a job's "model") for a new CSV with the same feature
     columns: {"csv": the rows' predictions (and class probabilities) as CSV text, "rows": n,
     "seconds": time to predict}."""
-    from .data import DataError, parse_csv
+    from ..data import DataError, parse_csv
     meta = model.get("data")
     if not meta:
         raise JobError("this model has no data description: export it from a forest job")
