@@ -34,7 +34,7 @@ def test_r_write_csv_row_names_are_the_index():
     assert desc["columns"][0]["index"] is True and "index" not in desc["columns"][1]
     assert desc["preview"][0] == ["Mazda RX4", 21, 6, "TRUE", "2020-01-03", "a"]
     # default features: not the index, not the date; booleans coded like categories
-    X, y, info = features_and_target(t, "mpg")
+    X, _, info = features_and_target(t, "mpg")
     assert info["features"] == ["cyl", "am", "when"]
     assert info["kinds"] == ["numeric", "categorical", "categorical"]
     assert list(X[1::3]) == [1.0, 1.0, 0.0, 0.0]  # FALSE 0, TRUE 1
@@ -42,7 +42,7 @@ def test_r_write_csv_row_names_are_the_index():
 
 def test_dates_expand_to_parts_on_request():
     t = parse_csv(R_CSV)
-    X, y, info = features_and_target(t, "mpg", features=["sold", "cyl"])
+    X, _, info = features_and_target(t, "mpg", features=["sold", "cyl"])
     assert info["features"] == ["sold.year", "sold.month", "sold.day", "sold.weekday", "cyl"]
     assert list(X[:5]) == [2020, 1, 3, 4, 6]  # 2020-01-03 was a Friday
     assert list(X[5:10]) == [2020, 2, 29, 5, 6]
@@ -160,10 +160,11 @@ def test_errors_keep_line_and_column_in_other_encodings():
 
 
 def test_predictions_keep_the_row_ids():
-    from py_core.forest import RandomForestRegressor
-    from py_core.forest_job import predict_csv
-    from py_core.gpu import get_backend
     import asyncio
+
+    from py_core.forest import RandomForestRegressor
+    from py_core.gpu import get_backend
+    from py_core.jobs.forest_job import predict_csv
 
     rows = "".join(f'"r{i}",{i % 7},{(i * 3) % 5},{i % 7 + 0.5}\n' for i in range(60))
     data = f'"",a,b,y\n{rows}'.encode()

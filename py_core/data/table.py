@@ -43,7 +43,7 @@ class Column:
     written when not plainly ({'decimal': ',', 'thousands': '.'}), else None. `index`: True for
     the table's row-index column (see `Table.index`)."""
 
-    __slots__ = ("name", "kind", "values", "n_missing", "categories", "format", "index", "_task")
+    __slots__ = ("_task", "categories", "format", "index", "kind", "n_missing", "name", "values")
 
     def __init__(self, name: str, kind: str, values, n_missing: int | None = None,
                  categories: list[str] | None = None, format: dict | None = None):
@@ -171,7 +171,8 @@ class Table:
     """Named columns of equal length. `delimiter` and `encoding`: how the CSV was read (None
     for generated tables). `index`: the name of the row-index column, or None: the first column
     when its header cell is empty (R's row names, `Unnamed: 0`) and its values are distinct and
-    never missing, or when it holds the integers 1..n or 0..n-1 in order. An index column is
+    never missing, or when it holds the integers 1..n or 0..n-1 in order (in a table of three
+    columns or more: with two, it is the only possible feature). An index column is
     shown but left out of the default features, and kept as the row id in predictions."""
 
     def __init__(self, name: str, columns: list[Column], delimiter: str | None = None,
@@ -391,9 +392,9 @@ def _index_column(columns: list[Column], unnamed: list[bool]) -> str | None:
         return None
     if first.kind == "numeric":
         n, values = len(first), first.values
-        if n and values[0] in (0.0, 1.0) and values == array("d", range(int(values[0]),
-                                                                        int(values[0]) + n)):
-            return first.name
+        if len(columns) > 2 and n and values[0] in (0.0, 1.0) \
+                and values == array("d", range(int(values[0]), int(values[0]) + n)):
+            return first.name  # with two columns it is the only possible feature: not an index
         if unnamed[0] and len(set(values)) == n:
             return first.name
         return None
