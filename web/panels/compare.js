@@ -9,7 +9,7 @@ const MAIN_TIME = { random_forest: "fit", transformer: "step" };
 
 export function showComparisons(container, run) {
   const card = el("div", { class: "card wide comparisons", id: `comparisons-${run.id.slice(0, 8)}` },
-    el("h2", {}, "Browser and server, side by side"), el("p", { class: "muted" }, "Waiting for the server's runs…"));
+    el("h2", {}, "Browser and server, side by side"), el("p", { class: "muted" }, "Waiting for the server's runs (they fill in here as they finish)…"));
   container.replaceChildren(card);
   let stopped = false;
   const poll = async () => {
@@ -54,11 +54,12 @@ function render(card, run, data) {
   });
   const timed = [[`browser`, run.timings[key]], ...data.comparisons.filter((c) => c.status === "done" && c.timings?.[key])
     .map((c) => [c.runner, c.timings[key]])];
-  const canvas = el("canvas", { class: "chart" });
+  const chartBox = el("div", { class: "compare-chart" });
   card.replaceChildren(el("h2", {}, "Browser and server, side by side"),
     el("p", { class: "muted" }, `Server device: ${data.device}. ${key === "step" ? "Seconds a training step" : "Seconds to fit"}, lower is better.`),
-    el("div", { class: "scroll" }, tbl), canvas);
-  requestAnimationFrame(() => bars(canvas, timed.filter((t) => typeof t[1] === "number")));
+    el("div", { class: "scroll" }, tbl), chartBox);
+  bars(chartBox, timed.filter((t) => typeof t[1] === "number"),
+    { title: key === "step" ? "Seconds a training step, browser and server runners" : "Seconds to fit, browser and server runners", unit: " s" });
 }
 
 // What the runner could not do as the job asked: its note, and parameters it had no counterpart for.
