@@ -3,7 +3,7 @@
 A random forest is grown on the reference backend from random data and parameters; at a random
 level, the inputs of one dispatch of the kernel under test are captured, replayed on the native
 backend, and every buffer the kernel may write is compared: integers and split scores exactly,
-leaf values and predictions within float tolerance. The self-test cases (`forest_cases`) run too.
+leaf values and predictions within float tolerance. The self-test cases (`py_core/kernels/forest/cases.py`) run too.
 """
 from __future__ import annotations
 

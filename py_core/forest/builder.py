@@ -1,6 +1,6 @@
 """Growing a forest on a backend: buffers, the recorded plan of each level, one readback.
 
-The method (kernels in `shaders/forest.wgsl`):
+The method (kernels in `py_core/kernels/forest/forest.wgsl`):
 
 1. The data go up as they are (f64 values are rounded to f32 by the kernels, as the CPU would).
    `check_finite` refuses NaN and infinities, `targets` turns regression y into exact fixed point,

@@ -303,6 +303,11 @@ async def predict_csv(model, data: bytes, name: str, backend="reference") -> dic
         pred = await forest.predict(X, n_features=F)
         lines = [_csv(target)] + [repr(v) for v in pred]
     seconds = time.perf_counter() - t0
+    if table.index is not None:  # the file's row ids (R's row names, 1..n) lead each row
+        ids = table.column(table.index).values
+        lines = [f"{_csv(table.index)},{lines[0]}"] + [
+            f"{_csv(_as_label(v) if isinstance(v, float) else v)},{line}"
+            for v, line in zip(ids, lines[1:])]
     return {"csv": "\n".join(lines) + "\n", "rows": n, "seconds": seconds}
 
 
