@@ -279,7 +279,7 @@ class Grower:
             slots = [buf("u32", Tb * S * 4) for _ in range(2)]
             childmap = buf("u32", Tb * S * 2)
             left = buf("u32", Tb * S * C)
-            cand = buf("u32", Tb * S * F * 4)
+            cand = buf("u32", Tb * S_h * F * 4)
 
             init = (b.plan().clear(state)
                     .dispatch(k["bootstrap"], [P0, state], self._grid(Tb * n))

@@ -538,7 +538,7 @@ def split_scan(bufs, grid_, constants):
                     out[4 * f + 3] |= 2 if v else 0
                 else:
                     out[4 * f + 3] = 2 if slot.varies(f) else 0
-        e = 4 * (t * S + s) * F
+        e = 4 * hist_slot(p, t, s) * F
         cand[e:e + 4 * F] = array("I", out)
 
 
@@ -552,20 +552,21 @@ def split_pick(bufs, grid_, constants):
         rec = ((p["tree0"] + t) * NC + node) * (4 + C)
         if not _eligible(p, nodes[rec + 4:rec + 4 + C].tolist()):
             continue
-        rank = _ranker(p, t, node)
-        e = 4 * (t * S + s) * F
+        key = hash3(p["seed"], 2 * (p["tree0"] + t) + 1, node)
+        ranks = [feature_rank(key, f, p["hb"], F) for f in range(F)]
+        e = 4 * hist_slot(p, t, s) * F
         cands = cand[e:e + 4 * F].tolist()
         scores = array("f", array("I", cands[0::4]).tobytes()).tolist()
         best, varied = None, False
-        for f in range(F):
-            if rank is not None and rank(f) >= p["mf"]:
+        for f in range(F):  # the best score; ties: the feature first in the node's permutation
+            if p["mf"] < F and ranks[f] >= p["mf"]:
                 continue
             varied = varied or bool(cands[4 * f + 3] & 2)
-            if cands[4 * f + 3] & 1 and (best is None or scores[f] > best[1]):
+            if cands[4 * f + 3] & 1 and (best is None or (scores[f], -ranks[f]) > (best[1], -ranks[best[0]])):
                 best = (f, scores[f], cands[4 * f + 1], cands[4 * f + 2])
         hbase = hist_slot(p, t, s) * p["NB"]
         if not varied:
-            firsts = [((rank or (lambda x: x))(f), f) for f in range(F) if cands[4 * f + 3] & 2]
+            firsts = [(ranks[f], f) for f in range(F) if cands[4 * f + 3] & 2]
             if firsts:
                 f = min(firsts)[1]
                 got, _ = _Slot(p, hist, fmeta, xl, hbase).scan(f)

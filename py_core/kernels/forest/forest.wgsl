@@ -16,7 +16,7 @@
 // (n, FW): four 8-bit bins a word · target (n): i32 fixed-point y or class · state (T, n):
 // slot << 8 | bootstrap count · hist (T, S_h, NB, C): the slots [s_lo, s_lo + S_h) of the level
 // (S_h = S: all of them) · slots (T, S, 4): node, flags, parent slot, - · childmap (T, S, 2)
-// · left (T, S, C) · cand (T, S, F, 4) · nodes (T_all, NC, 4 + C): feature, bin, next bin, left
+// · left (T, S, C) · cand (T, S_h, F, 4): the pass's slots · nodes (T_all, NC, 4 + C): feature, bin, next bin, left
 // child, stats[C] (the node's channels; a leaf's feature is LEAF)
 // · meta (T_all, 2): nodes, open slots next level · ptree (T_all, NC, 3): feature, threshold
 // bits, left child (LEAF in a leaf) · pval f32 (T_all, NC, K) · flags (1): 1 X, 2 y not finite.
@@ -544,7 +544,7 @@ fn hist_prefix(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: 
 }
 
 // ---- split_scan: the best split of one feature of one open slot ------------------------------
-// 1 fmeta · 2 slots · 3 hist · 4 nodes · 5 cand (T, S, F, 4): score bits, bin, next bin, flags
+// 1 fmeta · 2 slots · 3 hist · 4 nodes · 5 cand (T, S_h, F, 4): score bits, bin, next bin, flags
 // (1: has a split, 2: the feature varies in the node) · 6 xlogx (n + 1) f32: x ln x, for entropy
 // · 7 hist_prev (the parent level's). Thread per (tree, slot of the pass, feature). A slot not
 // built by atomics first gets this feature's bins as parent - sibling (only where a level's
@@ -582,14 +582,6 @@ fn feature_rank(key: u32, f: u32) -> u32 {
   var x = feistel(key, f);
   while (x >= p.F) { x = feistel(key, x); }
   return x;
-}
-
-fn better(a: Best, b: Best) -> bool {
-  if (a.f == LEAF) { return false; }
-  if (b.f == LEAF) { return true; }
-  if (a.score != b.score) { return a.score > b.score; }
-  if (a.f != b.f) { return a.f < b.f; }
-  return a.b < b.b;
 }
 
 fn weight_at(h: u32) -> u32 {  // a bin's weight: the sum over classes, or the weight channel
@@ -741,7 +733,7 @@ fn split_scan(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: v
     }
     out |= select(0u, 1u, best.f != LEAF);
   }
-  let e = 4u * ((t * p.S + s) * p.F + f);
+  let e = 4u * (hist_slot(t, s) * p.F + f);
   sp_cand[e] = bitcast<u32>(best.score);
   sp_cand[e + 1u] = best.b;
   sp_cand[e + 2u] = best.b2;
@@ -893,7 +885,7 @@ fn split_scan_wg(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg
     }
     wg_elig = select(0u, 1u, eligible_at(false, ht));
   }
-  let e4 = 4u * ((t * p.S + s) * p.F + f);
+  let e4 = 4u * (hist_slot(t, s) * p.F + f);
   if (workgroupUniformLoad(&wg_elig) == 0u) {
     if (lid == 0u) {
       sp_cand[e4] = 0u;
@@ -976,8 +968,10 @@ fn split_scan_wg(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg
 
 // ---- split_pick: each open slot's split among its features' candidates ----------------------
 // 1 fmeta · 2 slots · 3 hist · 4 nodes · 5 cand · 6 xlogx · 7 left (T, S, C): the left child's
-// channels. Thread per (tree, slot of the pass). Ties: lowest feature. If no scanned feature varies in the
-// node, the first feature of the permutation that does is scanned here (as scikit-learn).
+// channels. Thread per (tree, slot of the pass). Ties: the feature first in the node's random
+// permutation, as scikit-learn keeps the first best in its random order of features. If no
+// scanned feature varies in the node, the first feature of the permutation that does is scanned
+// here (as scikit-learn).
 @compute @workgroup_size(256)
 fn split_pick(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
               @builtin(local_invocation_index) lid: u32) {
@@ -993,16 +987,21 @@ fn split_pick(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: v
   if (!eligible_at(true, rec + 4u)) { return; }
   let key = hash3(p.seed, 2u * (p.tree0 + t) + 1u, node);
   let subset = p.mf < p.F;
-  let cbase = (t * p.S + s) * p.F;
+  let cbase = hist_slot(t, s) * p.F;
   var best = Best(0.0, LEAF, 0u, 0u);
+  var best_rank = LEAF;
   var any = 0u;
   for (var f = 0u; f < p.F; f++) {
-    if (subset && feature_rank(key, f) >= p.mf) { continue; }
+    let r = feature_rank(key, f);
+    if (subset && r >= p.mf) { continue; }
     let e = 4u * (cbase + f);
     any |= sp_cand[e + 3u] >> 1u;
     if ((sp_cand[e + 3u] & 1u) != 0u) {
-      let c = Best(bitcast<f32>(sp_cand[e]), f, sp_cand[e + 1u], sp_cand[e + 2u]);
-      if (better(c, best)) { best = c; }
+      let sc = bitcast<f32>(sp_cand[e]);
+      if (best.f == LEAF || sc > best.score || (sc == best.score && r < best_rank)) {
+        best = Best(sc, f, sp_cand[e + 1u], sp_cand[e + 2u]);
+        best_rank = r;
+      }
     }
   }
   let hbase = hist_slot(t, s) * p.NB;
@@ -1011,8 +1010,7 @@ fn split_pick(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: v
     var pick = 0u;
     for (var f = 0u; f < p.F; f++) {
       if ((sp_cand[4u * (cbase + f) + 3u] & 2u) != 0u) {
-        var r = f;
-        if (subset) { r = feature_rank(key, f); }
+        let r = feature_rank(key, f);
         if (r < first) { first = r; pick = f; }
       }
     }
