@@ -121,36 +121,41 @@ fn mul64(a: u32, b: u32) -> vec2u {
   return add64(r, vec2u(hl << 16u, hl >> 16u));
 }
 
-// x / w rounded to nearest (ties to even) by integer steps, x an f32 (0 or normal), 1 <= w < 2^24.
-// WGSL lets f32 division err by 2.5 ulp and GPUs do differ (NVIDIA's is not correctly rounded):
-// every split score and leaf value divides here, so every GPU gets the bits of the CPU's f32
-// division (which the reference computes as f64 then f32: exact for such operands).
+fn lt64(a: vec2u, b: vec2u) -> bool { return a.y < b.y || (a.y == b.y && a.x < b.x); }
+
+// x / w rounded to nearest (ties to even), x an f32 (0 or normal), 1 <= w < 2^24, the same bits on
+// every GPU: WGSL lets f32 division err by 2.5 ulp and GPUs do differ (NVIDIA's is not correctly
+// rounded). Every split score and leaf value divides here. The hardware quotient is a first
+// guess, moved one ulp at a time until exact integer products put x / w within half an ulp of it
+// (the midpoints, scaled by 4 w: (4 mq +- 2) w against 4 x, mq its 24-bit mantissa). The CPU's
+// f32 division gives the same bits (the reference computes it as f64 then f32: exact for such
+// operands).
 fn div_rn(x: f32, w: u32) -> f32 {
   let xb = bitcast<u32>(x);
   let E = (xb >> 23u) & 0xFFu;
-  if (E == 0u || E == 0xFFu || w == 0u) { return x / f32(w); }  // zero (or not met here)
-  let mx = (xb & 0x7FFFFFu) | 0x800000u;  // x = mx 2^(E - 150)
-  let tw = firstLeadingBit(w);
-  let mw = w << (23u - tw);               // w = mw 2^(tw - 23), mw in [2^23, 2^24)
-  // q = floor(mx 2^26 / mw) in [2^25, 2^27) and its remainder, 8 bits at a time (r < 2^24).
-  var q = mx / mw;
-  var r = mx % mw;
-  for (var i = 0u; i < 3u; i++) {
-    let a = r << 8u;
-    q = (q << 8u) | (a / mw);
-    r = a % mw;
+  let q0 = abs(x) / f32(w);
+  var qb = bitcast<u32>(q0);
+  if (E == 0u || E == 0xFFu || w == 0u || qb < 0x800000u || qb >= 0x7F800000u) { return x / f32(w); }
+  let mx = (xb & 0x7FFFFFu) | 0x800000u;  // |x| = mx 2^(E - 150)
+  for (var it = 0u; it < 4u; it++) {
+    let eq = qb >> 23u;
+    let mq = (qb & 0x7FFFFFu) | 0x800000u;  // q = mq 2^(eq - 150)
+    let sh = i32(E) - i32(eq) + 2;          // 4 x in units of 2^(eq - 150) w... = mx << sh
+    if (sh < 0 || sh > 38) { break; }       // not met for a guess within a few ulp
+    let x4 = shl64(vec2u(mx, 0u), u32(sh));
+    let up = mul64(4u * mq + 2u, w);        // the midpoint above q, times 4 w
+    let below = select(2u, 1u, mq == 0x800000u);  // a power of two: the ulp below is half
+    let down = mul64(4u * mq - below, w);   // the midpoint below q
+    let odd = (mq & 1u) == 1u;
+    if (lt64(up, x4) || (all(up == x4) && odd)) {
+      qb += 1u;
+    } else if (lt64(x4, down) || (all(down == x4) && odd)) {
+      qb -= 1u;
+    } else {
+      break;
+    }
   }
-  let a = r << 2u;
-  q = (q << 2u) | (a / mw);
-  r = a % mw;
-  let drop = firstLeadingBit(q) - 23u;  // 2 or 3 bits below the 24 kept
-  var mant = q >> drop;
-  let rem = q & ((1u << drop) - 1u);
-  let half = 1u << (drop - 1u);
-  if (rem > half || (rem == half && (r != 0u || (mant & 1u) == 1u))) { mant += 1u; }
-  let eb = i32(E) - i32(tw) + i32(drop) - 3;  // the quotient's biased exponent
-  if (eb <= 0 || eb >= 255) { return x / f32(w); }  // not met here
-  return bitcast<f32>((xb & 0x80000000u) | ((u32(eb - 1) << 23u) + mant));  // mant 2^24 carries
+  return bitcast<f32>((xb & 0x80000000u) | qb);
 }
 
 // The largest f32 <= (a + b) / 2 (a < b, finite), by integer steps: a split's threshold. An f32
@@ -657,6 +662,7 @@ fn scan_feature(hbase: u32, f: u32, best: ptr<function, Best>) -> u32 {
   var prev = LEAF;
   var nonempty = 0u;
   for (var j = 0u; j < nb; j++) {
+    if (seen == total && j > 0u) { break; }  // the rest is empty (deep nodes hold few rows)
     let upto = sp_hist[h0 + j * p.C + cc];
     if (upto == seen) { continue; }
     nonempty += 1u;
