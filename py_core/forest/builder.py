@@ -20,11 +20,12 @@ The method (kernels in `py_core/kernels/forest/forest.wgsl`):
    as their `_wg` versions (`parallel_bins`). Nothing is read back between levels: the number
    of slots a level can need is bounded from n, min_samples_split and min_samples_leaf, so
    every grid is fixed, and a batch of trees of depth <= 16 is one submission.
-   Memory: two levels of histograms, Tb x S x NB x C words each, sized to the histogram budget
-   and the adapter's binding limit; the trees are grown in batches of Tb. Where one tree's level
-   does not fit a buffer (128 MiB adapters, deep trees on wide data), a level's slots are done in
-   passes of S_h slots with one histogram buffer; every open child is then built by atomics (no
-   parent to subtract from) and the forest is the same.
+   Memory: two levels of histograms, Tb x S_h x NB x C words each, sized to the histogram budget
+   and the adapter's binding limit; the trees are grown in batches of Tb. A level with more
+   slots than a buffer holds (S_h: 128 MiB adapters, deep trees, many classes on wide data) is
+   done in passes of S_h slots; its children, and those of the level before it, are all built by
+   atomics (no whole parent level to subtract from); every other level keeps the subtraction
+   trick, and the forest is the same either way.
 4. `finalize` turns nodes into the (feature, threshold, left child, value) arrays that `predict`
    and `oob` walk and `importance` sums each feature's impurity decrease; all of it comes back to
    Python in one readback at the end and stays in flat arrays (`trees.Trees`).
@@ -273,9 +274,9 @@ class Grower:
             pval = buf("f32", K * T * NC)
             oobb = buf("f32", n * (K + 1)) if spec.oob and spec.bootstrap else None
             state = buf("u32", Tb * n)
-            passes = S_h < S  # a level's slots in several passes, one histogram buffer
-            hist = [buf("u32", Tb * S_h * NB * C) for _ in range(1 if passes else 2)]
-            prev = buf("u32", 4) if passes else None  # split_scan's parent level: not read then
+            # Two histogram buffers, this level's and its parent's; a level with more slots than
+            # one holds (S_h) runs in passes, and then (and just after) every child is built.
+            hist = [buf("u32", Tb * S_h * NB * C) for _ in range(2)]
             slots = [buf("u32", Tb * S * 4) for _ in range(2)]
             childmap = buf("u32", Tb * S * 2)
             left = buf("u32", Tb * S * C)
@@ -305,8 +306,7 @@ class Grower:
                 last = z.levels is not None and e == z.levels - 1
                 s_next = 0 if last else level_slots(e + 1, n, s_min)
                 cur, other = slots[e % 2], slots[1 - e % 2]
-                h = hist[e % len(hist)]
-                parent = prev if passes else hist[1 - e % 2]
+                h, parent = hist[e % 2], hist[1 - e % 2]
                 plan, ups = b.plan(), []
                 for s_lo in range(0, s_cur, S_h):
                     sp = min(S_h, s_cur - s_lo)

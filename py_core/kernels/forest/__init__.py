@@ -632,7 +632,7 @@ def alloc(bufs, grid_, constants):
                 for side in (0, 1):
                     ns = 2 * j + (0 if side == small else 1)
                     flags = (OPEN if opens[side] else 0) | (BUILT if side == small else 0)
-                    if p["S_h"] < S:  # several passes a level: no parent histogram to derive from
+                    if p["S_cur"] > p["S_h"] or p["S_next"] > p["S_h"]:  # passes: no whole parent level
                         flags = OPEN | BUILT if opens[side] else 0
                     e = (t * S + ns) * 4
                     nxt[e:e + 4] = array("I", [nid + side, flags, s, 0])

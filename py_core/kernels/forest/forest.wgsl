@@ -1035,8 +1035,9 @@ fn split_pick(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: v
 // · 6 meta (T_all, 2). Workgroup of 256 per tree: a prefix sum over the level's slots, so node
 // numbers are the same on every backend. A split whose children are both closed takes no slot;
 // otherwise the pair (2j, 2j+1): the child with fewer rows is built (slot 2j), the other (if
-// open) derived. Where a level's histograms take several passes (S_h < S), there is no parent
-// histogram to derive from: the open children are both built, a closed one takes no slot.
+// open) derived. Where this level or the next has more slots than a histogram buffer holds
+// (S_cur or S_next > S_h: done in passes), there is no whole parent level to derive from: the
+// open children are both built, a closed one takes no slot.
 @group(0) @binding(1) var<storage, read> al_slots: array<u32>;
 @group(0) @binding(2) var<storage, read_write> al_nodes: array<u32>;
 @group(0) @binding(3) var<storage, read> al_left: array<u32>;
@@ -1143,7 +1144,7 @@ fn alloc(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
         let ns = 2u * j + select(1u, 0u, side == small);  // the built child takes the even slot
         let open = select(open_l, open_r, side == 1u);
         var flags = select(0u, OPEN, open) | select(0u, BUILT, side == small);
-        if (p.S_h < p.S) { flags = select(0u, OPEN | BUILT, open); }
+        if (p.S_cur > p.S_h || p.S_next > p.S_h) { flags = select(0u, OPEN | BUILT, open); }
         let e = (t * p.S + ns) * 4u;
         al_next[e] = nid + side;
         al_next[e + 1u] = flags;
