@@ -405,6 +405,20 @@ def test_a_forest_too_big_for_the_adapter_is_refused_clearly(native_backend):
         native_backend.limits.update(native_backend_limits)
 
 
+def test_a_deep_forest_too_big_for_the_adapter_is_refused_before_it_starts(native_backend):
+    """max_depth=None, min_samples_leaf=1: the node arrays are checked against the adapter's
+    buffers before any data goes up, and the message names the limit and what fits."""
+    X = [[float(i), float(i % 7)] for i in range(3000)]
+    f = RandomForestRegressor(n_estimators=50, backend=native_backend)
+    limits = dict(native_backend.limits)
+    try:
+        native_backend.limits["maxBufferSize"] = 2**20
+        with pytest.raises(LimitError, match=r"nodes of 50 trees .* maxBufferSize.*at most 5 here"):
+            run(f.fit(X, [float(i % 13) for i in range(3000)]))
+    finally:
+        native_backend.limits.update(limits)
+
+
 def test_progress_and_stop(diabetes):
     from py_core.errors import Stopped
     X, y = diabetes

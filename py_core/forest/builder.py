@@ -119,9 +119,7 @@ def plan_sizes(backend, n: int, F: int, NB: int, spec: GrowSpec) -> Sizes:
     s_min = max(spec.min_samples_split, 2 * spec.min_samples_leaf)
     D = spec.max_depth
     S = max(level_slots(d, n, s_min) for d in range(min(D, 64) if D else 64))
-    NC = 2 * max(1, n // spec.min_samples_leaf) - 1
-    if D is not None and D < 40:
-        NC = min(NC, 2 ** (D + 1) - 1)
+    NC = node_capacity(n, spec)
     cap = min(_cap(backend), REFERENCE_BUDGET if backend.name == "reference" else HIST_BUDGET)
     per_slot = 4 * NB * C
     if per_slot > cap:
@@ -130,12 +128,36 @@ def plan_sizes(backend, n: int, F: int, NB: int, spec: GrowSpec) -> Sizes:
             f"most {cap / 2**20:.0f} MiB fit in a buffer here: lower n_bins or use fewer features")
     T = spec.n_estimators
     S_h = S if per_slot * S <= cap else cap // per_slot  # else each level in passes of S_h slots
+    S_h = max(2, S_h - S_h % 2)  # a pass holds whole pairs of children
     Tb = max(1, min(T, cap // (per_slot * S_h)))
     backend.check_size(4 * n * Tb, f"the bootstrap state of {n} rows")
-    NW = 4 + C
-    backend.check_size(4 * T * NC * NW, f"the nodes of {T} trees of up to {NC} nodes")
-    backend.check_size(4 * T * NC * max(3, K), f"the prediction arrays of {T} trees")
+    check_fits(backend, n, spec)
     return Sizes(n, F, -(-F // 4), NB, C, K, S, S_h, NC, Tb, D)
+
+
+def node_capacity(n: int, spec: GrowSpec) -> int:
+    """The most nodes a tree can have: 2 leaves per min_samples_leaf rows, less one; 2^(D+1) - 1."""
+    NC = 2 * max(1, n // spec.min_samples_leaf) - 1
+    if spec.max_depth is not None and spec.max_depth < 40:
+        NC = min(NC, 2 ** (spec.max_depth + 1) - 1)
+    return NC
+
+
+def check_fits(backend, n: int, spec: GrowSpec) -> None:
+    """Refuses, before any data goes up, a forest whose node arrays cannot fit the adapter's
+    buffers, naming the limit and what would make it fit."""
+    K = spec.n_classes
+    C = 4 if spec.crit == MSE else K + 1
+    T, NC = spec.n_estimators, node_capacity(n, spec)
+    cap = _cap(backend)
+    for what, nbytes in ((f"the nodes of {T} trees of up to {NC} nodes", 4 * T * NC * (4 + C)),
+                         (f"the prediction arrays of {T} trees of up to {NC} nodes", 4 * T * NC * max(3, K))):
+        if nbytes > cap:
+            raise LimitError(
+                f"{what} need {nbytes / 2**20:.0f} MiB, but this adapter's buffers hold at most "
+                f"{cap / 2**20:.0f} MiB (maxStorageBufferBindingSize / maxBufferSize): use fewer "
+                f"trees (at most {max(1, T * cap // nbytes)} here), a max_depth, or a larger "
+                f"min_samples_leaf")
 
 
 def fixed_point_scale(y) -> tuple[int, int, float]:
@@ -179,6 +201,7 @@ class Grower:
         b, spec = self.b, self.spec
         if n > MAX_ROWS:
             raise LimitError(f"{n} rows: the forest trains on at most {MAX_ROWS} rows")
+        check_fits(b, n, spec)  # before any data goes up
         clock, timings = time.perf_counter, {}
         t0 = clock()
         wg = parallel_bins(b) if self.wg is None else self.wg
