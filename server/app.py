@@ -64,6 +64,8 @@ def create_app(settings: Settings | None = None, features: list[ModuleType] | No
         for feature in features:
             if getattr(feature, "SCHEMA", None):
                 store.add_schema(feature.SCHEMA)
+            if hasattr(feature, "migrate"):
+                store.add_migration(feature.migrate)
         await anyio.to_thread.run_sync(store.open)
         app.state.store = store
         try:
@@ -92,4 +94,5 @@ def create_app(settings: Settings | None = None, features: list[ModuleType] | No
     app.state.settings = settings
     app.state.device = settings.device  # replaced by the resolved device at start-up
     app.state.on_run_stored = []  # callbacks(run: dict), sync or async, after a new run commits
+    app.state.on_run_deleted = []  # callbacks(run_id: str), after a run is deleted (or retired)
     return app

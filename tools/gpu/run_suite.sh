@@ -34,7 +34,14 @@ python3 - "$port" "$out/runs-$tag.json" "$out/env-$tag.json" "${COMPARE_WAIT:-90
 import json, os, platform, subprocess, sys, time, urllib.request
 port, dump, envfile, wait = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4])
 get = lambda p: json.loads(urllib.request.urlopen(f"http://127.0.0.1:{port}{p}", timeout=30).read())
-runs = get("/api/runs?limit=1000")["runs"]
+# The listing gives summaries a page at a time; each whole run is fetched by its id.
+runs, cursor = [], ""
+while True:
+    page = get("/api/runs?limit=1000" + (f"&cursor={cursor}" if cursor else ""))
+    runs += [get(f"/api/runs/{r['id']}") for r in page["runs"]]
+    cursor = page.get("next")
+    if not cursor:
+        break
 comps, deadline = {}, time.time() + wait
 for r in runs:
     if r["kind"] not in ("random_forest", "transformer"):

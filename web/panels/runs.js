@@ -1,24 +1,30 @@
-// The Runs panel: every run stored on the server, filtered by model, data set and device, drawn
-// over time (time and headline metric) so a person sees how a change moved the numbers; a click
-// on a run shows its server comparisons.
-import { getRuns } from "../api.js";
+// The Runs panel: the runs stored on the server (summaries, a page at a time), filtered by model,
+// data set and device on the server, drawn over time (time and headline metric) so a person sees
+// how a change moved the numbers; a click on a run shows its server comparisons.
+import { getRun, getRunFacets, getRuns } from "../api.js";
 import { lines } from "../charts.js";
 import { el, fmtNumber, fmtSeconds, table } from "../ui.js";
 import { showComparisons } from "./compare.js";
 
-const MAIN_TIME = { random_forest: "fit", transformer: "step", selftest: "kernels" };
-const METRIC = ["mse", "accuracy", "val_loss"];
+const PAGE = 100;
 
-const dataOf = (r) => r.config?.dataset || r.config?.text || "–";
-const deviceOf = (r) => `${r.backend}${r.adapter?.vendor ? ` · ${r.adapter.vendor}` : ""}${r.adapter?.is_fallback_adapter ? " (software)" : ""}`;
-const metricOf = (r) => METRIC.find((m) => typeof r.metrics?.[m] === "number");
+// Any stored value as text, whatever its type: a run stored by an older server may hold an object
+// where a string belongs, and `${value}` of such an object throws.
+export function asText(v) {
+  if (v === null || v === undefined) return "–";
+  if (typeof v === "string") return v;
+  if (typeof v === "number" || typeof v === "boolean") return String(v);
+  try { return JSON.stringify(v) ?? "–"; } catch (e) { return "?"; }
+}
+const num = (v) => (typeof v === "number" && Number.isFinite(v) ? v : null);
+
+const dataOf = (r) => asText(r.dataset);
+const deviceOf = (r) => asText(r.device);
 
 function summary(run) {
-  const m = run.metrics || {};
-  if (run.kind === "selftest") return m.all_ok ? `${m.kernels?.length} kernels ok` : "kernels disagree";
-  if (run.kind === "suite") return `${m.runs?.length ?? 0} runs, ${m.errors?.length ?? 0} errors`;
-  const key = metricOf(run);
-  return key ? `${key} ${fmtNumber(m[key])}` : "";
+  if (typeof run.note === "string") return run.note;
+  const value = num(run.value);
+  return typeof run.metric === "string" && value !== null ? `${run.metric} ${fmtNumber(value)}` : "";
 }
 
 export function mountRunsPanel(root, playground) {
@@ -26,60 +32,82 @@ export function mountRunsPanel(root, playground) {
                     device: el("select", { id: "runs-device" }) };
   const refresh = el("button", { class: "secondary", onclick: () => load() }, "Refresh");
   const list = el("div", { id: "runs-list", class: "scroll" });
+  const more = el("button", { class: "secondary", id: "runs-more", hidden: true, onclick: () => load(true) }, "Load more");
   const timeChart = el("canvas", { class: "chart", id: "runs-time-chart" });
   const metricChart = el("canvas", { class: "chart", id: "runs-metric-chart" });
   const detail = el("div", { id: "runs-detail" });
   root.append(el("div", { class: "card" }, el("h2", {}, "Runs"),
     el("div", { class: "row" }, el("label", {}, "Model ", filters.kind), el("label", {}, "Data ", filters.data),
-      el("label", {}, "Device ", filters.device), refresh), list),
+      el("label", {}, "Device ", filters.device), refresh), list, more),
   el("div", { class: "cards", style: "margin-top:16px" },
     el("div", { class: "card" }, el("h2", {}, "Time, run after run"), timeChart),
     el("div", { class: "card" }, el("h2", {}, "Result, run after run"), metricChart)), detail);
 
   let runs = [];
-  for (const f of Object.values(filters)) f.addEventListener("change", render);
+  let next = null;
+  for (const f of Object.values(filters)) f.addEventListener("change", () => load());
 
   function options(select, values) {
     const keep = select.value;
-    select.replaceChildren(el("option", { value: "" }, "all"), ...[...new Set(values)].sort().map((v) => el("option", { value: v }, v)));
+    const texts = [...new Set((Array.isArray(values) ? values : []).map(asText))].sort();
+    select.replaceChildren(el("option", { value: "" }, "all"), ...texts.map((v) => el("option", { value: v }, v)));
     if ([...select.options].some((o) => o.value === keep)) select.value = keep;
   }
 
-  async function load() {
+  // A page of summaries from the server, filtered there; `append` asks for the next page.
+  async function load(append = false) {
     try {
-      runs = (await getRuns({ limit: 1000 })).runs;
-      options(filters.kind, runs.map((r) => r.kind));
-      options(filters.data, runs.map(dataOf));
-      options(filters.device, runs.map(deviceOf));
+      if (!append) {
+        const facets = await getRunFacets();
+        options(filters.kind, facets.kinds);
+        options(filters.data, facets.datasets);
+        options(filters.device, facets.devices);
+      }
+      const params = { limit: PAGE };
+      if (filters.kind.value) params.kind = filters.kind.value;
+      if (filters.data.value) params.dataset = filters.data.value;
+      if (filters.device.value) params.device = filters.device.value;
+      if (append && next) params.cursor = next;
+      const page = await getRuns(params);
+      runs = append ? runs.concat(page.runs) : page.runs;
+      next = page.next;
+      more.hidden = !next;
       render();
     } catch (e) {
       list.replaceChildren(el("p", { class: "status error" }, `Could not list runs: ${e.message}`));
     }
   }
 
+  async function open(summaryRow) {
+    try {
+      showComparisons(detail, await getRun(summaryRow.id));
+    } catch (e) {
+      detail.replaceChildren(el("p", { class: "status error" }, `Could not load the run: ${e.message}`));
+    }
+  }
+
   function render() {
-    const shown = runs.filter((r) => (!filters.kind.value || r.kind === filters.kind.value)
-      && (!filters.data.value || dataOf(r) === filters.data.value)
-      && (!filters.device.value || deviceOf(r) === filters.device.value));
+    const shown = runs;
     if (!shown.length) { list.replaceChildren(el("p", { class: "muted" }, "No runs yet.")); return; }
+    const when = (r) => { const d = new Date(r.created_at); return Number.isNaN(d.getTime()) ? asText(r.created_at) : d.toLocaleString(); };
     const tbl = table(["When", "Model", "Data", "Device", "Result", "Main time", "Total"], shown.map((r) => [
-      new Date(r.created_at).toLocaleString(), r.kind, dataOf(r), deviceOf(r), summary(r),
-      fmtSeconds(r.timings?.[MAIN_TIME[r.kind]]), fmtSeconds(r.timings?.total)]));
+      when(r), asText(r.kind), dataOf(r), deviceOf(r), summary(r),
+      fmtSeconds(num(r.main_time)), fmtSeconds(num(r.total_time))]));
     tbl.querySelectorAll("tbody tr").forEach((tr, i) => {
       tr.style.cursor = "pointer";
       tr.title = "Show the server's runs of this job";
-      tr.addEventListener("click", () => showComparisons(detail, shown[i]));
+      tr.addEventListener("click", () => open(shown[i]));
     });
     list.replaceChildren(tbl);
     // Oldest first, one series per (model, data, device).
     const series = new Map();
     shown.slice().reverse().forEach((r, i) => {
-      const key = `${r.kind} · ${dataOf(r)} · ${deviceOf(r)}`;
+      const key = `${asText(r.kind)} · ${dataOf(r)} · ${deviceOf(r)}`;
       if (!series.has(key)) series.set(key, { time: [], metric: [] });
-      const t = r.timings?.[MAIN_TIME[r.kind]];
-      if (typeof t === "number") series.get(key).time.push([i, t]);
-      const m = metricOf(r);
-      if (m) series.get(key).metric.push([i, r.metrics[m]]);
+      const t = num(r.main_time);
+      if (t !== null) series.get(key).time.push([i, t]);
+      const v = num(r.value);
+      if (typeof r.metric === "string" && v !== null) series.get(key).metric.push([i, v]);
     });
     const pick = (k) => [...series].filter(([, s]) => s[k].length).slice(0, 8).map(([name, s]) => ({ name, points: s[k] }));
     requestAnimationFrame(() => {
