@@ -14,8 +14,11 @@ def test_runs_are_listed_filtered_and_compared(page):
     page.wait_for_function("() => document.querySelectorAll('#runs-list tbody tr').length >= 2")
     page.select_option("#runs-kind", "random_forest")
     rows = page.locator("#runs-list tbody tr")
-    assert all("random_forest" in rows.nth(i).inner_text() for i in range(rows.count()))
+    # The server filters (the tab asks for a page of summaries): wait for its answer.
+    page.wait_for_function("""() => { const rows = [...document.querySelectorAll('#runs-list tbody tr')];
+        return rows.length && rows.every((r) => r.textContent.includes('random_forest')); }""")
     page.select_option("#runs-data", "iris")
+    page.wait_for_function("() => document.querySelector('#runs-list tbody tr')?.textContent.includes('iris')")
     assert "iris" in rows.first.inner_text() and "accuracy" in rows.first.inner_text()
     assert page.locator("#runs-device option").count() >= 2  # "all" and this browser's device
     rows.first.click()

@@ -45,7 +45,9 @@ export function mountRunsPanel(root, playground) {
 
   let runs = [];
   let next = null;
-  for (const f of Object.values(filters)) f.addEventListener("change", () => load());
+  for (const f of Object.values(filters)) {
+    f.addEventListener("change", () => { list.replaceChildren(el("p", { class: "muted" }, "Loading…")); load(); });
+  }
 
   function options(select, values) {
     const keep = select.value;
