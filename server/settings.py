@@ -142,15 +142,15 @@ def parse_args(argv: list[str] | None = None) -> Settings:
                    help="comma-separated, of sklearn,cuml,py_core-cuda,py_core-native,"
                         "py_core-reference,torch (default: all)")
     p.add_argument("--max-runs", type=int, default=int(_env("max_runs", d.max_runs)),
-                   help="runs kept; each new run past it retires the oldest (default %(default)s)")
+                   help="most runs kept; each new run past it retires the oldest (default %(default)s)")
     p.add_argument("--max-runs-mb", type=int, default=int(_env("max_runs_mb", d.max_runs_mb)),
-                   help="MB of stored runs kept, the oldest retired past it (default %(default)s)")
+                   help="most MB of stored runs kept, the oldest retired past it (default %(default)s)")
     p.add_argument("--header-timeout", type=float, default=float(_env("header_timeout_s", d.header_timeout_s)),
                    help="seconds a client has to send a request's headers (default %(default)s)")
     p.add_argument("--body-timeout", type=float, default=float(_env("body_timeout_s", d.body_timeout_s)),
                    help="seconds a request body may pause between reads (default %(default)s)")
     p.add_argument("--max-connections", type=int, default=int(_env("max_connections", d.max_connections)),
-                   help="open connections at once, kept below the open-file limit (default %(default)s)")
+                   help="most open connections at once, kept below the open-file limit (default %(default)s)")
     p.add_argument("--suite-key", default=_env("suite_key", None),
                    help="secret that lets /?suite= start without a click (default: generated, "
                         "in <data-dir>/suite.key)")

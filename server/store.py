@@ -43,6 +43,8 @@ _UNAVAILABLE = {
     13: "the disk is full",  # SQLITE_FULL
     14: "the database file cannot be opened",  # SQLITE_CANTOPEN
     3: "permission denied on the database",  # SQLITE_PERM
+    11: "the database file is damaged (malformed)",  # SQLITE_CORRUPT: restore or recover it
+    26: "the database file is not a database",  # SQLITE_NOTADB
 }
 
 

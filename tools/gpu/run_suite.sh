@@ -15,12 +15,14 @@ if [ ! -d /tmp/site/starlette ]; then
 fi
 export PYTHONPATH=/tmp/site:$PWD
 data=$(mktemp -d)
-python3 -m server --port "$port" --data-dir "$data" >"$out/server-$tag.log" 2>&1 & server=$!
+# The page starts a suite without a click only with the server's key (server/suite.py).
+key=$(python3 -c 'import secrets; print(secrets.token_urlsafe(24))')
+PLAYGROUND_SUITE_KEY=$key python3 -m server --port "$port" --data-dir "$data" >"$out/server-$tag.log" 2>&1 & server=$!
 api() { python3 -c "import sys, urllib.request; print(urllib.request.urlopen('http://127.0.0.1:$port$1', timeout=10).read().decode())"; }
 for _ in $(seq 1 60); do api /api/health >/dev/null 2>&1 && break; sleep 0.5; done
 "$CHROMIUM_BIN" --headless --no-sandbox --disable-background-networking --disable-component-update \
   --disable-sync --no-first-run --user-data-dir="$(mktemp -d)" $CHROMIUM_GPU_FLAGS \
-  --enable-logging=stderr --v=0 "http://127.0.0.1:$port/?$query" >"$out/chromium-$tag.log" 2>&1 & browser=$!
+  --enable-logging=stderr --v=0 "http://127.0.0.1:$port/?$query&suite_key=$key" >"$out/chromium-$tag.log" 2>&1 & browser=$!
 t0=$(date +%s)
 until api "/api/runs?kind=suite" | grep -q '"suite"'; do
   if [ $(( $(date +%s) - t0 )) -gt "$wait_s" ]; then echo "suite $suite: no summary after ${wait_s}s"; break; fi
