@@ -11,7 +11,7 @@
     DELETE /api/runs/{id}        delete a run (and its comparison jobs); 204, or 404
 
 A summary is built from stored columns filled at insert (id, kind, created_at, dataset, backend,
-device, metric, value, main_time, total_time, note, size), so listing never parses a body, however
+device, metric, value, main_time, total_time, note, params, size), so listing never parses a body, however
 large. Retention: past `max_runs` runs or `max_runs_mb` MB of stored bodies (server options), each
 new run deletes the oldest ones in its own transaction.
 
@@ -27,6 +27,7 @@ import binascii
 import inspect
 import json
 import logging
+import math
 import re
 import sqlite3
 from datetime import datetime, timezone
@@ -56,13 +57,15 @@ CREATE TABLE IF NOT EXISTS runs (
     main_time REAL,            -- seconds of the kind's main phase (fit, step, kernels)
     total_time REAL,           -- timings.total
     note TEXT,                 -- "12 kernels ok", "5 runs, 0 errors"
+    params TEXT,               -- JSON: config.params' scalar entries, at most PARAMS_BYTES
     size INTEGER               -- bytes of body
 );
 CREATE INDEX IF NOT EXISTS runs_created ON runs (created_at);
 CREATE INDEX IF NOT EXISTS runs_kind_created ON runs (kind, created_at)
 """
 SUMMARY_COLUMNS = ("dataset", "backend", "device", "metric", "value", "main_time", "total_time",
-                   "note", "size")
+                   "note", "params", "size")
+PARAMS_BYTES = 1024
 
 # The canonical textual UUID; braces, "urn:uuid:" and bare hex are refused so one run has one id.
 UUID_RE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\Z", re.IGNORECASE)
@@ -141,16 +144,28 @@ def summarize(run: dict, size: int) -> dict:
     elif kind == "suite":
         count = lambda v: len(v) if isinstance(v, list) else 0  # noqa: E731
         note = f"{count(metrics.get('runs'))} runs, {count(metrics.get('errors'))} errors"
+    params, kept = config.get("params"), {}
+    for k, v in (params.items() if isinstance(params, dict) else ()):
+        if isinstance(v, float) and not math.isfinite(v):
+            continue
+        if isinstance(v, (int, float, bool)) or v is None or isinstance(v, str) and len(v) <= 64:
+            kept[str(k)[:64]] = v
+            if len(json.dumps(kept)) > PARAMS_BYTES:
+                kept.pop(str(k)[:64])
+                break
     return {"dataset": _text(config.get("dataset")) or _text(config.get("text")),
             "backend": backend, "device": device, "metric": metric,
             "value": _num(metrics.get(metric)) if metric else None,
             "main_time": _num(timings.get(MAIN_TIME.get(kind, "total"))),
-            "total_time": _num(timings.get("total")), "note": note, "size": size}
+            "total_time": _num(timings.get("total")), "note": note,
+            "params": json.dumps(kept, ensure_ascii=False, allow_nan=False) if kept else None, "size": size}
 
 
 def _summary_of(row: sqlite3.Row) -> dict:
-    return {"id": row["id"], "kind": row["kind"], "created_at": row["created_at"],
-            **{k: row[k] for k in SUMMARY_COLUMNS}}
+    out = {"id": row["id"], "kind": row["kind"], "created_at": row["created_at"],
+           **{k: row[k] for k in SUMMARY_COLUMNS}}
+    out["params"] = json.loads(out["params"]) if out["params"] else {}
+    return out
 
 
 def migrate(conn: sqlite3.Connection) -> None:

@@ -139,8 +139,8 @@ def parse_args(argv: list[str] | None = None) -> Settings:
                    default=int(_env("comparison_workers", d.comparison_workers)),
                    help="worker processes for comparison jobs (default %(default)s)")
     p.add_argument("--comparison-runners", default=_env("comparison_runners", d.comparison_runners),
-                   help="comma-separated, of sklearn,cuml,py_core-cuda,py_core-native,"
-                        "py_core-reference,torch (default: all)")
+                   help="comma-separated runner names (server/runners), e.g. sklearn,xgboost,"
+                        "lightgbm,cuml,py_core-native,py_core-reference,torch (default: all)")
     p.add_argument("--max-runs", type=int, default=int(_env("max_runs", d.max_runs)),
                    help="most runs kept; each new run past it retires the oldest (default %(default)s)")
     p.add_argument("--max-runs-mb", type=int, default=int(_env("max_runs_mb", d.max_runs_mb)),

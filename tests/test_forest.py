@@ -195,21 +195,18 @@ def test_workgroup_kernels_and_levels_in_passes_grow_the_same_forest(
     sizes, plan_sizes = [], builder.plan_sizes
     monkeypatch.setattr(builder, "plan_sizes", lambda *a: sizes.append(plan_sizes(*a)) or sizes[-1])
 
-    def trees(backend):
-        f = run(_forest(kind, random_state=7, backend=backend, **kw).fit(X, y))
+    def trees(backend, parallel_bins=None):
+        f = run(_forest(kind, random_state=7, backend=backend, **kw).fit(X, y, parallel_bins=parallel_bins))
         return f.to_dict()["trees"], run(f.predict(X[:40]))
 
     want, want_pred = trees(native_backend)
-    monkeypatch.setattr(builder, "PARALLEL_BINS", True)
-    assert trees(native_backend) == (want, want_pred)
-    monkeypatch.setattr(builder, "PARALLEL_BINS", None)
+    assert trees(native_backend, parallel_bins=True) == (want, want_pred)
     limits = dict(native_backend.limits)
     try:
         native_backend.limits["maxStorageBufferBindingSize"] = 2**18
         assert trees(native_backend) == (want, want_pred)
         assert sizes[-1].S_h < sizes[-1].S and sizes[-1].Tb == 1  # each level in passes
-        monkeypatch.setattr(builder, "PARALLEL_BINS", True)
-        assert trees(native_backend) == (want, want_pred)
+        assert trees(native_backend, parallel_bins=True) == (want, want_pred)
     finally:
         native_backend.limits.update(limits)
     monkeypatch.setattr(builder, "REFERENCE_BUDGET", 2**18)
@@ -293,7 +290,7 @@ def test_a_forest_too_big_for_the_adapter_is_refused_clearly(native_backend):
 
 
 def test_progress_and_stop(diabetes):
-    from py_core.jobs import Stopped
+    from py_core.errors import Stopped
     X, y = diabetes
     seen = []
     run(RandomForestRegressor(n_estimators=3, max_depth=3).fit(X, y, progress=seen.append))

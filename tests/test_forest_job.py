@@ -11,7 +11,7 @@ import pytest
 from sklearn.datasets import load_diabetes, load_iris
 from sklearn.metrics import f1_score, log_loss, mean_absolute_error, r2_score
 
-from py_core import forest_job
+from py_core.jobs import forest_job
 from py_core.jobs import Context, JobError, Stopped, run_job
 
 

@@ -27,7 +27,7 @@ def test_list_gives_summaries_not_bodies(client):
     assert listed == [{"id": run["id"], "kind": "random_forest", "created_at": listed[0]["created_at"],
                        "dataset": "diabetes", "backend": "webgpu", "device": "webgpu · nvidia",
                        "metric": "mse", "value": 3042.5, "main_time": 0.25, "total_time": 1.5,
-                       "note": None, "size": listed[0]["size"]}]
+                       "note": None, "params": {"n_estimators": 10}, "size": listed[0]["size"]}]
     assert listed[0]["size"] > 4000  # the body's bytes, counted; the body itself is not sent
     selftest = {"id": str(uuid.uuid4()), "kind": "selftest", "backend": "webgpu",
                 "adapter": {"vendor": "google", "is_fallback_adapter": True},

@@ -3,8 +3,9 @@
 //               {type: "call", id, fn, args}: a function of py_core.browser, with hooks last
 // Messages out: {type: "loading", stage, fraction} · {type: "ready", ...} · {type: "progress", id, info}
 //               {type: "result", id, result} · {type: "failed", id, error: {message, stopped}}
-import { loadPyodide } from "/pyodide/pyodide.mjs";
+import { loadPyodide, version as pyodideVersion } from "/pyodide/pyodide.mjs";
 import { GPUUnavailable, openGPU } from "./gpu.js";
+import { prefetch } from "./loader.js";
 
 let pyodide = null;
 let browserGlue = null;          // the py_core.browser module (a PyProxy)
@@ -14,13 +15,20 @@ let paused = false;             // Pause: the job waits at its next pause point
 let queue = Promise.resolve();   // jobs run one at a time, in order
 
 const post = (msg) => self.postMessage(msg);
-const loading = (stage, fraction) => post({ type: "loading", stage, fraction });
+const loading = (stage, fraction, bytes) => post({ type: "loading", stage, fraction, bytes });
+const mib = (n) => `${(n / 2 ** 20).toFixed(1)} MB`;
 
 async function init({ webgpu, stopBuffer }) {
   const t0 = performance.now();
   if (stopBuffer) stopFlag = new Int32Array(stopBuffer);
-  loading("Loading Python (Pyodide)", 0.05);
-  pyodide = await loadPyodide({ indexURL: "/pyodide/" });
+  // The versioned URL is cached for good by the browser (server/static.py).
+  const indexURL = `/pyodide/v${pyodideVersion}/`;
+  loading("Downloading Python (Pyodide)", 0.02);
+  await prefetch(["pyodide.asm.wasm", "python_stdlib.zip", "pyodide.asm.mjs", "pyodide-lock.json"].map((f) => indexURL + f),
+    (got, total) => loading(`Downloading Python (Pyodide): ${mib(got)} of ${mib(total)}`,
+      0.02 + 0.48 * (total ? got / total : 0), [got, total]));
+  loading("Starting Python (Pyodide)", 0.5);
+  pyodide = await loadPyodide({ indexURL });
   const tPyodide = performance.now();
   loading("Loading py_core", 0.6);
   const manifest = await (await fetch("/wheels/manifest.json", { cache: "no-store" })).json();

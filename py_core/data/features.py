@@ -1,6 +1,6 @@
 """From a Table to the models' inputs: a row-major feature matrix, encoded targets, imputation.
 
-    X, y, info = table.features_and_target("target")
+    X, y, info = features_and_target(table, "target")
     train, test = train_test_split(info["n_rows"], stratify=y if info["classes"] else None)
     imputer = MedianImputer().fit(X, info["n_features"], rows=train)
     X_train = imputer.transform(take_rows(X, info["n_features"], train), info["n_features"])

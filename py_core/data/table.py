@@ -152,12 +152,6 @@ class Table:
         return {"name": self.name, "rows": self.n_rows, "delimiter": self.delimiter,
                 "columns": columns, "preview": preview}
 
-    def features_and_target(self, target: str, features: list[str] | None = None,
-                            task: str | None = None):
-        """(X, y, info) for the models; see `features.features_and_target`."""
-        from .features import features_and_target
-        return features_and_target(self, target, features, task)
-
 
 def _json_value(v):
     """NaN becomes None; integral floats become ints, for a compact preview."""

@@ -37,6 +37,7 @@ from array import array
 from dataclasses import dataclass
 from fractions import Fraction
 
+from ..errors import Stopped
 from ..gpu import LimitError
 from ..kernels.forest import (ENTROPY, HC_SLOTS, IMP_CHUNK, MSE, NOT_FINITE_X, NOT_FINITE_Y,
                               PARAMS, SORT, WG, grid, half_bits)
@@ -50,22 +51,19 @@ NONE_DEPTH = 0xFFFFFFFF  # max_depth=None in the kernels' params
 CHECK_EVERY = 8  # levels between the small readbacks that end a deep (max_depth > 16 or None) batch
 MAX_ROWS = 2**24 - 1  # weights and counts stay exact in f32
 Y_BITS = 23  # regression targets as signed fixed point of this many bits (w * y fits in i32)
-DEVICE_SORT = ("webgpu", "native", "cuda")  # backends that sort the binning subsample themselves
+DEVICE_SORT = ("webgpu", "native")  # backends that sort the binning subsample themselves
 
 KERNELS = ("check_finite", "sample", "sort_pass", "targets", "bin_features", "bootstrap",
            "init_trees", "hist_clear", "hist_build", "split_pick", "alloc", "route_rows",
            "finalize", "importance", "oob")
 LOOPING = ("hist_prefix", "split_scan")  # a thread per (tree, slot, feature): CPU adapters
 PARALLEL = ("hist_prefix_wg", "split_scan_wg")  # a workgroup per (tree, slot, feature): GPUs
-PARALLEL_BINS = None  # True/False: one set or the other everywhere; None: `parallel_bins`
 CPU_ADAPTERS = ("swiftshader", "llvmpipe", "lavapipe")
 
 
 def parallel_bins(backend) -> bool:
     """Whether the PARALLEL kernels run: on GPUs (2.5x faster on an H200), not on CPU adapters,
     where a workgroup's barriers cost more than one thread's loop (25x slower on lavapipe)."""
-    if PARALLEL_BINS is not None:
-        return PARALLEL_BINS
     a = backend.adapter
     named = " ".join(str(a.get(k, "")) for k in ("vendor", "architecture", "device", "description"))
     return (backend.name in DEVICE_SORT and not a.get("is_fallback_adapter")
@@ -169,8 +167,9 @@ class Grown:
 class Grower:
     """One fit's buffers and plans on one backend."""
 
-    def __init__(self, backend, spec: GrowSpec):
+    def __init__(self, backend, spec: GrowSpec, parallel_bins: bool | None = None):
         self.b, self.spec = backend, spec
+        self.wg = parallel_bins  # True/False: one kernel set or the other; None: by adapter
 
     async def grow(self, X: array, n: int, F: int, y, progress=None, should_stop=None,
                    pause=None, profile=False) -> Grown:
@@ -181,7 +180,7 @@ class Grower:
             raise LimitError(f"{n} rows: the forest trains on at most {MAX_ROWS} rows")
         clock, timings = time.perf_counter, {}
         t0 = clock()
-        wg = parallel_bins(b)
+        wg = parallel_bins(b) if self.wg is None else self.wg
         k = {name: await b.kernel("forest", name) for name in KERNELS + (PARALLEL if wg else LOOPING)}
         T, K = spec.n_estimators, spec.n_classes
         step, m, SM = sample_shape(n)
@@ -368,7 +367,6 @@ class Grower:
                     await b.run(submission(c, c == 0, last))
                     c += 1
                     if should_stop is not None and should_stop():
-                        from ..jobs import Stopped
                         raise Stopped("stopped on request")
                     if pause is not None:
                         await pause()  # waits while paused; raises Stopped

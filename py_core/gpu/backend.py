@@ -14,7 +14,7 @@ Binding convention for every kernel: `@group(0) @binding(i)` is the i-th buffer 
 binding 0 is the kernel's uniform parameters when it has any. Buffers are f32, u32 or i32.
 
 Backends: `reference` (plain Python, the executable specification), `native` (wgpu-py on
-wgpu-native), `webgpu` (the browser, through Pyodide's JS FFI) and, server-side, `cuda`.
+wgpu-native, on the server's GPU or lavapipe) and `webgpu` (the browser, through Pyodide's JS FFI).
 """
 from __future__ import annotations
 
@@ -139,7 +139,7 @@ class Backend(abc.ABC):
     # -- description -------------------------------------------------------------------------
     @property
     def is_gpu(self) -> bool:
-        return self.name in ("webgpu", "native", "cuda")
+        return self.name in ("webgpu", "native")
 
     def describe(self) -> dict:
         return {"backend": self.name, "adapter": self.adapter, "limits": self.limits,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from array import array
 
-from ..selftest import case
+from .cases import case
 from .forest import GINI, ENTROPY, MSE, PARAMS, WG, grid, half_bits
 
 

@@ -1,7 +1,7 @@
 """Self-test cases of the matmul family: each layout, on shapes that are not tile multiples."""
 from __future__ import annotations
 
-from ..selftest import case, random_floats
+from .cases import case, random_floats
 from .matmul import ACCUMULATE, PARAMS, TRANS_A, TRANS_B, grid
 
 

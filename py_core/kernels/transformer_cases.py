@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from array import array
 
-from ..selftest import case, random_floats
+from .cases import case, random_floats
 from . import transformer_adamw as adam
 from . import transformer_attention as att
 from . import transformer_elementwise as ew

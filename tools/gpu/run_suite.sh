@@ -29,7 +29,7 @@ until api "/api/runs?kind=suite" | grep -q '"suite"'; do
   sleep 2
 done
 echo "suite $suite took $(( $(date +%s) - t0 ))s"
-# The server's comparison runs (sklearn, py_core on CUDA, PyTorch...) of every posted run, then
+# The server's comparison runs (sklearn, py_core on wgpu-native, PyTorch...) of every posted run, then
 # the environment; `python -m bench.report --runs runs-SUITE.json --env env-SUITE.json` builds
 # the report back home.
 python3 - "$port" "$out/runs-$tag.json" "$out/env-$tag.json" "${COMPARE_WAIT:-900}" <<'PY'

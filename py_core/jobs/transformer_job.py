@@ -10,21 +10,20 @@ steps (the page's live chart). The result: {"metrics": {"loss_curve": [[step, lo
 "val_loss", "val_curve": [[steps done, loss], ...], "n_params", ..., and with params
 {"profile": N} "profile": the step's time by kernel (Trainer.profile)}, "timings": {"step" (median
 seconds a step, queue drained around the timed steps), "tokens_per_s", "total", ...},
-"samples": text}. The trained model stays in `last_model` for `sample()` and `export()`.
+"samples": text}. The trained model stays in the session (`Session.last_model`) for `sample()`
+and `export()`.
 """
 from __future__ import annotations
 
 import statistics
 import time
 
-from .jobs import JobError, Stopped
-from .transformer import BUILTIN_TEXTS, Trainer, builtin_text, memory_bytes
-from .transformer import export_weights
-from .transformer import sample as _sample
-from .transformer.config import parse_job_params
-from .transformer.sample import TrainedModel
-
-last_model: TrainedModel | None = None  # the model of the last finished run, for the page
+from ..errors import JobError, Stopped
+from ..transformer import BUILTIN_TEXTS, Trainer, builtin_text, memory_bytes
+from ..transformer import export_weights
+from ..transformer import sample as _sample
+from ..transformer.config import parse_job_params
+from ..transformer.sample import TrainedModel
 
 
 async def _load_text(job, ctx) -> str:
@@ -39,8 +38,7 @@ async def _load_text(job, ctx) -> str:
         raise
 
 
-async def run(job: dict, backend, ctx) -> dict:
-    global last_model
+async def run(job: dict, backend, ctx, session=None) -> dict:
     t_start = time.perf_counter()
     try:
         cfg, sampling = parse_job_params(job.get("params"))
@@ -89,10 +87,12 @@ async def run(job: dict, backend, ctx) -> dict:
             read, t_mark = done, now
     t_train = time.perf_counter() - t_train
 
-    last_model = trainer.trained()
+    model = trainer.trained()
+    if session is not None:
+        session.last_model = model
     ctx.progress({"stage": "sampling", "fraction": 1.0})
     t0 = time.perf_counter()
-    samples = await _sample(last_model, sampling["prompt"], sampling["sample_chars"],
+    samples = await _sample(model, sampling["prompt"], sampling["sample_chars"],
                             sampling["temperature"], sampling["top_k"], seed=cfg.seed)
     t_sample = time.perf_counter() - t0
     step_s = statistics.median(timed)
@@ -119,8 +119,8 @@ def estimate(params: dict | None, vocab_size: int, backend=None) -> dict:
     """What a config needs, for the page to show before training: parameter count, GPU bytes
     (weights, gradients and two AdamW moments, activations), the largest single buffer and,
     given a backend, whether it fits the adapter's per-buffer limit (and why not)."""
-    from .gpu import LimitError
-    from .transformer.model import check_fits
+    from ..gpu import LimitError
+    from ..transformer.model import check_fits
     try:
         cfg, _ = parse_job_params(params)
     except (ValueError, TypeError) as exc:
@@ -135,10 +135,9 @@ def estimate(params: dict | None, vocab_size: int, backend=None) -> dict:
     return out
 
 
-async def sample(model_state: TrainedModel | None = None, prompt: str = "", n: int = 200,
+async def sample(model_state: TrainedModel | None, prompt: str = "", n: int = 200,
                  temperature: float = 0.8, top_k: int | None = 200, seed: int = 0, on_char=None) -> str:
-    """n characters from a trained model (default: the last run's), streamed through on_char."""
-    model_state = model_state or last_model
+    """n characters from a trained model (a session's `last_model`), streamed through on_char."""
     if model_state is None:
         raise JobError("no trained transformer yet: train one first")
     try:
@@ -147,9 +146,8 @@ async def sample(model_state: TrainedModel | None = None, prompt: str = "", n: i
         raise JobError(str(exc)) from None
 
 
-async def export(model_state: TrainedModel | None = None) -> bytes:
+async def export(model_state: TrainedModel | None) -> bytes:
     """The model's weights as safetensors bytes (config and vocabulary in the metadata)."""
-    model_state = model_state or last_model
     if model_state is None:
         raise JobError("no trained transformer yet: train one first")
     return export_weights(model_state.config, model_state.vocab, await model_state.gpt.weights())

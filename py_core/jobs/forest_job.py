@@ -9,7 +9,8 @@
                                                   # for one kernel set or the other (builder.py)
      "split": {"test_size": 0.2, "seed": 42}}
 
-Result: {"metrics": {...}, "timings": {...}, "model": {...}, "plots": {...}, "params": {...}}
+Result: {"metrics": {...}, "baseline": {...}, "timings": {...}, "model": {...}, "plots": {...},
+"params": {...}}
 - metrics: mse, mae, r2 (regression) or accuracy, f1 (macro), log_loss (classification), on the
   test rows; n_train, n_test, n_features, and oob_score with params {"oob_score": true}.
 - timings (seconds, the queue drained before each clock read): binning, fit (binning included),
@@ -17,6 +18,9 @@ Result: {"metrics": {...}, "timings": {...}, "model": {...}, "plots": {...}, "pa
   host: see `RandomForest*.timings_`). With params {"profile": true}: each kernel's GPU time
   summed over the fit ("k_NAME"), and predict_all: predicting every row, train and test
   (metrics: predict_all_rows).
+- baseline: the same metrics for the model that ignores the features: the training rows' mean
+  (regression) or their most frequent class, with their class frequencies as probabilities
+  (classification). A model should beat it; the page shows it under the model's row.
 - model: `RandomForest*.to_dict()` plus "data": what a new CSV needs to be predicted the same way
   (feature names, categories, medians), for `predict_csv`.
 - plots: pred_vs_actual [[actual, predicted]] and residuals [[predicted, actual - predicted]]
@@ -32,8 +36,8 @@ import math
 import time
 from array import array
 
-from .forest import RandomForestClassifier, RandomForestRegressor
-from .jobs import JobError
+from ..errors import JobError
+from ..forest import RandomForestClassifier, RandomForestRegressor
 
 PLOT_POINTS = 2000  # test rows drawn at most
 SURFACE = 64        # cells per side of the decision surface
@@ -42,7 +46,7 @@ PARAMS = set(RandomForestRegressor().get_params()) - {"backend"}
 
 
 async def run(job: dict, backend, ctx) -> dict:
-    from .data import DataError, prepare
+    from ..data import DataError, prepare
 
     for key in ("dataset", "target"):
         if not isinstance(job.get(key), str):
@@ -74,17 +78,13 @@ async def run(job: dict, backend, ctx) -> dict:
         ctx.progress(dict(p, fraction=0.02 + 0.93 * p.get("fraction", 0.0)))
 
     y_train = [info["classes"][v] for v in prep.y_train] if classify else prep.y_train
-    from .forest import builder
-    default, builder.PARALLEL_BINS = builder.PARALLEL_BINS, variant
     t0 = time.perf_counter()
     try:
         await forest.fit(prep.X_train, y_train, n_features=F, progress=progress,
                          should_stop=ctx.should_stop, pause=getattr(ctx, "pause_point", None),
-                         profile=profile)
+                         profile=profile, parallel_bins=variant)
     except ValueError as exc:
         raise JobError(str(exc)) from exc
-    finally:
-        builder.PARALLEL_BINS = default
     await backend.finish()
     t_fit = time.perf_counter() - t0
 
@@ -125,6 +125,7 @@ async def run(job: dict, backend, ctx) -> dict:
             probs.append(full)
         guess = [max(range(K), key=row.__getitem__) for row in probs]
         metrics.update(classification_metrics(truth, guess, probs, K))
+        baseline = majority_baseline(list(prep.y_train), truth, K, info["classes"])
         matrix = [[0] * K for _ in range(K)]
         for t, g in zip(truth, guess):
             matrix[t][g] += 1
@@ -132,6 +133,8 @@ async def run(job: dict, backend, ctx) -> dict:
     else:
         truth = list(prep.y_test)
         metrics.update(regression_metrics(truth, pred))
+        mean = sum(prep.y_train) / len(prep.y_train)
+        baseline = {"predictor": "mean of the training rows", **regression_metrics(truth, [mean] * len(truth))}
         keep = _every(len(truth), PLOT_POINTS)
         plots["pred_vs_actual"] = [[truth[i], pred[i]] for i in keep]
         plots["residuals"] = [[pred[i], truth[i] - pred[i]] for i in keep]
@@ -146,13 +149,13 @@ async def run(job: dict, backend, ctx) -> dict:
                      "kinds": info["kinds"], "categories": info["categories"],
                      "medians": prep.medians}
     ctx.progress({"stage": "done", "fraction": 1.0})
-    return {"metrics": metrics, "model": model, "plots": plots,
+    return {"metrics": metrics, "baseline": baseline, "model": model, "plots": plots,
             "params": {k: v for k, v in forest.get_params().items() if k != "backend"},
             "timings": timings}
 
 
 async def _load_table(ctx, dataset_id):
-    from .data import DataError, parse_csv
+    from ..data import DataError, parse_csv
     try:
         if hasattr(ctx, "load_table"):
             return await ctx.load_table(dataset_id)
@@ -173,6 +176,20 @@ def regression_metrics(truth, pred) -> dict:
     sst = sum((t - mean) ** 2 for t in truth)
     return {"mse": sse / n, "mae": sum(abs(t - p) for t, p in zip(truth, pred)) / n,
             "r2": 1 - sse / sst if sst > 0 else 0.0}
+
+
+def majority_baseline(train, truth, K, names=None) -> dict:
+    """Metrics of always guessing the training rows' most frequent class (ties: the first), with
+    the training class frequencies as the probabilities (scikit-learn's DummyClassifier
+    "prior")."""
+    counts = [0] * K
+    for c in train:
+        counts[c] += 1
+    top = max(range(K), key=counts.__getitem__)
+    prior = [c / len(train) for c in counts]
+    name = names[top] if names else top
+    return {"predictor": f"most frequent class ({name})",
+            **classification_metrics(truth, [top] * len(truth), [prior] * len(truth), K)}
 
 
 def classification_metrics(truth, guess, probs, K) -> dict:
@@ -236,7 +253,7 @@ async def predict_csv(model: dict, data: bytes, name: str, backend="reference") 
     """Predictions of an exported model (a job's "model") for a new CSV with the same feature
     columns: {"csv": the rows' predictions (and class probabilities) as CSV text, "rows": n,
     "seconds": time to predict}."""
-    from .data import DataError, parse_csv
+    from ..data import DataError, parse_csv
     meta = model.get("data")
     if not meta:
         raise JobError("this model has no data description: export it from a forest job")

@@ -13,18 +13,16 @@ seconds. The runner gets a context that hides where it runs (browser worker or s
 - `ctx.should_stop() -> bool`: the person pressed Stop; the runner raises `Stopped`;
 - `await ctx.pause_point()`: returns at once unless the person pressed Pause, then waits for
   Resume (or Stop, raising `Stopped`).
+
+A `Session` is what lives between jobs of one page (or one server worker): its backend and the
+last trained transformer (for sampling and export). Nothing is kept in module globals, so two
+sessions run jobs side by side without seeing each other.
 """
 from __future__ import annotations
 
 import time
 
-
-class Stopped(Exception):
-    """The job was stopped on request; nothing is posted as a finished run."""
-
-
-class JobError(ValueError):
-    """A job that cannot run as given (unknown kind, bad parameter): the message says which."""
+from ..errors import JobError, Stopped
 
 
 class Context:
@@ -41,7 +39,7 @@ class Context:
         return await _maybe_await(self._load_dataset(dataset_id))
 
     async def load_table(self, dataset_id: str):
-        from .data import parse_csv
+        from ..data import parse_csv
         if dataset_id.startswith(SYNTHETIC):
             return synthetic_table(dataset_id)
         return parse_csv(await self.load_dataset(dataset_id), name=dataset_id)
@@ -77,7 +75,7 @@ def synthetic_table(dataset_id: str):
     """The table of a `synthetic:NAME?n_samples=1000&seed=0` id."""
     from urllib.parse import parse_qsl
 
-    from .data import GENERATORS, generate
+    from ..data import GENERATORS, generate
     name, _, query = dataset_id[len(SYNTHETIC):].partition("?")
     if name not in GENERATORS:
         raise JobError(f"no synthetic generator {name!r}: one of {', '.join(GENERATORS)}")
@@ -99,24 +97,24 @@ async def _maybe_await(value):
     return value
 
 
-async def _selftest(job, backend, ctx):
-    from .selftest import run_selftest
+async def _selftest(job, backend, ctx, session):
+    from ..selftest import run_selftest
     return await run_selftest(backend, progress=ctx.progress, seed=job.get("seed"))
 
 
-async def _random_forest(job, backend, ctx):
+async def _random_forest(job, backend, ctx, session):
     from . import forest_job
     return await forest_job.run(job, backend, ctx)
 
 
-async def _transformer(job, backend, ctx):
+async def _transformer(job, backend, ctx, session):
     from . import transformer_job
-    return await transformer_job.run(job, backend, ctx)
+    return await transformer_job.run(job, backend, ctx, session)
 
 
-async def _dataset_load(job, backend, ctx):
+async def _dataset_load(job, backend, ctx, session):
     """Loads and parses a data set as the tab does before training, timing each part."""
-    from .data import parse_csv
+    from ..data import parse_csv
     t0 = time.perf_counter()
     data = await ctx.load_dataset(job["dataset"])
     t1 = time.perf_counter()
@@ -132,8 +130,21 @@ RUNNERS = {"selftest": _selftest, "random_forest": _random_forest, "transformer"
            "dataset_load": _dataset_load}
 
 
-async def run_job(job: dict, backend, ctx: Context | None = None) -> dict:
-    """Run `job` on `backend`; the result carries the backend, its adapter and a total time."""
+class Session:
+    """One page's (or one server worker's) state between jobs: the backend its jobs run on and
+    `last_model`, the transformer of its last finished training run (None before)."""
+
+    def __init__(self, backend):
+        self.backend = backend
+        self.last_model = None
+
+    async def run(self, job: dict, ctx: Context | None = None) -> dict:
+        return await run_job(job, self.backend, ctx, session=self)
+
+
+async def run_job(job: dict, backend, ctx: Context | None = None, session: Session | None = None) -> dict:
+    """Run `job` on `backend`; the result carries the backend, its adapter and a total time.
+    `session` (optional) receives what the job leaves behind (a trained transformer)."""
     if not isinstance(job, dict) or not isinstance(job.get("kind"), str):
         raise JobError('a job is an object with a "kind" string')
     runner = RUNNERS.get(job["kind"])
@@ -141,7 +152,7 @@ async def run_job(job: dict, backend, ctx: Context | None = None) -> dict:
         raise JobError(f"unknown job kind {job['kind']!r}: one of {', '.join(sorted(RUNNERS))}")
     ctx = ctx or Context()
     t0 = time.perf_counter()
-    result = await runner(job, backend, ctx)
+    result = await runner(job, backend, ctx, session)
     result.setdefault("timings", {})["total"] = time.perf_counter() - t0
     result["backend"] = backend.name
     result["adapter"] = backend.adapter
