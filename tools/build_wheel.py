@@ -1,4 +1,4 @@
-"""Builds the wheel the page loads into Pyodide: py_core plus the WGSL in shaders/.
+"""Builds the wheel the page loads into Pyodide: py_core with its WGSL (py_core/kernels/).
 
 Pure Python, so it needs no build tool and no network (`pyodide build` would download a
 cross-build environment). Writes `web/build/py_core-<version>-py3-none-any.whl` and
@@ -22,7 +22,6 @@ def files() -> list[tuple[str, Path]]:
     """(path inside the wheel, source file), sorted so that builds are reproducible."""
     out = [(p.relative_to(ROOT).as_posix(), p) for p in (ROOT / "py_core").rglob("*")
            if p.is_file() and p.suffix in SUFFIXES and "__pycache__" not in p.parts]
-    out += [(f"py_core/shaders/{p.name}", p) for p in (ROOT / "shaders").glob("*.wgsl")]
     return sorted(out)
 
 

@@ -4,6 +4,7 @@
 //   await playground.run(job, opts) -> the stored run (the job runs in the worker, its result is
 //                                      posted to the server, and the server's copy comes back)
 import { postRun } from "./api.js";
+import { forestJSON } from "./forest_model.js";
 import { $, el } from "./ui.js";
 import { initial, save } from "./state.js";
 import { mountDataPanel } from "./panels/data.js";
@@ -188,6 +189,7 @@ window.playground = {
   events: new EventTarget(),   // "selection" when it changes
   post: (run) => postRun({ env: environment(), ...run }),
   onRun: (fn) => state.listeners.add(fn),
+  forestJSON: (model) => forestJSON(model.binary),   // a forest job's model as the JSON export
   get info() { return state.info; },
   announce,
   isSoftware: () => state.info?.backend === "webgpu" && isSoftware(state.info.adapter),

@@ -2,7 +2,7 @@
 
 An algorithm is written once as async Python over this interface:
 
-    k = await backend.kernel("matmul", "matmul")             # shaders/matmul.wgsl, entry point
+    k = await backend.kernel("matmul", "matmul")             # py_core/kernels/matmul/matmul.wgsl
     a = backend.buffer("f32", data=array("f", ...))          # device buffers, typed
     p = backend.buffer("u32", data=PARAMS.pack(...), uniform=True)
     plan = backend.plan()                                    # recorded once ...
@@ -22,7 +22,6 @@ import abc
 import itertools
 from array import array
 from dataclasses import dataclass, field
-from pathlib import Path
 
 TYPECODES = {"f32": "f", "u32": "I", "i32": "i"}
 
@@ -115,13 +114,10 @@ class Plan:
 
 
 def shader_source(family: str) -> str:
-    """WGSL text of `shaders/<family>.wgsl`: inside the wheel, or the repository's folder."""
-    here = Path(__file__).resolve().parent.parent
-    for folder in (here / "shaders", here.parent / "shaders"):
-        path = folder / f"{family}.wgsl"
-        if path.is_file():
-            return path.read_text(encoding="utf-8")
-    raise FileNotFoundError(f"no shader family {family!r} (looked for {family}.wgsl beside py_core)")
+    """The WGSL a backend compiles for `family` (`py_core.kernels.family`: the generated layouts
+    and constants, the family's file, its includes)."""
+    from ..kernels.family import shader_source as source
+    return source(family)
 
 
 class Backend(abc.ABC):
