@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from array import array
 from bisect import bisect_left
+from fractions import Fraction
 from itertools import accumulate
 
 from ...gpu.layout import Struct
@@ -90,6 +91,46 @@ def f32(values) -> list:
     return array("f", values).tolist()
 
 
+def f32_of_int(v: int) -> float:
+    """The f32 nearest an integer (ties to even), exactly: i64_to_f32 in the shader."""
+    if -2**53 <= v <= 2**53:
+        return f32([float(v)])[0]  # float(v) is exact: one rounding
+    m = abs(v)
+    sh = m.bit_length() - 24
+    q, r = m >> sh, m & ((1 << sh) - 1)
+    if 2 * r > (1 << sh) or (2 * r == (1 << sh) and q & 1):
+        q += 1
+    return math.copysign(float(q << sh), v)
+
+
+def _f32_bits(x: float) -> int:
+    return array("I", array("f", [x]).tobytes())[0]
+
+
+def _f32_from_bits(b: int) -> float:
+    return array("f", array("I", [b]).tobytes())[0]
+
+
+def _f32_step(x: float, up: bool) -> float:
+    """The next f32 above (or below) the f32 x."""
+    if x == 0:
+        return _f32_from_bits(1 if up else 0x80000001)
+    b = _f32_bits(x)
+    return _f32_from_bits(b + 1 if (x > 0) == up else b - 1)
+
+
+def mid_down(a: float, b: float) -> float:
+    """The largest f32 <= (a + b) / 2, exactly (a < b finite f32): mid_down in the shader. An f32
+    lies at or below it exactly when it lies at or below the real midpoint."""
+    mid = (Fraction(a) + Fraction(b)) / 2
+    t = f32([float(mid)])[0] + 0.0
+    while Fraction(t) > mid:
+        t = _f32_step(t, False)
+    while Fraction(_f32_step(t, True)) <= mid:
+        t = _f32_step(t, True)
+    return t + 0.0  # -0 made +0, as the shader
+
+
 def signed64(lo: int, hi: int) -> int:
     v = lo | (hi << 32)
     return v - (1 << 64) if v >> 63 else v
@@ -127,6 +168,17 @@ def order_key(bits: int) -> int:
 
 
 # ---- kernels ----------------------------------------------------------------------------------
+@reference("forest", "exact_ops")
+def exact_ops(bufs, grid_, constants):
+    _, ops, out = bufs
+    n = _unpack(bufs)["n"]
+    res = []
+    for i in range(n):
+        a, b = _f32_from_bits(ops[3 * i]), _f32_from_bits(ops[3 * i + 1])
+        res += [_f32_bits(a / ops[3 * i + 2]), _f32_bits(mid_down(a, b))]
+    out[:2 * n] = array("I", res)
+
+
 @reference("forest", "check_finite")
 def check_finite(bufs, grid_, constants):
     _, X, flags = bufs
@@ -427,16 +479,12 @@ class _Slot:
         wl = [sum(col) & M32 for col in zip(*left)]
         total = sum(hist[ht:ht + K]) & M32
         wr = [total - w for w in wl]
-        if self.p["crit"] == GINI:
-            score = None
-            for side, w in ((left, wl), (right, wr)):
-                acc = None
-                for k in range(K):
-                    c = [float(v) for v in side[k]]
-                    q = f32([x / y for x, y in zip(f32([x * x for x in c]), w)])
-                    acc = q if acc is None else f32([x + y for x, y in zip(acc, q)])
-                score = acc if score is None else f32([x + y for x, y in zip(score, acc)])
-            return score
+        if self.p["crit"] == GINI:  # (sum_k c_k^2) / w a side: exact sums, one rounded division
+            ql = [f32_of_int(sum(c * c for c in col)) for col in zip(*left)]
+            qr = [f32_of_int(sum(c * c for c in col)) for col in zip(*right)]
+            a = f32([x / w for x, w in zip(ql, wl)])
+            b = f32([x / w for x, w in zip(qr, wr)])
+            return f32([x + y for x, y in zip(a, b)])
         xl = self.xlogx
         acc = [0.0] * len(lefts)
         for side in (left, right):
@@ -632,7 +680,7 @@ def route_rows(bufs, grid_, constants):
 
 
 def _i64_value(lo, hi):
-    return f32([float(signed64(lo, hi))])[0]
+    return f32_of_int(signed64(lo, hi))
 
 
 @reference("forest", "finalize")
@@ -651,7 +699,7 @@ def finalize(bufs, grid_, constants):
             if f != LEAF:
                 g = fmeta[2 * f] + nodes[rec + 1]
                 g2 = fmeta[2 * f] + nodes[rec + 2]
-                mid = f32([f32([edges[3 * g + 2] + edges[3 * g2 + 1]])[0] * 0.5])[0]
+                mid = mid_down(edges[3 * g + 2], edges[3 * g2 + 1])
                 x = min(max(mid, edges[3 * g]), edges[3 * (g2 - 1)])
                 thr = array("I", array("f", [x]).tobytes())[0]
                 left_ = nodes[rec + 3]

@@ -109,6 +109,114 @@ fn rne_shr64(v: vec2u, s: u32) -> vec2u {
   return select(q, add64(q, vec2u(1u, 0u)), gt || (eq && (q.x & 1u) == 1u));
 }
 
+// 32 x 32 -> 64-bit product, by 16-bit halves.
+fn mul64(a: u32, b: u32) -> vec2u {
+  let al = a & 0xFFFFu;
+  let ah = a >> 16u;
+  let bl = b & 0xFFFFu;
+  let bh = b >> 16u;
+  let lh = al * bh;
+  let hl = ah * bl;
+  var r = add64(vec2u(al * bl, ah * bh), vec2u(lh << 16u, lh >> 16u));
+  return add64(r, vec2u(hl << 16u, hl >> 16u));
+}
+
+// x / w rounded to nearest (ties to even) by integer steps, x an f32 (0 or normal), 1 <= w < 2^24.
+// WGSL lets f32 division err by 2.5 ulp and GPUs do differ (NVIDIA's is not correctly rounded):
+// every split score and leaf value divides here, so every GPU gets the bits of the CPU's f32
+// division (which the reference computes as f64 then f32: exact for such operands).
+fn div_rn(x: f32, w: u32) -> f32 {
+  let xb = bitcast<u32>(x);
+  let E = (xb >> 23u) & 0xFFu;
+  if (E == 0u || E == 0xFFu || w == 0u) { return x / f32(w); }  // zero (or not met here)
+  let mx = (xb & 0x7FFFFFu) | 0x800000u;  // x = mx 2^(E - 150)
+  let tw = firstLeadingBit(w);
+  let mw = w << (23u - tw);               // w = mw 2^(tw - 23), mw in [2^23, 2^24)
+  // q = floor(mx 2^26 / mw) in [2^25, 2^27) and its remainder, 8 bits at a time (r < 2^24).
+  var q = mx / mw;
+  var r = mx % mw;
+  for (var i = 0u; i < 3u; i++) {
+    let a = r << 8u;
+    q = (q << 8u) | (a / mw);
+    r = a % mw;
+  }
+  let a = r << 2u;
+  q = (q << 2u) | (a / mw);
+  r = a % mw;
+  let drop = firstLeadingBit(q) - 23u;  // 2 or 3 bits below the 24 kept
+  var mant = q >> drop;
+  let rem = q & ((1u << drop) - 1u);
+  let half = 1u << (drop - 1u);
+  if (rem > half || (rem == half && (r != 0u || (mant & 1u) == 1u))) { mant += 1u; }
+  let eb = i32(E) - i32(tw) + i32(drop) - 3;  // the quotient's biased exponent
+  if (eb <= 0 || eb >= 255) { return x / f32(w); }  // not met here
+  return bitcast<f32>((xb & 0x80000000u) | ((u32(eb - 1) << 23u) + mant));  // mant 2^24 carries
+}
+
+// The largest f32 <= (a + b) / 2 (a < b, finite), by integer steps: a split's threshold. An f32
+// value lies at or below it exactly when it lies at or below the real midpoint, which is how
+// scikit-learn compares (f32 X against its f64 midpoint threshold).
+fn mid_down(a: f32, b: f32) -> f32 {
+  let ua = bitcast<u32>(a);
+  let ub = bitcast<u32>(b);
+  let Ea = (ua >> 23u) & 0xFFu;
+  let Eb = (ub >> 23u) & 0xFFu;
+  let ma = (ua & 0x7FFFFFu) | select(0u, 0x800000u, Ea != 0u);  // |a| = ma 2^(ea - 150)
+  let mb = (ub & 0x7FFFFFu) | select(0u, 0x800000u, Eb != 0u);
+  let ea = max(Ea, 1u);
+  let eb = max(Eb, 1u);
+  let na = (ua >> 31u) == 1u;
+  let nb = (ub >> 31u) == 1u;
+  let emin = min(ea, eb);
+  if (max(ea, eb) - emin > 38u) {  // the smaller one only decides the rounding
+    var big = ua;
+    var tiny_m = mb;
+    var tiny_neg = nb;
+    if (eb > ea) {
+      big = ub;
+      tiny_m = ma;
+      tiny_neg = na;
+    }
+    let half = big - 0x800000u;  // big / 2: big's exponent is above 39
+    if (tiny_m == 0u || !tiny_neg) { return bitcast<f32>(half); }
+    return bitcast<f32>(select(half - 1u, half + 1u, (half >> 31u) == 1u));  // one step down
+  }
+  let A = shl64(vec2u(ma, 0u), ea - emin);
+  let B = shl64(vec2u(mb, 0u), eb - emin);
+  var mag: vec2u;
+  var neg = na;
+  if (na == nb) {
+    mag = add64(A, B);
+  } else if (A.y > B.y || (A.y == B.y && A.x >= B.x)) {
+    mag = sub64(A, B);
+  } else {
+    mag = sub64(B, A);
+    neg = nb;
+  }
+  if (mag.x == 0u && mag.y == 0u) { return 0.0; }
+  var top = firstLeadingBit(mag.x);
+  if (mag.y != 0u) { top = 32u + firstLeadingBit(mag.y); }
+  // (a + b) / 2 = +-mag 2^u, u = emin - 151; keep 24 bits, or down to 2^-149 (subnormal)
+  let u = i32(emin) - 151;
+  let lead = i32(top) + u;
+  var sh = i32(top) - 23;
+  if (lead < -126) { sh = -149 - u; }
+  var mant: u32;
+  var dropped = false;
+  if (sh > 0) {
+    let q = shr64(mag, u32(sh));
+    let back = shl64(q, u32(sh));
+    dropped = back.x != mag.x || back.y != mag.y;
+    mant = q.x;
+  } else {
+    mant = shl64(mag, u32(-sh)).x;
+  }
+  if (neg && dropped) { mant += 1u; }  // toward -inf
+  var bits = mant;
+  if (lead >= -126) { bits = (u32(lead + 126) << 23u) + mant; }
+  return bitcast<f32>(select(0u, 0x80000000u, neg) | bits);
+}
+
 // The f32 nearest an f64 (ties to even; beyond f32's range: inf), by integer steps: the same
 // bits as the CPU's double-to-float conversion (array('f') in Python).
 fn f64_to_f32_bits(lo: u32, hi: u32) -> u32 {
@@ -144,6 +252,21 @@ fn f64_scaled_round(lo: u32, hi: u32, e: i32) -> vec2u {
   }
   if ((hi >> 31u) == 1u) { v = sub64(vec2u(0u, 0u), v); }
   return v;
+}
+
+// ---- exact_ops: div_rn and mid_down on given operands (their test) ---------------------------
+// 1 ops (n, 3): a bits, b bits, w · 2 out (n, 2): div_rn(a, w) bits, mid_down(a, b) bits.
+@group(0) @binding(1) var<storage, read> eo_ops: array<u32>;
+@group(0) @binding(2) var<storage, read_write> eo_out: array<u32>;
+
+@compute @workgroup_size(256)
+fn exact_ops(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
+             @builtin(local_invocation_index) lid: u32) {
+  let i = linear(wid, nwg) * 256u + lid;
+  if (i >= p.n) { return; }
+  let a = bitcast<f32>(eo_ops[3u * i]);
+  eo_out[2u * i] = bitcast<u32>(div_rn(a, eo_ops[3u * i + 2u]));
+  eo_out[2u * i + 1u] = bitcast<u32>(mid_down(a, bitcast<f32>(eo_ops[3u * i + 1u])));
 }
 
 // ---- X: rows of f32, or of f64 read as the f32 nearest each --------------------------------
@@ -429,7 +552,8 @@ fn hist_prefix(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: 
 // Candidates: a split after each non-empty bin b, the right side starting at the next non-empty
 // bin b2 (only such splits differ). Score (larger is better, f32 in this order):
 //   squared error  sl*sl/wl + sr*sr/wr      (sl, sr: sums of w*y, wl, wr: weights)
-//   gini           sum_k cl_k*cl_k/wl + sum_k cr_k*cr_k/wr, each term divided, added in k order
+//   gini           (sum_k cl_k*cl_k)/wl + (sum_k cr_k*cr_k)/wr, the sums exact integers
+// Each division is div_rn's (correctly rounded), so every GPU gets the same scores.
 //   entropy        sum_k xlogx(cl_k) + sum_k xlogx(cr_k) - xlogx(wl) - xlogx(wr)
 // Ties go to the lowest bin. Features scanned: rank < mf in a per-node random permutation.
 @group(0) @binding(4) var<storage, read_write> sp_nodes: array<u32>;
@@ -503,23 +627,25 @@ fn score(hl: u32, ht: u32) -> f32 {
     let sl = i64_to_f32(llo, lhi);
     let sr = i64_to_f32(tlo - llo, sp_hist[ht + 1u] - lhi - select(0u, 1u, tlo < llo));
     let lw = sp_hist[hl + 2u];
-    return (sl * sl) / f32(lw) + (sr * sr) / f32(sp_hist[ht + 2u] - lw);
+    return div_rn(sl * sl, lw) + div_rn(sr * sr, sp_hist[ht + 2u] - lw);
+  }
+  if (p.crit == GINI) {  // the sums of squared class weights, exact in 64 bits
+    var ql = vec2u(0u);
+    var qr = vec2u(0u);
+    var wl = 0u;
+    var wr = 0u;
+    for (var k = 0u; k < p.K; k++) {
+      let cl = sp_hist[hl + k];
+      let cr = sp_hist[ht + k] - cl;
+      ql = add64(ql, mul64(cl, cl));
+      qr = add64(qr, mul64(cr, cr));
+      wl += cl;
+      wr += cr;
+    }
+    return div_rn(i64_to_f32(ql.x, ql.y), wl) + div_rn(i64_to_f32(qr.x, qr.y), wr);
   }
   let wl = weight_at(hl);
   let wr = weight_at(ht) - wl;
-  if (p.crit == GINI) {
-    var sl = 0.0;
-    for (var k = 0u; k < p.K; k++) {
-      let c = f32(sp_hist[hl + k]);
-      sl = sl + (c * c) / f32(wl);
-    }
-    var sr = 0.0;
-    for (var k = 0u; k < p.K; k++) {
-      let c = f32(sp_hist[ht + k] - sp_hist[hl + k]);
-      sr = sr + (c * c) / f32(wr);
-    }
-    return sl + sr;
-  }
   var acc = 0.0;
   for (var k = 0u; k < p.K; k++) { acc = acc + sp_xlogx[sp_hist[hl + k]]; }
   for (var k = 0u; k < p.K; k++) { acc = acc + sp_xlogx[sp_hist[ht + k] - sp_hist[hl + k]]; }
@@ -1066,9 +1192,10 @@ fn route_rows(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: v
 
 // ---- finalize: the batch's trees in the form prediction reads ---------------------------------
 // 1 nodes · 2 meta · 3 edges (NB, 3) f32 · 4 fmeta · 5 ptree (T_all, NC, 3) · 6 pval (T_all, NC, K).
-// A leaf: feature and left child LEAF, threshold 0. Threshold: halfway between the largest value
-// of the left bin and the smallest of the right one (scikit-learn's midpoint on small data), kept
-// within the thresholds that give the same partition. Values: mean of y, or class fractions
+// A leaf: feature and left child LEAF, threshold 0. Threshold: the largest f32 at or below the
+// midpoint of the left bin's largest value and the right bin's smallest (mid_down: every f32 goes
+// the side it goes in scikit-learn's tree, whose f64 midpoint it compares f32 X with), kept within
+// the thresholds that give the same partition. Values: mean of y, or class fractions
 // (weighted by bootstrap counts).
 @group(0) @binding(1) var<storage, read> fi_nodes: array<u32>;
 @group(0) @binding(2) var<storage, read> fi_meta: array<u32>;
@@ -1094,18 +1221,18 @@ fn finalize(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec
   if (f != LEAF) {
     let g = fi_fmeta[2u * f] + fi_nodes[rec + 1u];
     let g2 = fi_fmeta[2u * f] + fi_nodes[rec + 2u];
-    let mid = (fi_edges[3u * g + 2u] + fi_edges[3u * g2 + 1u]) * 0.5;
+    let mid = mid_down(fi_edges[3u * g + 2u], fi_edges[3u * g2 + 1u]);
     let thr = clamp(mid, fi_edges[3u * g], fi_edges[3u * (g2 - 1u)]);
     fi_tree[3u * out + 1u] = bitcast<u32>(thr);
     fi_tree[3u * out + 2u] = fi_nodes[rec + 3u];
   }
   if (p.crit == MSE) {
-    let v = i64_to_f32(fi_nodes[rec + 4u], fi_nodes[rec + 5u]) / f32(fi_nodes[rec + 6u]);
-    fi_val[out] = v * p.inv_scale + p.mid;
+    let v = div_rn(i64_to_f32(fi_nodes[rec + 4u], fi_nodes[rec + 5u]), fi_nodes[rec + 6u]);
+    fi_val[out] = v * p.inv_scale + p.mid;  // inv_scale a power of two: no rounding before the add
   } else {
     var w = 0u;
     for (var k = 0u; k < p.K; k++) { w += fi_nodes[rec + 4u + k]; }
-    for (var k = 0u; k < p.K; k++) { fi_val[out * p.K + k] = f32(fi_nodes[rec + 4u + k]) / f32(w); }
+    for (var k = 0u; k < p.K; k++) { fi_val[out * p.K + k] = div_rn(f32(fi_nodes[rec + 4u + k]), w); }
   }
 }
 
@@ -1230,7 +1357,7 @@ fn predict(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3
     for (var k = 0u; k < p.K; k++) { acc[k] += pr_val[leaf * p.K + k]; }
   }
   for (var k = 0u; k < p.K; k++) {
-    let v = f32_to_f64(acc[k] / f32(p.T_all));
+    let v = f32_to_f64(div_rn(acc[k], p.T_all));
     pr_out[2u * (r * p.K + k)] = v.x;
     pr_out[2u * (r * p.K + k) + 1u] = v.y;
   }
