@@ -5,6 +5,7 @@
 //               {type: "result", id, result} · {type: "failed", id, error: {message, stopped}}
 import { loadPyodide, version as pyodideVersion } from "/pyodide/pyodide.mjs";
 import { GPUUnavailable, openGPU } from "./gpu.js";
+import { parseNumericFromPython } from "./csvparse.js";
 import { prefetch } from "./loader.js";
 
 let pyodide = null;
@@ -17,6 +18,9 @@ let queue = Promise.resolve();   // jobs run one at a time, in order
 const post = (msg) => self.postMessage(msg);
 const loading = (stage, fraction, bytes) => post({ type: "loading", stage, fraction, bytes });
 const mib = (n) => `${(n / 2 ** 20).toFixed(1)} MB`;
+
+// py_core's CSV reader hands plain numeric files to web/csvparse.js (py_core.browser.init).
+self.pyCoreParseNumeric = parseNumericFromPython;
 
 async function init({ webgpu, stopBuffer }) {
   const t0 = performance.now();
