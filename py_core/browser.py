@@ -12,6 +12,7 @@ import json
 from .gpu import get_backend
 from .errors import JobError
 from .jobs import Context, Session, synthetic_table
+from .jobs.jobs import encode_result
 
 _session: Session | None = None  # this worker's, made by init()
 
@@ -43,7 +44,7 @@ async def run(job_json: str, hooks) -> str:
                   should_stop=lambda: bool(hooks.shouldStop()),
                   is_paused=lambda: bool(hooks.isPaused()))
     result = await _session.run(job, ctx)
-    return json.dumps(result, allow_nan=False, default=_jsonable)
+    return encode_result(result)  # (JSON text, [bytes]): the worker turns the parts into typed arrays
 
 
 def describe_bytes(data, name: str, delimiter: str | None, hooks) -> str:
@@ -66,11 +67,13 @@ def generators(hooks=None) -> str:
     return json.dumps({name: {"params": g.params, "task": g.task} for name, g in GENERATORS.items()})
 
 
-async def predict_csv(model_json: str, data, name: str, hooks=None) -> str:
-    """A trained forest's predictions for a new CSV, as CSV text, on this tab's backend."""
+async def predict_csv(model, data, name: str, hooks=None) -> str:
+    """A trained forest's predictions for a new CSV, as CSV text, on this tab's backend. model:
+    the forest's binary export (a Uint8Array) or its JSON text."""
     from .jobs.forest_job import predict_csv as predict
+    model = json.loads(model) if isinstance(model, str) else model.to_bytes()
     try:
-        out = await predict(json.loads(model_json), data.to_bytes(), name, backend=_session.backend)
+        out = await predict(model, data.to_bytes(), name, backend=_session.backend)
     except JobError as exc:
         return json.dumps({"error": {"message": str(exc)}})
     return json.dumps(out)
@@ -111,8 +114,3 @@ async def export_transformer(hooks=None) -> str:
     weights = await transformer_job.export(_session.last_model)
     return json.dumps({"safetensors": base64.b64encode(weights).decode()})
 
-
-def _jsonable(value):
-    if hasattr(value, "tolist"):
-        return value.tolist()
-    raise TypeError(f"{type(value).__name__} is not JSON serialisable")

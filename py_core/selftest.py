@@ -18,10 +18,16 @@ from .kernels.cases import CASES, Case, case, max_error, random_floats
 __all__ = ["CASES", "Case", "case", "max_error", "random_floats", "run_selftest"]
 
 
+FAMILIES = ("matmul", "forest", "transformer_matmul", "transformer_init", "transformer_attention",
+            "transformer_layernorm", "transformer_elementwise", "transformer_embedding",
+            "transformer_loss", "transformer_adamw")  # the order of the self-test's cases
+
+
 def _load_families():
-    # Importing a family registers its cases, in this order: matmul, forest, transformer.
-    from .kernels import matmul_cases  # noqa: F401, I001
-    from .kernels import forest_cases, transformer_cases  # noqa: F401
+    """Importing a family's `cases` module registers its cases (once)."""
+    import importlib
+    for family in FAMILIES:
+        importlib.import_module(f"py_core.kernels.{family}.cases")
 
 
 async def _timed(backend, plan, repeat: int) -> float:

@@ -228,6 +228,17 @@ class _Forest:
         """A forest from `to_dict()`'s output, ready to predict on `backend`."""
         return export.from_dict(cls, data, backend)
 
+    def to_bytes(self, extra: dict | None = None) -> bytes:
+        """The fitted forest in the compact binary format (`py_core.forest.export`)."""
+        if getattr(self, "_forest", None) is None:
+            raise RuntimeError("nothing to export: the forest is not fitted")
+        return export.to_bytes(self, extra)
+
+    @classmethod
+    def from_bytes(cls, data, backend="reference"):
+        """A forest from `to_bytes()`'s output, ready to predict on `backend`."""
+        return export.from_bytes(cls, data, backend)
+
 
 class RandomForestRegressor(_Forest):
     """A forest of regression trees (squared error); predictions are the trees' mean."""

@@ -21,8 +21,10 @@ Result: {"metrics": {...}, "baseline": {...}, "timings": {...}, "model": {...}, 
 - baseline: the same metrics for the model that ignores the features: the training rows' mean
   (regression) or their most frequent class, with their class frequencies as probabilities
   (classification). A model should beat it; the page shows it under the model's row.
-- model: `RandomForest*.to_dict()` plus "data": what a new CSV needs to be predicted the same way
-  (feature names, categories, medians), for `predict_csv`.
+- model: `RandomForest*.to_dict()`'s header (all but the trees) plus "data": what a new CSV needs
+  to be predicted the same way (feature names, categories, medians), and "binary": the whole
+  forest, data included, as `to_bytes()` (bytes: the page gets it as a transferred Uint8Array and
+  writes the JSON only on download), for `predict_csv`.
 - plots: pred_vs_actual [[actual, predicted]] and residuals [[predicted, actual - predicted]]
   (regression, up to PLOT_POINTS test rows); confusion {"matrix" (rows: true class), "classes"};
   importances [{"name", "importance"}] (largest first); for two features, surface: {"grid":
@@ -144,10 +146,11 @@ async def run(job: dict, backend, ctx) -> dict:
     if F == 2:
         ctx.progress({"stage": "drawing the decision surface", "fraction": 0.98})
         plots["surface"] = await _surface(forest, prep, info, classify)
-    model = forest.to_dict()
-    model["data"] = {"target": info["target"], "task": info["task"], "features": info["features"],
-                     "kinds": info["kinds"], "categories": info["categories"],
-                     "medians": prep.medians}
+    from ..forest import export
+    data = {"target": info["target"], "task": info["task"], "features": info["features"],
+            "kinds": info["kinds"], "categories": info["categories"], "medians": prep.medians}
+    model = dict(export.header(forest), data=data, n_trees=forest.n_estimators,
+                 binary=forest.to_bytes({"data": data}))
     ctx.progress({"stage": "done", "fraction": 1.0})
     return {"metrics": metrics, "baseline": baseline, "model": model, "plots": plots,
             "params": {k: v for k, v in forest.get_params().items() if k != "backend"},
@@ -249,16 +252,27 @@ def _span(values) -> tuple[float, float]:
     return lo - pad, hi + pad
 
 
-async def predict_csv(model: dict, data: bytes, name: str, backend="reference") -> dict:
-    """Predictions of an exported model (a job's "model") for a new CSV with the same feature
-    columns: {"csv": the rows' predictions (and class probabilities) as CSV text, "rows": n,
-    "seconds": time to predict}."""
+async def predict_csv(model, data: bytes, name: str, backend="reference") -> dict:
+    """Predictions of an exported model (a job's "model": its binary form, or the JSON format with
+    "data") for a new CSV with the same feature columns: {"csv": the rows' predictions (and class
+    probabilities) as CSV text, "rows": n, "seconds": time to predict}."""
     from ..data import DataError, parse_csv
-    meta = model.get("data")
+    from ..forest import export
+    if isinstance(model, dict) and "binary" in model:
+        model = model["binary"]
+    try:
+        head = export.read_bytes(model)[0] if not isinstance(model, dict) else model
+    except (ValueError, KeyError) as exc:
+        raise JobError(f"not a forest model: {exc}") from exc
+    meta = head.get("data")
     if not meta:
         raise JobError("this model has no data description: export it from a forest job")
     cls = RandomForestClassifier if meta["task"] == "classification" else RandomForestRegressor
-    forest = cls.from_dict(model, backend=backend)
+    try:
+        forest = (cls.from_dict(model, backend=backend) if isinstance(model, dict)
+                  else cls.from_bytes(model, backend=backend))
+    except (ValueError, KeyError, TypeError) as exc:
+        raise JobError(f"not a forest model: {exc}") from exc
     try:
         table = parse_csv(data, name=name)
         cols = [table.column(f) for f in meta["features"]]

@@ -47,3 +47,8 @@ def max_error(got, want, atol: float, rtol: float) -> tuple[float, float, bool]:
 
 def random_floats(rng: random.Random, n: int, scale: float = 1.0) -> array:
     return array("f", [rng.uniform(-scale, scale) for _ in range(n)])
+
+
+def uniform(backend, struct, **values):
+    """A uniform buffer holding `struct` packed with `values`."""
+    return backend.buffer("u32", data=struct.pack(**values), uniform=True)

@@ -1,9 +1,10 @@
 // The Random forest panel: parameters (presets, scikit-learn names), Train and Stop, progress by
 // level and tree, then metrics, plots, times with the adapter named, the model to download, and
 // predictions on a new CSV. Trains on the Data tab's selection; every run is posted to the server.
-import { getRuns } from "../api.js";
+import { getRecentRuns } from "../api.js";
 import { bars, confusion, scatterChart, surface } from "../charts.js";
 import { showComparisons } from "./compare.js";
+import { download as download_, forestJSONParts } from "../forest_model.js";
 import { initial } from "../state.js";
 import { el, filePicker, fmtNumber, fmtSeconds, progressBar, setProgress, table } from "../ui.js";
 
@@ -130,7 +131,7 @@ export function mountForestPanel(root, playground) {
     const work = (p.n_estimators ?? 100) * levels(p.max_depth);
     if (pastRuns === null) {
       pastRuns = [];
-      try { pastRuns = (await getRuns({ kind: "random_forest", limit: 50 })).runs; } catch (e) { /* no history */ }
+      try { pastRuns = await getRecentRuns("random_forest", 10); } catch (e) { /* no history */ }
     }
     const same = pastRuns.find((r) => r.backend === info.backend && r.adapter?.vendor === info.adapter?.vendor
       && r.adapter?.architecture === info.adapter?.architecture && r.timings?.fit > 0);
@@ -213,11 +214,14 @@ export function mountForestPanel(root, playground) {
       .map(([k, v]) => [k, fmtNumber(v, 5), base && typeof base[k] === "number" ? fmtNumber(base[k], 5) : "–"]);
     const where = run.backend === "webgpu" ? `WebGPU on ${a.vendor || "GPU"} ${a.architecture || ""}${a.is_fallback_adapter ? " (software)" : ""}`
       : "the CPU (reference backend)";
-    const download = el("button", { class: "secondary", id: "forest-download", onclick: () => {
-      const blob = new Blob([JSON.stringify(lastModel, null, 1)], { type: "application/json" });
-      const link = el("a", { href: URL.createObjectURL(blob), download: `forest-${run.id.slice(0, 8)}.json` });
-      link.click();
-    } }, "Download model (JSON)");
+    const name = `forest-${run.id.slice(0, 8)}`;
+    const download = el("span", { class: "row" },
+      el("button", { class: "secondary", id: "forest-download", onclick: () => {
+        download_(forestJSONParts(lastModel.binary), "application/json", `${name}.json`);
+      } }, "Download model (JSON)"),
+      el("button", { class: "secondary", id: "forest-download-binary", onclick: () => {
+        download_([lastModel.binary], "application/octet-stream", `${name}.pcforest`);
+      } }, "Download model (binary)"));
     const predictInput = el("input", { type: "file", accept: ".csv,text/csv", id: "forest-predict-file", "aria-label": "CSV to predict" });
     const predictStatus = el("div", { class: "status", role: "status", "aria-live": "polite" });
     predictInput.addEventListener("change", async () => {
@@ -225,7 +229,7 @@ export function mountForestPanel(root, playground) {
       if (!file) return;
       predictStatus.className = "status"; predictStatus.textContent = `Predicting ${file.name}…`;
       try {
-        const out = await playground.call("predict_csv", [JSON.stringify(lastModel), new Uint8Array(await file.arrayBuffer()), file.name]);
+        const out = await playground.call("predict_csv", [lastModel.binary, new Uint8Array(await file.arrayBuffer()), file.name]);
         if (out.error) throw new Error(out.error.message);
         const blob = new Blob([out.csv], { type: "text/csv" });
         el("a", { href: URL.createObjectURL(blob), download: file.name.replace(/\.csv$/i, "") + "-predictions.csv" }).click();

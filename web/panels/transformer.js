@@ -3,7 +3,7 @@
 // chart and tokens per second, then sample (streamed character by character) and download the
 // weights as safetensors. Every finished run is posted to the server.
 import { getText, listTexts, uploadText } from "../api.js";
-import { getRuns } from "../api.js";
+import { getRecentRuns } from "../api.js";
 import { lineChart } from "../charts.js";
 import { showComparisons } from "./compare.js";
 import { fmtDuration } from "./forest.js";
@@ -121,7 +121,7 @@ export function mountTransformerPanel(root, playground) {
     const steps = p.steps || 0;
     if (pastRuns === null) {
       pastRuns = [];
-      try { pastRuns = (await getRuns({ kind: "transformer", limit: 50 })).runs; } catch (e) { /* none */ }
+      try { pastRuns = await getRecentRuns("transformer", 10); } catch (e) { /* none */ }
     }
     const cls = info.backend !== "webgpu" ? "cpu" : playground.isSoftware() ? "software" : "gpu";
     const scale = (lastSize.n_params / 1e6) * ((p.batch_size || 32) / 32) * ((p.block_size || 64) / 64);
