@@ -23,7 +23,7 @@ def test_train_tiny_preset_loss_falls_and_samples(page, server):
     status = page.locator("#tf-status").inner_text()
     assert status.startswith("Done"), status
     runs = httpx.get(f"{server}/api/runs", params={"kind": "transformer"}).json()["runs"]
-    run = runs[0]
+    run = httpx.get(f"{server}/api/runs/{runs[0]['id']}").json()  # the list holds summaries
     assert run["backend"] == "webgpu" and run["config"]["params"]["steps"] == 12
     curve = run["metrics"]["loss_curve"]
     assert len(curve) >= 2 and curve[-1][1] < curve[0][1], curve

@@ -56,7 +56,7 @@ SCHEMA = """
 CREATE TABLE IF NOT EXISTS comparisons (
     id INTEGER PRIMARY KEY AUTOINCREMENT,  -- also the queue order
     run_id TEXT NOT NULL REFERENCES runs (id),
-    runner TEXT NOT NULL,                  -- server/runners: sklearn, cuml, py_core-cuda, ...
+    runner TEXT NOT NULL,                  -- server/runners: sklearn, cuml, py_core-native, ...
     status TEXT NOT NULL CHECK (status IN ('queued', 'running', 'done', 'failed', 'unavailable')),
     error TEXT,                            -- why it failed or is unavailable
     result TEXT,                           -- JSON: the runner's result, when done

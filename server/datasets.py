@@ -13,8 +13,9 @@
 
 The upload streams to a temporary file under <data_dir>/uploads (removed whatever happens), is
 parsed in a worker thread (one at a time: a 200 MB file takes seconds and a few hundred MB), and
-only a file that parses is moved to <data_dir>/datasets/<id>.csv and recorded, file first, row
-second (a row never points at a missing file). Built-ins (server/builtins.py) live in the same
+only a file that parses is recorded and moved to <data_dir>/datasets/<id>.csv in one write
+transaction (a row never points at a missing file; a file whose row never committed, after a
+crash, is removed at the next start-up). Built-ins (server/builtins.py) live in the same
 folder under their names, which are their ids: `diabetes`, `iris`, ... Other server code finds
 any data set's file with `dataset_path(data_dir, id)`.
 """
@@ -22,6 +23,7 @@ any data set's file with `dataset_path(data_dir, id)`.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import sqlite3
@@ -39,6 +41,7 @@ from starlette.routing import Route
 
 from py_core.data import DataError, parse_csv
 from server.builtins import BUILTINS, builtin_path, export_builtins
+from server.datadir import remove_orphans
 from server.errors import ClientError
 
 try:  # python-multipart >= 0.0.13 renamed its package
@@ -46,6 +49,8 @@ try:  # python-multipart >= 0.0.13 renamed its package
                                             parse_options_header)
 except ImportError:  # pragma: no cover
     from multipart.multipart import MultipartParseError, MultipartParser, parse_options_header
+
+log = logging.getLogger(__name__)
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS datasets (
@@ -88,6 +93,10 @@ async def lifespan(app):
     settings.uploads_dir.mkdir(parents=True, exist_ok=True)
     for stale in settings.uploads_dir.glob("*.part"):  # data sets' and texts', left by a crash
         stale.unlink(missing_ok=True)
+    # Files whose row never committed (a crash between the move and the commit): removed.
+    for removed in await app.state.store.read(lambda conn: remove_orphans(
+            conn, datasets_dir(settings.data_dir), "datasets", ".csv")):
+        log.warning("removed %s: an upload whose database row was never committed", removed)
     await anyio.to_thread.run_sync(export_builtins, settings.data_dir)
     app.state.builtin_datasets = await anyio.to_thread.run_sync(_builtin_summaries,
                                                                 settings.data_dir)
@@ -257,7 +266,6 @@ async def _store_upload(request: Request, tmp: Path, name: str, summary: dict, s
     dataset_id = uuid.uuid4().hex
     final = datasets_dir(request.app.state.settings.data_dir) / f"{dataset_id}.csv"
     final.parent.mkdir(parents=True, exist_ok=True)
-    os.replace(tmp, final)
     created_at = datetime.now(timezone.utc).isoformat(timespec="microseconds").replace(
         "+00:00", "Z")
     stored = {"id": dataset_id, "builtin": False, "created_at": created_at, "size": size,
@@ -268,6 +276,9 @@ async def _store_upload(request: Request, tmp: Path, name: str, summary: dict, s
                      "VALUES (?, ?, ?, ?, ?, ?, ?)",
                      (dataset_id, name, created_at, summary["rows"], len(summary["columns"]),
                       size, json.dumps(stored, ensure_ascii=False, allow_nan=False)))
+        # The move inside the transaction, after the insert: a failed move rolls the row back;
+        # a crash before COMMIT leaves a file without a row, which the next start-up removes.
+        os.replace(tmp, final)
 
     try:
         await request.app.state.store.write(insert)

@@ -13,10 +13,12 @@ and the server's PyTorch runner read the very same characters.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import sqlite3
 import uuid
+from contextlib import asynccontextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -26,6 +28,7 @@ from starlette.responses import FileResponse, JSONResponse
 from starlette.routing import Route
 
 from py_core.transformer.text import BUILTIN_TEXTS, Vocab, builtin_text
+from server.datadir import remove_orphans
 from server.datasets import _display_name, receive_file
 from server.errors import ClientError
 
@@ -37,6 +40,17 @@ CREATE TABLE IF NOT EXISTS texts (
     summary TEXT NOT NULL      -- JSON: see _summarize
 )
 """
+log = logging.getLogger(__name__)
+
+
+@asynccontextmanager
+async def lifespan(app):
+    folder = _texts_dir(app.state.settings.data_dir)
+    for removed in await app.state.store.read(lambda conn: remove_orphans(conn, folder, "texts", ".txt")):
+        log.warning("removed %s: an upload whose database row was never committed", removed)
+    yield
+
+
 TEXT_ID_RE = re.compile(r"[0-9a-f]{32}\Z")
 PREVIEW_CHARS = 600
 MAX_VOCAB = 4096  # code points; a larger alphabet is no character-level corpus
@@ -87,13 +101,13 @@ async def post_text(request: Request) -> JSONResponse:
         text_id = uuid.uuid4().hex
         final = _texts_dir(settings.data_dir) / f"{text_id}.txt"
         final.parent.mkdir(parents=True, exist_ok=True)
-        os.replace(tmp, final)
         created = datetime.now(timezone.utc).isoformat(timespec="microseconds").replace("+00:00", "Z")
         stored = {**summary, "id": text_id, "name": name, "builtin": False, "created_at": created}
 
         def insert(conn: sqlite3.Connection) -> None:
             conn.execute("INSERT INTO texts (id, name, created_at, summary) VALUES (?, ?, ?, ?)",
                          (text_id, name, created, json.dumps(stored, ensure_ascii=False)))
+            os.replace(tmp, final)  # in the transaction: see datasets._store_upload
         try:
             await request.app.state.store.write(insert)
         except BaseException:

@@ -41,11 +41,24 @@ Splits and generators use `random.Random(seed)` only, so a seed means the same r
 browser and on the server.
 """
 from .features import MedianImputer, Prepared, features_and_target, prepare, take_rows
-from .reader import (COLUMN_LIMIT, DELIMITERS, FIELD_LIMIT, DataError, detect_delimiter,
-                     read_rows)
+from .reader import (
+                     COLUMN_LIMIT,
+                     DELIMITERS,
+                     FIELD_LIMIT,
+                     DataError,
+                     detect_delimiter,
+                     read_rows,
+)
 from .split import train_test_split
-from .synthetic import (GENERATORS, generate, make_blobs, make_friedman1, make_moons,
-                        make_regression, make_spirals)
+from .synthetic import (
+                     GENERATORS,
+                     generate,
+                     make_blobs,
+                     make_friedman1,
+                     make_moons,
+                     make_regression,
+                     make_spirals,
+)
 from .table import MISSING, MISSING_CATEGORY, Column, Table, parse_csv
 
 __all__ = [

@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import math
 from array import array
+from collections.abc import Callable
 from random import Random
-from typing import Callable, NamedTuple
+from typing import NamedTuple
 
 from .table import Column, Table
 

@@ -1,6 +1,6 @@
 """Growing a forest on a backend: buffers, the recorded plan of each level, one readback.
 
-The method (kernels in `shaders/forest.wgsl`):
+The method (kernels in `py_core/kernels/forest/forest.wgsl`):
 
 1. The data go up as they are (f64 values are rounded to f32 by the kernels, as the CPU would).
    `check_finite` refuses NaN and infinities, `targets` turns regression y into exact fixed point,
@@ -37,6 +37,7 @@ from array import array
 from dataclasses import dataclass
 from fractions import Fraction
 
+from ..errors import Stopped
 from ..gpu import LimitError
 from ..kernels.forest import (ENTROPY, HC_SLOTS, IMP_CHUNK, MSE, NOT_FINITE_X, NOT_FINITE_Y,
                               PARAMS, SORT, WG, grid, half_bits)
@@ -47,25 +48,22 @@ HIST_BUDGET = 2**30  # bytes of one level's histograms per batch, at most (GPU b
                      # larger batches where the adapter binds that much (2 such buffers a fit)
 REFERENCE_BUDGET = 64 * 2**20  # the reference backend keeps these in Python arrays
 NONE_DEPTH = 0xFFFFFFFF  # max_depth=None in the kernels' params
-CHECK_EVERY = 8  # levels between the small readbacks that end a deep (max_depth > 16 or None) batch
+FIRST_LEVELS = 8  # levels a deep (max_depth > 16 or None) batch grows before reading back open slots
 MAX_ROWS = 2**24 - 1  # weights and counts stay exact in f32
 Y_BITS = 23  # regression targets as signed fixed point of this many bits (w * y fits in i32)
-DEVICE_SORT = ("webgpu", "native", "cuda")  # backends that sort the binning subsample themselves
+DEVICE_SORT = ("webgpu", "native")  # backends that sort the binning subsample themselves
 
 KERNELS = ("check_finite", "sample", "sort_pass", "targets", "bin_features", "bootstrap",
            "init_trees", "hist_clear", "hist_build", "split_pick", "alloc", "route_rows",
            "finalize", "importance", "oob")
 LOOPING = ("hist_prefix", "split_scan")  # a thread per (tree, slot, feature): CPU adapters
 PARALLEL = ("hist_prefix_wg", "split_scan_wg")  # a workgroup per (tree, slot, feature): GPUs
-PARALLEL_BINS = None  # True/False: one set or the other everywhere; None: `parallel_bins`
 CPU_ADAPTERS = ("swiftshader", "llvmpipe", "lavapipe")
 
 
 def parallel_bins(backend) -> bool:
     """Whether the PARALLEL kernels run: on GPUs (2.5x faster on an H200), not on CPU adapters,
     where a workgroup's barriers cost more than one thread's loop (25x slower on lavapipe)."""
-    if PARALLEL_BINS is not None:
-        return PARALLEL_BINS
     a = backend.adapter
     named = " ".join(str(a.get(k, "")) for k in ("vendor", "architecture", "device", "description"))
     return (backend.name in DEVICE_SORT and not a.get("is_fallback_adapter")
@@ -169,8 +167,9 @@ class Grown:
 class Grower:
     """One fit's buffers and plans on one backend."""
 
-    def __init__(self, backend, spec: GrowSpec):
+    def __init__(self, backend, spec: GrowSpec, parallel_bins: bool | None = None):
         self.b, self.spec = backend, spec
+        self.wg = parallel_bins  # True/False: one kernel set or the other; None: by adapter
 
     async def grow(self, X: array, n: int, F: int, y, progress=None, should_stop=None,
                    pause=None, profile=False) -> Grown:
@@ -181,7 +180,7 @@ class Grower:
             raise LimitError(f"{n} rows: the forest trains on at most {MAX_ROWS} rows")
         clock, timings = time.perf_counter, {}
         t0 = clock()
-        wg = parallel_bins(b)
+        wg = parallel_bins(b) if self.wg is None else self.wg
         k = {name: await b.kernel("forest", name) for name in KERNELS + (PARALLEL if wg else LOOPING)}
         T, K = spec.n_estimators, spec.n_classes
         step, m, SM = sample_shape(n)
@@ -289,7 +288,7 @@ class Grower:
                                       self._grid(Tb * NC))
             if oobb is not None:
                 final.dispatch(k["oob"], [P0, Xb, ptree, pval, state, oobb], self._grid(n))
-            level_params, level_plans = [], []  # per level: [(uniform, params)], plan
+            level_params, level_plans = [], {}  # [(uniform, params)] of every plan; (d, slots) -> plan
             prefix, scan = (k[name] for name in (PARALLEL if wg else LOOPING))
 
             def per_feature(sp):  # a workgroup, or a thread, per (tree, slot of the pass, feature)
@@ -298,62 +297,53 @@ class Grower:
             batch = [0, Tb]  # first tree, trees
             wgs = b.limits["maxComputeWorkgroupsPerDimension"]
 
-            def level(d):
-                """The recorded plan of level d: made once, run for every batch."""
-                while len(level_plans) <= d:
-                    e = len(level_plans)
-                    s_cur = level_slots(e, n, s_min)
-                    last = z.levels is not None and e == z.levels - 1
-                    s_next = 0 if last else level_slots(e + 1, n, s_min)
-                    cur, other = slots[e % 2], slots[1 - e % 2]
-                    h = hist[e % len(hist)]
-                    parent = prev if passes else hist[1 - e % 2]
-                    plan, ups = b.plan(), []
-                    for s_lo in range(0, s_cur, S_h):
-                        sp = min(S_h, s_cur - s_lo)
-                        pp = dict(depth=e, S_cur=s_cur, S_next=s_next, s_lo=s_lo)
-                        P = buf("u32", uniform=True, data=PARAMS.pack(**self._params(pp, *batch)))
-                        ups.append((P, pp))
-                        (plan.dispatch(k["hist_clear"], [P, cur, h], grid(Tb * -(-sp // HC_SLOTS), wgs))
-                         .dispatch(k["hist_build"], [P, binned, fb, tgt, state, cur, h], self._grid(Tb * n))
-                         .dispatch(prefix, [P, fb, cur, h], per_feature(sp))
-                         .dispatch(scan, [P, fb, cur, h, nodes, cand, xlogx, parent], per_feature(sp))
-                         .dispatch(k["split_pick"], [P, fb, cur, h, nodes, cand, xlogx, left],
-                                   self._grid(Tb * sp)))
-                    P = ups[0][0]
-                    plan.dispatch(k["alloc"], [P, cur, nodes, left, other, childmap, meta], grid(Tb, wgs))
-                    if not last:
-                        plan.dispatch(k["route_rows"], [P, binned, state, cur, nodes, childmap],
-                                      self._grid(Tb * n))
-                    level_params.append(ups)
-                    level_plans.append(plan)
-                return level_plans[d]
+            def level(e, s_cur):
+                """The recorded plan of level e over its first s_cur slots: made once, run for
+                every batch."""
+                if (e, s_cur) in level_plans:
+                    return level_plans[(e, s_cur)]
+                last = z.levels is not None and e == z.levels - 1
+                s_next = 0 if last else level_slots(e + 1, n, s_min)
+                cur, other = slots[e % 2], slots[1 - e % 2]
+                h = hist[e % len(hist)]
+                parent = prev if passes else hist[1 - e % 2]
+                plan, ups = b.plan(), []
+                for s_lo in range(0, s_cur, S_h):
+                    sp = min(S_h, s_cur - s_lo)
+                    pp = dict(depth=e, S_cur=s_cur, S_next=s_next, s_lo=s_lo)
+                    P = buf("u32", uniform=True, data=PARAMS.pack(**self._params(pp, *batch)))
+                    ups.append((P, pp))
+                    (plan.dispatch(k["hist_clear"], [P, cur, h], grid(Tb * -(-sp // HC_SLOTS), wgs))
+                     .dispatch(k["hist_build"], [P, binned, fb, tgt, state, cur, h], self._grid(Tb * n))
+                     .dispatch(prefix, [P, fb, cur, h], per_feature(sp))
+                     .dispatch(scan, [P, fb, cur, h, nodes, cand, xlogx, parent], per_feature(sp))
+                     .dispatch(k["split_pick"], [P, fb, cur, h, nodes, cand, xlogx, left],
+                               self._grid(Tb * sp)))
+                P = ups[0][0]
+                plan.dispatch(k["alloc"], [P, cur, nodes, left, other, childmap, meta], grid(Tb, wgs))
+                if not last:
+                    plan.dispatch(k["route_rows"], [P, binned, state, cur, nodes, childmap],
+                                  self._grid(Tb * n))
+                level_params.append(ups)
+                level_plans[(e, s_cur)] = plan
+                return plan
 
-            # A batch is one submission when its depth is fixed (<= 16); deeper or unbounded
-            # trees go CHECK_EVERY levels a submission, then a small readback says if any node
-            # is still open.
+            # A batch is one submission when its depth is fixed (<= 16). Deeper or unbounded trees
+            # run their first FIRST_LEVELS levels so, then one level a submission: a small readback
+            # of `meta` says how many slots the next level has open, and its plan covers only those
+            # (rounded up to a power of two, so plans are reused): deep levels, where few rows are
+            # left, cost what their live nodes need, not 2^depth or n slots.
             deep = z.levels is None or z.levels > 16
-            chunk = z.levels if not deep else CHECK_EVERY
-            chunks: list = []
+            head = z.levels if not deep else min(FIRST_LEVELS, z.levels or FIRST_LEVELS)
+            joined: dict = {}  # (first levels, with final) -> one plan, made once
 
-            def levels(c):
-                """The plan of levels [c * chunk, (c + 1) * chunk) (fewer at the last)."""
-                while len(chunks) <= c:
-                    first = len(chunks) * chunk
-                    last = first + chunk if z.levels is None else min(z.levels, first + chunk)
-                    plan = b.plan().extend(*(level(d) for d in range(first, last)))
-                    chunks.append((plan, last))
-                return chunks[c]
+            def first_levels(with_final):
+                if with_final not in joined:
+                    parts = [init] + [level(d, level_slots(d, n, s_min)) for d in range(head)]
+                    joined[with_final] = b.plan().extend(*parts, *([final] if with_final else []))
+                return joined[with_final]
 
             levels_total = z.levels or max(1, math.ceil(math.log2(max(2, n))) + 4)  # for progress
-            joined: dict = {}  # (chunk, with init, with final) -> one plan, made once
-
-            def submission(c, first, last):
-                if (c, first, last) not in joined:
-                    parts = [init] * first + [levels(c)[0]] + [final] * last
-                    joined[(c, first, last)] = b.plan().extend(*parts)
-                return joined[(c, first, last)]
-
             while batch[0] < T:
                 done = batch[0]
                 batch[1] = nt = min(Tb, T - done)
@@ -361,14 +351,12 @@ class Grower:
                 for ups in level_params:
                     for P, pp in ups:
                         b.write(P, PARAMS.pack(**self._params(pp, done, nt)))
-                c = 0
+                d = head  # levels grown after this submission
+                plan = first_levels(head == z.levels)
                 while True:
-                    d = levels(c)[1]  # levels grown after this submission
                     last = z.levels is not None and d >= z.levels
-                    await b.run(submission(c, c == 0, last))
-                    c += 1
+                    await b.run(plan)
                     if should_stop is not None and should_stop():
-                        from ..jobs import Stopped
                         raise Stopped("stopped on request")
                     if pause is not None:
                         await pause()  # waits while paused; raises Stopped
@@ -378,10 +366,18 @@ class Grower:
                                   "fraction": (done + nt * min(1.0, d / total)) / T})
                     if last:
                         break
-                    m_ = await b.read(meta)  # a few words: is any node still open?
-                    if not any(m_[2 * (done + t) + 1] for t in range(nt)):
+                    m_ = await b.read(meta)  # a few words: the open pairs of each tree's next level
+                    pairs = max(m_[2 * (done + t) + 1] for t in range(nt))
+                    if not pairs:
                         await b.run(final)
                         break
+                    s_cur = min(level_slots(d, n, s_min), 1 << (2 * pairs - 1).bit_length())
+                    plan = level(d, s_cur)
+                    if z.levels is not None and d == z.levels - 1:  # the last level: then finalize
+                        if (d, s_cur) not in joined:
+                            joined[(d, s_cur)] = b.plan().extend(plan, final)
+                        plan = joined[(d, s_cur)]
+                    d += 1
                 batch[0] = done + nt
             await b.finish()
             timings["levels"] = clock() - t1

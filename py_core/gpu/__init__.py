@@ -2,7 +2,7 @@
 from .backend import Backend, Buffer, GPUError, Kernel, LimitError, Plan, shader_source
 from .layout import Struct
 
-BACKENDS = ("reference", "native", "webgpu", "cuda")
+BACKENDS = ("reference", "native", "webgpu")
 
 
 def get_backend(name: str = "reference", **options) -> Backend:
@@ -16,9 +16,6 @@ def get_backend(name: str = "reference", **options) -> Backend:
     if name == "webgpu":
         from .webgpu import WebGPUBackend
         return WebGPUBackend(**options)
-    if name == "cuda":
-        from .cuda import CudaBackend  # server-side only: needs PyTorch
-        return CudaBackend(**options)
     raise ValueError(f"unknown backend {name!r}: choose one of {', '.join(BACKENDS)}")
 
 

@@ -2,7 +2,7 @@
 
 An algorithm is written once as async Python over this interface:
 
-    k = await backend.kernel("matmul", "matmul")             # shaders/matmul.wgsl, entry point
+    k = await backend.kernel("matmul", "matmul")             # py_core/kernels/matmul/matmul.wgsl
     a = backend.buffer("f32", data=array("f", ...))          # device buffers, typed
     p = backend.buffer("u32", data=PARAMS.pack(...), uniform=True)
     plan = backend.plan()                                    # recorded once ...
@@ -14,7 +14,7 @@ Binding convention for every kernel: `@group(0) @binding(i)` is the i-th buffer 
 binding 0 is the kernel's uniform parameters when it has any. Buffers are f32, u32 or i32.
 
 Backends: `reference` (plain Python, the executable specification), `native` (wgpu-py on
-wgpu-native), `webgpu` (the browser, through Pyodide's JS FFI) and, server-side, `cuda`.
+wgpu-native, on the server's GPU or lavapipe) and `webgpu` (the browser, through Pyodide's JS FFI).
 """
 from __future__ import annotations
 
@@ -22,7 +22,6 @@ import abc
 import itertools
 from array import array
 from dataclasses import dataclass, field
-from pathlib import Path
 
 TYPECODES = {"f32": "f", "u32": "I", "i32": "i"}
 
@@ -115,13 +114,10 @@ class Plan:
 
 
 def shader_source(family: str) -> str:
-    """WGSL text of `shaders/<family>.wgsl`: inside the wheel, or the repository's folder."""
-    here = Path(__file__).resolve().parent.parent
-    for folder in (here / "shaders", here.parent / "shaders"):
-        path = folder / f"{family}.wgsl"
-        if path.is_file():
-            return path.read_text(encoding="utf-8")
-    raise FileNotFoundError(f"no shader family {family!r} (looked for {family}.wgsl beside py_core)")
+    """The WGSL a backend compiles for `family` (`py_core.kernels.family`: the generated layouts
+    and constants, the family's file, its includes)."""
+    from ..kernels.family import shader_source as source
+    return source(family)
 
 
 class Backend(abc.ABC):
@@ -139,7 +135,7 @@ class Backend(abc.ABC):
     # -- description -------------------------------------------------------------------------
     @property
     def is_gpu(self) -> bool:
-        return self.name in ("webgpu", "native", "cuda")
+        return self.name in ("webgpu", "native")
 
     def describe(self) -> dict:
         return {"backend": self.name, "adapter": self.adapter, "limits": self.limits,

@@ -1,7 +1,7 @@
 """Comparison runners: the same job the page ran, run again on the server's own hardware.
 
 Each runner is a module-level object with
-    name            what the API and the page call it ("sklearn", "py_core-cuda", ...)
+    name            what the API and the page call it ("sklearn", "py_core-native", ...)
     kinds           the job kinds it runs ("random_forest", "transformer")
     check(device)   a cheap reason it cannot run here (no heavy imports), or None
     run(job, data_dir, device) -> {"runner", "device", "versions", "timings": {"fit",
@@ -24,8 +24,8 @@ from .common import Unavailable
 
 def _registry() -> dict:
     # Imported here, not at module level, so `from server.runners import Unavailable` stays light.
-    from . import cuml_runner, pycore_runner, sklearn_runner, torch_runner
-    runners = [sklearn_runner.RUNNER, cuml_runner.RUNNER, *pycore_runner.RUNNERS,
+    from . import cuml_runner, peers, pycore_runner, sklearn_runner, torch_runner
+    runners = [sklearn_runner.RUNNER, peers.XGBOOST, peers.LIGHTGBM, cuml_runner.RUNNER, *pycore_runner.RUNNERS,
                torch_runner.RUNNER]
     return {r.name: r for r in runners}
 
