@@ -143,7 +143,7 @@ async function main() {
     return (performance.now() - t0) / 1e3 / iters;
   }
 
-  const src32 = await (await fetch("/shaders/transformer_matmul.wgsl")).text();
+  const src32 = await (await fetch("/gen/transformer_matmul.wgsl")).text();
   const srcs = {};
   const names = q.get("variants") ? q.get("variants").split(",") : Object.keys(VARIANTS);
   const pipeCache = {};

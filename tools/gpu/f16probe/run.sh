@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
+# First, here: PYTHONPATH=. python tools/gpu/f16probe/prepare.py .  (writes gen/, ignored by git).
 # The subgroup-matrix (tensor core) f16 matmul probe: adapter features and configs, correctness of
-# shaders/matmul_f16.wgsl against an f16-rounding reference, TFLOP/s at 4096^3 and on the
+# py_core/kernels/matmul_f16 against an f16-rounding reference, TFLOP/s at 4096^3 and on the
 # transformer's shapes next to the f32 kernel. On the lent GPU (see ../README.md):
 #   bash .gpu/bin/with-browser.sh bash tools/gpu/f16probe/run.sh
 # Locally it runs on SwiftShader, which has no subgroup matrices: it reports that and stops.
