@@ -160,24 +160,47 @@ export class GPURuntime {
     return id;
   }
 
-  // ops: ["d", kernel, [buffers], x, y, z, name] | ["c", buffer] | ["cp", src, srcOff, dst, dstOff, bytes]
+  // ops (py_core/gpu/webgpu.py): {kind: "dispatch", kernel, buffers, grid: [x, y, z], name} |
+  // {kind: "clear", buffer} | {kind: "copy", src, srcOffset, dst, dstOffset, bytes}, ids and bytes.
+  // A dispatch's bind group is made here, once; clears and copies keep their buffer ids.
   createPlan(opsJSON) {
     this.check();
     const steps = JSON.parse(opsJSON).map((op) => {
-      if (op[0] !== "d") return op;
-      const [, kid, bufs, x, y, z, name] = op;
-      const pipeline = this.kernels.get(kid);
+      if (op.kind !== "dispatch") return op;
+      const pipeline = this.kernels.get(op.kernel);
       this.device.pushErrorScope("validation");
       const group = this.device.createBindGroup({
-        label: name, layout: pipeline.getBindGroupLayout(0),
-        entries: bufs.map((b, i) => ({ binding: i, resource: { buffer: this.buffers.get(b) } })),
+        label: op.name, layout: pipeline.getBindGroupLayout(0),
+        entries: op.buffers.map((b, i) => ({ binding: i, resource: { buffer: this.buffers.get(b) } })),
       });
-      this.device.popErrorScope().then((err) => { if (err) this.error ??= `${name}: ${err.message}`; });
-      return ["d", pipeline, group, x, y, z, name];
+      this.device.popErrorScope().then((err) => { if (err) this.error ??= `${op.name}: ${err.message}`; });
+      return { kind: "dispatch", pipeline, group, grid: op.grid, name: op.name };
     });
     const id = this.nextId++;
     this.plans.set(id, steps);
     return id;
+  }
+
+  // The one encoder of plan steps: consecutive dispatches share a compute pass, except those for
+  // which stamp(step, i) gives timestampWrites (a pass of their own, stamped at start and end).
+  encode(enc, steps, stamp = null) {
+    let pass = null;
+    steps.forEach((s, i) => {
+      if (s.kind === "dispatch") {
+        const timestampWrites = stamp && stamp(s, i);
+        if (timestampWrites && pass) { pass.end(); pass = null; }
+        const p = timestampWrites ? enc.beginComputePass({ timestampWrites }) : (pass ??= enc.beginComputePass());
+        p.setPipeline(s.pipeline);
+        p.setBindGroup(0, s.group);
+        p.dispatchWorkgroups(...s.grid);
+        if (timestampWrites) p.end();
+        return;
+      }
+      if (pass) { pass.end(); pass = null; }
+      if (s.kind === "clear") enc.clearBuffer(this.buffers.get(s.buffer));
+      else enc.copyBufferToBuffer(this.buffers.get(s.src), s.srcOffset, this.buffers.get(s.dst), s.dstOffset, s.bytes);
+    });
+    if (pass) pass.end();
   }
 
   runPlan(id, repeat = 1) {
@@ -185,37 +208,16 @@ export class GPURuntime {
     const steps = this.plans.get(id);
     const enc = this.device.createCommandEncoder();
     const prof = this.prof;
-    for (let r = 0; r < repeat; r++) {
-      let pass = null;
-      for (const s of steps) {
-        if (s[0] === "d" && prof && prof.names.length < prof.capacity) {
-          // Profiling: each dispatch in a pass of its own, stamped at its start and end.
-          if (pass) { pass.end(); pass = null; }
-          const q = prof.names.length;
-          const set = prof.sets[Math.floor(q / QUERIES_PER_SET)] ?? this.addQuerySet(prof);
-          const at = 2 * (q % QUERIES_PER_SET);
-          const timed = enc.beginComputePass({ timestampWrites: {
-            querySet: set.qs, beginningOfPassWriteIndex: at, endOfPassWriteIndex: at + 1 } });
-          timed.setPipeline(s[1]);
-          timed.setBindGroup(0, s[2]);
-          timed.dispatchWorkgroups(s[3], s[4], s[5]);
-          timed.end();
-          prof.names.push(s[6]);
-          continue;
-        }
-        if (s[0] === "d") {
-          pass ??= enc.beginComputePass();
-          pass.setPipeline(s[1]);
-          pass.setBindGroup(0, s[2]);
-          pass.dispatchWorkgroups(s[3], s[4], s[5]);
-          continue;
-        }
-        if (pass) { pass.end(); pass = null; }
-        if (s[0] === "c") enc.clearBuffer(this.buffers.get(s[1]));
-        else enc.copyBufferToBuffer(this.buffers.get(s[1]), s[2], this.buffers.get(s[3]), s[4], s[5]);
-      }
-      if (pass) pass.end();
-    }
+    // Profiling (profileStart): each dispatch stamped, while the query sets have room.
+    const stamp = prof && ((s) => {
+      if (prof.names.length >= prof.capacity) return null;
+      const q = prof.names.length;
+      const set = prof.sets[Math.floor(q / QUERIES_PER_SET)] ?? this.addQuerySet(prof);
+      const at = 2 * (q % QUERIES_PER_SET);
+      prof.names.push(s.name);
+      return { querySet: set.qs, beginningOfPassWriteIndex: at, endOfPassWriteIndex: at + 1 };
+    });
+    for (let r = 0; r < repeat; r++) this.encode(enc, steps, stamp);
     this.device.queue.submit([enc.finish()]);
   }
 
@@ -291,21 +293,8 @@ export class GPURuntime {
     try {
       for (let r = 0; r < repeat; r++) {
         const enc = this.device.createCommandEncoder();
-        steps.forEach((s, i) => {
-          if (s[0] === "d") {
-            const q = 2 * i;
-            const pass = enc.beginComputePass({ timestampWrites: { querySet: sets[Math.floor(q / PER_SET)],
-              beginningOfPassWriteIndex: q % PER_SET, endOfPassWriteIndex: q % PER_SET + 1 } });
-            pass.setPipeline(s[1]);
-            pass.setBindGroup(0, s[2]);
-            pass.dispatchWorkgroups(s[3], s[4], s[5]);
-            pass.end();
-          } else if (s[0] === "c") {
-            enc.clearBuffer(this.buffers.get(s[1]));
-          } else {
-            enc.copyBufferToBuffer(this.buffers.get(s[1]), s[2], this.buffers.get(s[3]), s[4], s[5]);
-          }
-        });
+        this.encode(enc, steps, (s, i) => ({ querySet: sets[Math.floor(2 * i / PER_SET)],
+          beginningOfPassWriteIndex: (2 * i) % PER_SET, endOfPassWriteIndex: (2 * i) % PER_SET + 1 }));
         sets.forEach((set, k) => enc.resolveQuerySet(set, 0, set.count, resolve, 8 * k * PER_SET));
         enc.copyBufferToBuffer(resolve, 0, staging, 0, 8 * count);
         this.device.queue.submit([enc.finish()]);
@@ -313,7 +302,7 @@ export class GPURuntime {
         const t = new BigUint64Array(staging.getMappedRange());
         let first = null, last = null;
         steps.forEach((s, i) => {
-          if (s[0] !== "d") return;
+          if (s.kind !== "dispatch") return;
           const a = t[2 * i], b = t[2 * i + 1];
           if (b > a) sums[i] += Number(b - a);
           if (first === null || a < first) first = a;
