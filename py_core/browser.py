@@ -19,6 +19,10 @@ _session: Session | None = None  # this worker's, made by init()
 
 def init(runtime) -> str:
     global _session
+    import js  # the worker's global scope
+    if getattr(js, "pyCoreParseNumeric", None) is not None:  # web/csvparse.js
+        from .data.table import use_numeric_parser
+        use_numeric_parser(js.pyCoreParseNumeric)
     backend = get_backend("webgpu", runtime=runtime) if runtime is not None else get_backend("reference")
     _session = Session(backend)
     return json.dumps(backend.describe())
