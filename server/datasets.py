@@ -50,8 +50,7 @@ from server.errors import ClientError
 from server.settings import PROJECT_ROOT
 
 try:  # python-multipart >= 0.0.13 renamed its package
-    from python_multipart.multipart import (MultipartParseError, MultipartParser,
-                                            parse_options_header)
+    from python_multipart.multipart import MultipartParseError, MultipartParser, parse_options_header
 except ImportError:  # pragma: no cover
     from multipart.multipart import MultipartParseError, MultipartParser, parse_options_header
 
