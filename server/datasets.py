@@ -43,7 +43,7 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse
 from starlette.routing import Route
 
-from py_core.data import DataError, parse_csv
+from py_core.data import parse_csv
 from server.builtins import BUILTINS, builtin_path, export_builtins
 from server.datadir import remove_orphans
 from server.errors import ClientError
