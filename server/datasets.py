@@ -263,10 +263,6 @@ def _display_name(raw: str) -> str:
     return name
 
 
-def _describe_file(path: Path, filename: str, delimiter: str | None) -> dict:
-    return parse_csv(path.read_bytes(), name=filename, delimiter=delimiter).describe()
-
-
 async def _describe_in_worker(path: Path, filename: str, delimiter: str | None,
                               memory_mb: int) -> dict:
     """The summary computed by server/describe_worker.py in its own process (memory capped,
