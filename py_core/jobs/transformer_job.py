@@ -19,8 +19,7 @@ import statistics
 import time
 
 from ..errors import JobError, Stopped
-from ..transformer import BUILTIN_TEXTS, Trainer, builtin_text, memory_bytes
-from ..transformer import export_weights
+from ..transformer import BUILTIN_TEXTS, Trainer, builtin_text, export_weights, memory_bytes
 from ..transformer import sample as _sample
 from ..transformer.config import parse_job_params
 from ..transformer.model import PRECISIONS, mixed_unavailable

@@ -24,8 +24,16 @@ from ..kernels import transformer_loss as loss
 from ..kernels import matmul_f16 as mf
 from ..kernels import transformer_matmul as mm
 from . import rng
-from .buffers import (CHUNK, EMBED_CHUNK, Activations, activation_specs, check_fits,  # noqa: F401
-                      embed_chunks, memory_bytes, split_k)
+from .buffers import (  # noqa: F401
+    CHUNK,
+    EMBED_CHUNK,
+    Activations,
+    activation_specs,
+    check_fits,
+    embed_chunks,
+    memory_bytes,
+    split_k,
+)
 from .config import TransformerConfig
 from .params import ParamLayout
 

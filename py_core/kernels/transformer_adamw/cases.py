@@ -5,10 +5,10 @@ from __future__ import annotations
 import math
 from array import array
 
-from ..cases import case, random_floats, uniform
 from .. import transformer_adamw as adam
-from .. import transformer_embedding as emb
 from .. import transformer_elementwise as ew
+from .. import transformer_embedding as emb
+from ..cases import case, random_floats, uniform
 
 
 @case("transformer grad norm + AdamW 5000", atol=1e-5, rtol=1e-4)
