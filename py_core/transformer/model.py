@@ -14,6 +14,7 @@ import math
 from array import array
 
 from ..gpu.backend import LimitError
+from ..kernels import matmul_f16 as mf
 from ..kernels import transformer_adamw as adam
 from ..kernels import transformer_attention as att
 from ..kernels import transformer_elementwise as ew
@@ -21,7 +22,6 @@ from ..kernels import transformer_embedding as emb
 from ..kernels import transformer_init as init
 from ..kernels import transformer_layernorm as ln
 from ..kernels import transformer_loss as loss
-from ..kernels import matmul_f16 as mf
 from ..kernels import transformer_matmul as mm
 from . import rng
 from .buffers import (  # noqa: F401
