@@ -37,7 +37,7 @@ def test_a_file_of_distinct_strings_leaves_the_server_small(tmp_path):
         r = http.post("/api/texts", files={"file": ("big.txt", text)})
         assert r.status_code == 201 and r.json()["chars"] == len(text), r.text
         grown = server.peak_rss_mb() - base
-    # The whole table of 1.5 million strings lives in the summary process, not in the server.
+    # The whole table of 1.2 million distinct strings lives in the summary process, not the server.
     assert grown < 80, f"the server's peak memory grew {grown:.0f} MB for 24 MB files"
 
 
