@@ -3,7 +3,6 @@ types and the inferred target type; a bad file gets its line and column; synthet
 from __future__ import annotations
 
 import httpx
-
 import pytest
 
 from conftest import serve, wait_ready

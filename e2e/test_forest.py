@@ -9,7 +9,7 @@ import httpx
 import numpy as np
 from sklearn.ensemble import RandomForestRegressor
 
-from conftest import ROOT, wait_ready
+from conftest import wait_ready
 
 
 def sklearn_mse_on_the_same_split(server) -> float:

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import json
 
-from .gpu import get_backend
 from .errors import JobError
+from .gpu import get_backend
 from .jobs import Context, Session, synthetic_table
 from .jobs.jobs import encode_result
 
@@ -113,6 +113,7 @@ async def sample_text(prompt: str, n: int, temperature: float, top_k: int, seed:
 async def export_transformer(hooks=None) -> str:
     """The last trained transformer as safetensors, base64 (JSON carries it to the page)."""
     import base64
+
     from .jobs import transformer_job
     weights = await transformer_job.export(_session.last_model)
     return json.dumps({"safetensors": base64.b64encode(weights).decode()})

@@ -18,8 +18,13 @@ import sys
 import uvicorn
 
 from server.app import create_app
-from server.connections import (effective_max_connections, loop_exception_handler, protocol_class,
-                                quiet_logs, raise_open_file_limit)
+from server.connections import (
+    effective_max_connections,
+    loop_exception_handler,
+    protocol_class,
+    quiet_logs,
+    raise_open_file_limit,
+)
 from server.datadir import StartupError, preflight
 from server.settings import Settings, parse_args
 

@@ -45,8 +45,7 @@ from server.datadir import remove_orphans
 from server.errors import ClientError
 
 try:  # python-multipart >= 0.0.13 renamed its package
-    from python_multipart.multipart import (MultipartParseError, MultipartParser,
-                                            parse_options_header)
+    from python_multipart.multipart import MultipartParseError, MultipartParser, parse_options_header
 except ImportError:  # pragma: no cover
     from multipart.multipart import MultipartParseError, MultipartParser, parse_options_header
 

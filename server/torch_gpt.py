@@ -16,8 +16,17 @@ import torch.nn.functional as F
 from torch import nn
 
 from py_core.kernels import transformer_init as init_kernel
-from py_core.transformer import (STREAM_SAMPLE, STREAM_TRAIN, STREAM_VAL, ParamLayout,
-                                 TransformerConfig, Vocab, batch_offsets, choose, split)
+from py_core.transformer import (
+    STREAM_SAMPLE,
+    STREAM_TRAIN,
+    STREAM_VAL,
+    ParamLayout,
+    TransformerConfig,
+    Vocab,
+    batch_offsets,
+    choose,
+    split,
+)
 from py_core.transformer.config import parse_job_params
 from py_core.transformer.rng import init_key, stream_key, uniform
 

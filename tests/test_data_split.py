@@ -7,9 +7,16 @@ from collections import Counter
 
 import pytest
 
-from py_core.data import (GENERATORS, generate, make_blobs, make_friedman1, make_moons,
-                          make_regression, make_spirals, train_test_split)
-
+from py_core.data import (
+    GENERATORS,
+    generate,
+    make_blobs,
+    make_friedman1,
+    make_moons,
+    make_regression,
+    make_spirals,
+    train_test_split,
+)
 
 # --- train_test_split ---
 

@@ -150,3 +150,40 @@ def test_native_adapter_without_tensor_cores_is_said_plainly():
     got, want = asyncio.run(outputs(native)), asyncio.run(outputs(ReferenceBackend()))
     for g, w in zip(got, want):
         assert selftest.max_error(g, w, c.atol, c.rtol)[2]
+
+
+def test_mixed_precision_training_follows_f32_from_the_same_weights():
+    """The mixed path (every matmul through matmul_f16's reference, loss scale 1024 undone in
+    AdamW) trains the micro model along the f32 path's curve, and is not the f32 path."""
+    from py_core.transformer import Trainer, builtin_text
+    from py_core.transformer.config import TransformerConfig
+    from py_core.transformer.model import LOSS_SCALE
+
+    text = builtin_text("shakespeare")[:6000]
+
+    async def curve(precision):
+        cfg = TransformerConfig.preset("micro", steps=6, n_layer=1)
+        t = Trainer(ReferenceBackend(), cfg, text, precision=precision)
+        await t.setup()
+        assert t.model.loss_scale == (LOSS_SCALE if precision == "mixed" else 1.0)
+        for _ in range(6):
+            await t.step()
+        return list(await t.losses(0))
+
+    f32, mixed = asyncio.run(curve("f32")), asyncio.run(curve("mixed"))
+    assert f32 != mixed
+    assert all(abs(a - b) <= 0.01 * abs(a) for a, b in zip(f32, mixed)), (f32, mixed)
+    assert mixed[-1] < mixed[0]
+
+
+def test_mixed_precision_is_refused_plainly_without_tensor_cores():
+    from py_core.transformer.model import mixed_unavailable
+    b = _NoTensorCores()
+    b.features = ["subgroups", "shader-f16"]
+    assert mixed_unavailable(b) == "this adapter lacks chromium-experimental-subgroup-matrix"
+    b.features = list(mf.FEATURES)
+    b.adapter = {"subgroup_matrix_configs": [], "subgroup_min_size": 32, "subgroup_max_size": 32}
+    assert "no f16 x f16 -> f32" in mixed_unavailable(b)
+    b.adapter["subgroup_matrix_configs"] = [{"component": "f16", "result": "f32", "M": 16, "N": 16, "K": 16}]
+    b.limits = {**b.limits, "maxComputeWorkgroupStorageSize": 49152}
+    assert mixed_unavailable(b) == ""

@@ -145,16 +145,18 @@ export class GPURuntime {
     }
     const constants = JSON.parse(constantsJSON);
     this.device.pushErrorScope("validation");
-    let pipeline;
+    let pipeline, failure = null;
     try {
       pipeline = await this.device.createComputePipelineAsync({
         label: `${family}.${entry}`, layout: "auto",
         compute: { module, entryPoint: entry, constants },
       });
-    } finally {
-      const err = await this.device.popErrorScope();
-      if (err) throw new Error(`${family}.${entry}: ${err.message}`);
+    } catch (e) {
+      failure = e;
     }
+    const err = await this.device.popErrorScope();  // the validation message says more, when any
+    if (err) throw new Error(`${family}.${entry}: ${err.message}`);
+    if (failure) throw failure;
     const id = this.nextId++;
     this.kernels.set(id, pipeline);
     return id;

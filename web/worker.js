@@ -155,7 +155,7 @@ async function runJob(id, job) {
     const { result, transfer } = unpackResult(out);
     answer(id, result, transfer);
   } catch (err) {
-    let note = "";
+    let note;
     try { note = await recoverDevice(); } catch (e) { note = ` (${e.message})`; }
     fail(id, note ? new Error(String(err?.message ?? err) + note) : err);
   } finally {

@@ -39,8 +39,19 @@ from fractions import Fraction
 
 from ..errors import Stopped
 from ..gpu import LimitError
-from ..kernels.forest import (ENTROPY, HC_SLOTS, IMP_CHUNK, MSE, NOT_FINITE_X, NOT_FINITE_Y,
-                              PARAMS, SORT, WG, grid, half_bits)
+from ..kernels.forest import (
+    ENTROPY,
+    HC_SLOTS,
+    IMP_CHUNK,
+    MSE,
+    NOT_FINITE_X,
+    NOT_FINITE_Y,
+    PARAMS,
+    SORT,
+    WG,
+    grid,
+    half_bits,
+)
 from .binning import edges_from_sorted, sample_shape, sorted_columns
 from .trees import Trees, matrix_words
 

@@ -1,6 +1,5 @@
 """py_core's kernel interface and its backends (see `backend.py` for the contract)."""
-from .backend import (Backend, Buffer, Clear, Copy, Dispatch, GPUError, Kernel, LimitError, Plan,
-                      shader_source)
+from .backend import Backend, Buffer, Clear, Copy, Dispatch, GPUError, Kernel, LimitError, Plan, shader_source
 from .layout import Struct
 
 BACKENDS = ("reference", "native", "webgpu")

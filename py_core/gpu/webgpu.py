@@ -9,8 +9,7 @@ from __future__ import annotations
 import json
 from array import array
 
-from .backend import (TYPECODES, Backend, Buffer, Clear, Dispatch, GPUError, Kernel, Plan,
-                      shader_source)
+from .backend import TYPECODES, Backend, Buffer, Clear, Dispatch, GPUError, Kernel, Plan, shader_source
 
 
 class WebGPUBackend(Backend):

@@ -4,7 +4,7 @@
 // overridable), the features and the split. The choice is `playground.selection`.
 import { getDataset, getHealth, listDatasets, uploadDataset } from "../api.js";
 import { el, filePicker, fmtNumber, progressBar, setProgress, table } from "../ui.js";
-import { clear, initial, save } from "../state.js";
+import { initial, save } from "../state.js";
 
 const SYNTHETIC = "synthetic:";
 

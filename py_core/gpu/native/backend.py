@@ -7,8 +7,7 @@ from __future__ import annotations
 
 from array import array
 
-from ..backend import (TYPECODES, Backend, Buffer, Clear, Dispatch, GPUError, Kernel, Plan,
-                       shader_source)
+from ..backend import TYPECODES, Backend, Buffer, Clear, Dispatch, GPUError, Kernel, Plan, shader_source
 
 # WebGPU limit names as the page reports them, and wgpu-py's spelling of each.
 _LIMIT_NAMES = {
