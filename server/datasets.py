@@ -12,7 +12,9 @@
     GET  /api/datasets/{id}/file  the CSV bytes as stored (text/csv)
 
 The upload streams to a temporary file under <data_dir>/uploads (removed whatever happens), is
-parsed in a worker thread (one at a time: a 200 MB file takes seconds and a few hundred MB), and
+parsed in a process of its own (server/describe_worker.py: one at a time, its memory capped by
+--max-parse-mb and all returned when it ends, so the server's stays bounded whatever the file;
+the answer carries `timings.parse`, seconds), and
 only a file that parses is recorded and moved to <data_dir>/datasets/<id>.csv in one write
 transaction (a row never points at a missing file; a file whose row never committed, after a
 crash, is removed at the next start-up). Built-ins (server/builtins.py) live in the same
@@ -27,6 +29,8 @@ import logging
 import os
 import re
 import sqlite3
+import sys
+import time
 import uuid
 from contextlib import asynccontextmanager
 from datetime import datetime, timezone
@@ -39,10 +43,11 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse
 from starlette.routing import Route
 
-from py_core.data import DataError, parse_csv
+from py_core.data import parse_csv
 from server.builtins import BUILTINS, builtin_path, export_builtins
 from server.datadir import remove_orphans
 from server.errors import ClientError
+from server.settings import PROJECT_ROOT
 
 try:  # python-multipart >= 0.0.13 renamed its package
     from python_multipart.multipart import MultipartParseError, MultipartParser, parse_options_header
@@ -237,12 +242,13 @@ async def post_dataset(request: Request) -> JSONResponse:
         form = await receive_file(request, tmp)
         name = _display_name(form.fields.get("name") or form.filename)
         delimiter = form.fields.get("delimiter") or None
-        try:
-            summary = await anyio.to_thread.run_sync(
-                _describe_file, tmp, form.filename, delimiter,
-                limiter=request.app.state.dataset_parser)
-        except DataError as err:
-            return JSONResponse({"error": err.to_dict()}, 400)
+        t0 = time.perf_counter()
+        async with request.app.state.dataset_parser:
+            out = await _describe_in_worker(tmp, form.filename, delimiter,
+                                            settings.max_parse_mb)
+        if "error" in out:
+            return JSONResponse({"error": out["error"]}, 400)
+        summary = {**out["summary"], "timings": {"parse": round(time.perf_counter() - t0, 4)}}
         return JSONResponse(await _store_upload(request, tmp, name, summary, form.file_bytes),
                             201)
     finally:
@@ -257,8 +263,28 @@ def _display_name(raw: str) -> str:
     return name
 
 
-def _describe_file(path: Path, filename: str, delimiter: str | None) -> dict:
-    return parse_csv(path.read_bytes(), name=filename, delimiter=delimiter).describe()
+async def _describe_in_worker(path: Path, filename: str, delimiter: str | None,
+                              memory_mb: int) -> dict:
+    """The summary computed by server/describe_worker.py in its own process (memory capped,
+    and all of it returned when it ends): {"summary"} or {"error"}; 413 past the memory cap."""
+    cmd = [sys.executable, "-m", "server.describe_worker", str(path), filename, delimiter or "",
+           str(memory_mb)]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(PROJECT_ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])}
+    done = await anyio.run_process(cmd, check=False, env=env)
+    try:
+        out = json.loads(done.stdout)
+    except ValueError:
+        log.error("describe worker failed (exit %s): %s", done.returncode,
+                  done.stderr.decode(errors="replace")[-2000:])
+        if done.returncode < 0 or b"MemoryError" in done.stderr:
+            out = {"memory": memory_mb}
+        else:
+            raise RuntimeError("the CSV summary worker failed; see the server log") from None
+    if "memory" in out:
+        raise ClientError(413, f"summarising this file needs more than {memory_mb} MB "
+                          "(--max-parse-mb); split it or raise the cap", field="file")
+    return out
 
 
 async def _store_upload(request: Request, tmp: Path, name: str, summary: dict, size: int) -> dict:

@@ -32,6 +32,8 @@ class Settings:
     comparisons: str = "on"  # "off": posted runs queue no server-side comparison jobs
     comparison_workers: int = 1  # worker processes; one job may use every core or the whole GPU
     comparison_runners: str = ""  # comma-separated runners to run (empty: all); others "turned off"
+    # Memory of the process that summarises one uploaded CSV (server/describe_worker.py).
+    max_parse_mb: int = 4096
     # Stored runs: past either cap, each new run retires the oldest (0 < cap).
     max_runs: int = 10_000
     max_runs_mb: int = 1024  # bytes of stored run bodies (a run is at most max_json_kb)
@@ -68,6 +70,8 @@ class Settings:
             raise ValueError("token may hold only letters, digits and . _ ~ -")
         if self.max_json_kb < 1 or self.max_upload_mb < 1:
             raise ValueError("size limits must be at least 1")
+        if self.max_parse_mb < 64:
+            raise ValueError("max_parse_mb must be at least 64")
         if self.max_runs < 1 or self.max_runs_mb < 1:
             raise ValueError("max_runs and max_runs_mb must be at least 1")
         if self.max_connections < 8:
@@ -141,6 +145,9 @@ def parse_args(argv: list[str] | None = None) -> Settings:
     p.add_argument("--comparison-runners", default=_env("comparison_runners", d.comparison_runners),
                    help="comma-separated runner names (server/runners), e.g. sklearn,xgboost,"
                         "lightgbm,cuml,py_core-native,py_core-reference,torch (default: all)")
+    p.add_argument("--max-parse-mb", type=int, default=int(_env("max_parse_mb", d.max_parse_mb)),
+                   help="most memory, in MB, for summarising one uploaded CSV (in its own process; "
+                        "past it 413) (default %(default)s)")
     p.add_argument("--max-runs", type=int, default=int(_env("max_runs", d.max_runs)),
                    help="most runs kept; each new run past it retires the oldest (default %(default)s)")
     p.add_argument("--max-runs-mb", type=int, default=int(_env("max_runs_mb", d.max_runs_mb)),
@@ -159,7 +166,7 @@ def parse_args(argv: list[str] | None = None) -> Settings:
         return Settings(host=a.host, port=a.port, data_dir=a.data_dir, max_upload_mb=a.max_upload_mb,
                         max_json_kb=a.max_json_kb, device=a.device, token=a.token or None,
                         comparisons=a.comparisons, comparison_workers=a.comparison_workers,
-                        comparison_runners=a.comparison_runners, max_runs=a.max_runs,
+                        comparison_runners=a.comparison_runners, max_runs=a.max_runs, max_parse_mb=a.max_parse_mb,
                         max_runs_mb=a.max_runs_mb, header_timeout_s=a.header_timeout,
                         body_timeout_s=a.body_timeout, max_connections=a.max_connections,
                         suite_key=a.suite_key or None)

@@ -70,25 +70,48 @@ def _summarize(text: str, name: str) -> dict:
     return {"name": name, "chars": len(text), "vocab_size": len(vocab.chars), "preview": text[:PREVIEW_CHARS]}
 
 
+CHUNK = 1 << 20  # bytes read at a time: memory stays a chunk plus the distinct characters
+
+
 def _check_text(path: Path, filename: str) -> dict:
-    data = path.read_bytes()
-    if b"\x00" in data:
-        at = data.index(b"\x00")
-        line = data.count(b"\n", 0, at) + 1
-        raise ClientError(400, f"{filename}: a NUL byte at byte {at} (line {line}): "
-                          "this looks like a binary file, not text", field="file")
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        raise ClientError(400, f"{filename}: not UTF-8 at byte {exc.start} (line {line})", field="file") from None
-    if len(text) < 2:
+    """Stream the file once: UTF-8 (a BOM is fine), no NUL, at most MAX_VOCAB distinct
+    characters; returns the summary. Memory: one chunk, the preview and the character set."""
+    import codecs
+
+    decoder = codecs.getincrementaldecoder("utf-8-sig")()
+    chars: set[str] = set()
+    preview, count, offset, lines = "", 0, 0, 1
+    with open(path, "rb") as f:
+        while True:
+            data = f.read(CHUNK)
+            final = not data
+            if b"\x00" in data:
+                at = data.index(b"\x00")
+                line = lines + data.count(b"\n", 0, at)
+                raise ClientError(400, f"{filename}: a NUL byte at byte {offset + at} (line "
+                                  f"{line}): this looks like a binary file, not text", field="file")
+            pending = len(decoder.getstate()[0])  # bytes of a character cut by the last chunk
+            try:
+                text = decoder.decode(data, final)
+            except UnicodeDecodeError as exc:
+                bad = offset - pending + exc.start
+                line = lines + data.count(b"\n", 0, max(0, bad - offset))
+                raise ClientError(400, f"{filename}: not UTF-8 at byte {bad} (line {line})",
+                                  field="file") from None
+            chars.update(text)
+            count += len(text)
+            if len(preview) < PREVIEW_CHARS:
+                preview += text[:PREVIEW_CHARS - len(preview)]
+            if len(chars) > MAX_VOCAB:
+                raise ClientError(400, f"{filename}: more than {MAX_VOCAB} distinct characters: "
+                                  "too many for a character-level model", field="file")
+            offset += len(data)
+            lines += data.count(b"\n")
+            if final:
+                break
+    if count < 2:
         raise ClientError(400, f"{filename}: the text is empty", field="file")
-    summary = _summarize(text, filename)
-    if summary["vocab_size"] > MAX_VOCAB:
-        raise ClientError(400, f"{filename}: {summary['vocab_size']} distinct characters, more than "
-                          f"{MAX_VOCAB}: too many for a character-level model", field="file")
-    return summary
+    return {"name": filename, "chars": count, "vocab_size": len(chars), "preview": preview}
 
 
 async def post_text(request: Request) -> JSONResponse:

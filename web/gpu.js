@@ -13,6 +13,35 @@ export const LIMITS = [
 export const FEATURES = ["subgroups", "shader-f16", "timestamp-query",
   "chromium-experimental-subgroup-matrix"];
 
+// What the mixed-precision path (py_core/kernels/matmul_f16: f16 operands on tensor cores)
+// needs; py_core.transformer.model.mixed_unavailable checks the same from the adapter below.
+export const TENSOR_CORE_FEATURES = ["shader-f16", "subgroups", "chromium-experimental-subgroup-matrix"];
+const TENSOR_CORE_WORKGROUP_BYTES = 28672;  // matmul_f16.WORKGROUP_BYTES
+export const NVIDIA_F16_FLAG = "--enable-dawn-features=vulkan_enable_f16_on_nvidia";
+
+// {available, why}: whether this adapter runs the mixed-precision (tensor core) path, and why.
+export function tensorCores(features, adapter, limits) {
+  const missing = TENSOR_CORE_FEATURES.filter((f) => !features.includes(f));
+  const nvidia = /nvidia/i.test(`${adapter.vendor} ${adapter.architecture} ${adapter.description}`);
+  if (missing.length) {
+    const hint = nvidia && missing.includes("shader-f16")
+      ? ` (Chrome on NVIDIA offers shader-f16 only when started with ${NVIDIA_F16_FLAG})` : "";
+    return { available: false, why: `this adapter lacks ${missing.join(", ")}${hint}` };
+  }
+  const configs = adapter.subgroup_matrix_configs || [];
+  if (!configs.some((c) => c.component === "f16" && c.result === "f32" && c.M === 16 && c.N === 16 && c.K === 16)) {
+    return { available: false, why: "this adapter has no f16 x f16 -> f32 16x16x16 subgroup-matrix configuration" };
+  }
+  if (adapter.subgroup_min_size !== 32 || adapter.subgroup_max_size !== 32) {
+    return { available: false, why: `the f16 kernels are written for subgroups of 32, this adapter's are ` +
+      `${adapter.subgroup_min_size}-${adapter.subgroup_max_size}` };
+  }
+  if ((limits.maxComputeWorkgroupStorageSize || 0) < TENSOR_CORE_WORKGROUP_BYTES) {
+    return { available: false, why: `the f16 kernels need ${TENSOR_CORE_WORKGROUP_BYTES} bytes of workgroup memory` };
+  }
+  return { available: true, why: "f16 x f16 -> f32 16x16x16 subgroup matrices (tensor cores)" };
+}
+
 const QUERIES_PER_SET = 2048;  // dispatches a query set stamps (WebGPU allows 4096 queries a set)
 
 export class GPUUnavailable extends Error {
@@ -52,14 +81,17 @@ function describeAdapter(adapter, device, features) {
   const info = adapter.info || {};
   const limits = {};
   for (const name of LIMITS) limits[name] = device.limits[name];
-  return {
-    adapter: {
-      vendor: info.vendor || "", architecture: info.architecture || "", device: info.device || "",
-      description: info.description || "",
-      is_fallback_adapter: Boolean(info.isFallbackAdapter ?? adapter.isFallbackAdapter ?? false),
-    },
-    limits, features,
+  const described = {
+    vendor: info.vendor || "", architecture: info.architecture || "", device: info.device || "",
+    description: info.description || "",
+    is_fallback_adapter: Boolean(info.isFallbackAdapter ?? adapter.isFallbackAdapter ?? false),
+    subgroup_min_size: info.subgroupMinSize ?? null, subgroup_max_size: info.subgroupMaxSize ?? null,
+    // chromium-experimental-subgroup-matrix: the matrix shapes and types the adapter multiplies
+    subgroup_matrix_configs: [...(info.subgroupMatrixConfigs ?? [])].map((c) => ({
+      component: c.componentType, result: c.resultComponentType, M: c.M, N: c.N, K: c.K })),
   };
+  described.tensor_cores = tensorCores(features, described, limits);
+  return { adapter: described, limits, features };
 }
 
 export class GPURuntime {
