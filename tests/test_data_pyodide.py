@@ -164,3 +164,57 @@ def test_javascript_numeric_parser_same_bits_as_python(tmp_path, capsys):
     assert here["0"][0] == 9000 and here["1"][0] == 9000 and here["2"][0] == 9001
     assert "row has 3 fields" in here["4"]
 
+
+SYNTH_PROGRAM = r'''
+import hashlib, json
+from py_core.data import make_blobs, make_regression, synthetic
+try:
+    import js
+    kernels = js.pyCoreSynthetic
+except ImportError:
+    kernels = None
+
+def digest(t):
+    h = hashlib.sha256()
+    for c in t.columns:
+        h.update(c.values.tobytes())
+    return h.hexdigest()
+
+out = {"python": [digest(make_regression(n_samples=3000, n_features=6, n_informative=3, noise=10,
+                                         seed=5)),
+                  digest(make_blobs(n_samples=3000, n_features=4, centers=5, seed=2))]}
+if kernels is not None:  # the same through web/synthetic.js, and a big one
+    synthetic.use_bulk(kernels)
+    out["js"] = [digest(make_regression(n_samples=3000, n_features=6, n_informative=3, noise=10,
+                                        seed=5)),
+                 digest(make_blobs(n_samples=3000, n_features=4, centers=5, seed=2))]
+    column = synthetic.normal_column(9, 4, 300_000)
+    out["column"] = [column[i] for i in (0, 1, 77_777, 299_999)]
+else:
+    out["js"] = out["python"]
+    out["column"] = [synthetic.inverse_normal(synthetic.uniform_at(*synthetic.stream_key(9, 4), i))
+                     for i in (0, 1, 77_777, 299_999)]
+print(json.dumps(out, sort_keys=True))
+'''
+
+
+def test_javascript_synthetic_kernels_same_bits_as_python(tmp_path, capsys):
+    """web/synthetic.js, which fills the synthetic sets' columns in the tab, gives py_core's
+    bits: the tables equal Pyodide's pure-Python ones and this CPython's."""
+    program = tmp_path / "program.py"
+    program.write_text(SYNTH_PROGRAM)
+    driver = tmp_path / "driver.mjs"
+    driver.write_text(DRIVER.replace(
+        "const py = await", f"import {{ kernels }} from "
+        f"\"{(ROOT / 'web' / 'synthetic.js').as_posix()}\";\n"
+        "globalThis.pyCoreSynthetic = kernels;\nconst py = await", 1)
+        % {"pyodide": PYODIDE.as_posix(), "src": (ROOT / "py_core" / "data").as_posix()})
+    done = subprocess.run(["node", str(driver), str(program)], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    in_browser = json.loads(done.stdout.strip().splitlines()[-1])
+    exec(compile(SYNTH_PROGRAM, "program", "exec"), {})
+    here = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert in_browser["js"] == in_browser["python"] == here["python"]
+    assert in_browser["column"] == here["column"]
+

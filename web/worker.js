@@ -10,6 +10,7 @@
 import { loadPyodide, version as pyodideVersion } from "/pyodide/pyodide.mjs";
 import { GPUUnavailable, openGPU } from "./gpu.js";
 import { parseNumericFromPython } from "./csvparse.js";
+import { kernels as syntheticKernels } from "./synthetic.js";
 import { prefetch } from "./loader.js";
 
 let pyodide = null;
@@ -28,6 +29,7 @@ const mib = (n) => `${(n / 2 ** 20).toFixed(1)} MB`;
 
 // py_core's CSV reader hands plain numeric files to web/csvparse.js (py_core.browser.init).
 self.pyCoreParseNumeric = parseNumericFromPython;
+self.pyCoreSynthetic = syntheticKernels;  // and synthetic data sets' bulk kernels to web/synthetic.js
 
 async function init({ webgpu, stopBuffer }) {
   const t0 = performance.now();

@@ -44,7 +44,8 @@ function render(card, run, data) {
   const metrics = obj(run.metrics);
   const timings = obj(run.timings);
   const metricName = ["mse", "accuracy", "val_loss"].find((m) => num(metrics[m]) !== null);
-  const rows = [[`browser (${asText(run.backend)})`, "done", describeAdapter(run.adapter), fmtSeconds(num(timings[key])),
+  const precision = typeof metrics.precision === "string" ? `, ${metrics.precision}` : "";
+  const rows = [[`browser (${asText(run.backend)}${precision})`, "done", describeAdapter(run.adapter), fmtSeconds(num(timings[key])),
     fmtSeconds(num(timings.predict)), metricName ? fmtNumber(metrics[metricName], 5) : "–", "–", "", ""]];
   for (const c of data.comparisons) {
     const agree = c.agreement;
@@ -52,7 +53,8 @@ function render(card, run, data) {
     if (agree) mark = agree.within ? "agrees" : `differs by ${fmtNumber(agree.difference, 3)}${agree.relative ? " (relative)" : ""}, beyond ${agree.tolerance}`;
     let speed = "–";
     if (c.speedup) speed = c.speedup >= 1 ? `server ${c.speedup.toFixed(2)}× faster` : `browser ${(1 / c.speedup).toFixed(2)}× faster`;
-    rows.push([c.runner, c.status === "failed" || c.status === "unavailable" ? `${c.status}: ${c.error || ""}` : c.status,
+    const mode = typeof c.metrics?.torch_mode === "string" ? ` (${c.metrics.torch_mode})` : "";
+    rows.push([c.runner + mode, c.status === "failed" || c.status === "unavailable" ? `${c.status}: ${c.error || ""}` : c.status,
       c.hardware || c.device || "–", fmtSeconds(c.timings?.[key]), fmtSeconds(c.timings?.predict),
       metricName && typeof c.metrics?.[metricName] === "number" ? fmtNumber(c.metrics[metricName], 5) : "–", speed, mark,
       differs(c)]);
