@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from sklearn.ensemble import RandomForestRegressor
 
-from conftest import ROOT, wait_ready
+from conftest import wait_ready
 
 
 def sklearn_mse_on_the_same_split(server) -> float:
@@ -38,7 +38,8 @@ def test_diabetes_forest_in_the_page_on_webgpu(page, server):
     page.wait_for_function("() => /^(Trained|Training failed)/.test(document.querySelector('#forest-status').textContent)",
                            timeout=600_000)
     assert page.locator("#forest-status").inner_text().startswith("Trained"), page.locator("#forest-status").inner_text()
-    run = httpx.get(f"{server}/api/runs", params={"kind": "random_forest"}).json()["runs"][0]
+    newest = httpx.get(f"{server}/api/runs", params={"kind": "random_forest"}).json()["runs"][0]
+    run = httpx.get(f"{server}/api/runs/{newest['id']}").json()  # the list holds summaries
     assert run["backend"] == "webgpu" and run["config"]["params"]["n_estimators"] == 200
     assert run["timings"]["fit"] > 0 and run["timings"]["predict"] > 0
     m = run["metrics"]

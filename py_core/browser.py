@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import json
 
-from .gpu import get_backend
 from .errors import JobError
+from .gpu import get_backend
 from .jobs import Context, Session, synthetic_table
 from .jobs.jobs import encode_result
 
@@ -19,6 +19,13 @@ _session: Session | None = None  # this worker's, made by init()
 
 def init(runtime) -> str:
     global _session
+    import js  # the worker's global scope
+    if getattr(js, "pyCoreParseNumeric", None) is not None:  # web/csvparse.js
+        from .data.table import use_numeric_parser
+        use_numeric_parser(js.pyCoreParseNumeric)
+    if getattr(js, "pyCoreSynthetic", None) is not None:  # web/synthetic.js
+        from .data.synthetic import use_bulk
+        use_bulk(js.pyCoreSynthetic)
     backend = get_backend("webgpu", runtime=runtime) if runtime is not None else get_backend("reference")
     _session = Session(backend)
     return json.dumps(backend.describe())
@@ -106,6 +113,7 @@ async def sample_text(prompt: str, n: int, temperature: float, top_k: int, seed:
 async def export_transformer(hooks=None) -> str:
     """The last trained transformer as safetensors, base64 (JSON carries it to the page)."""
     import base64
+
     from .jobs import transformer_job
     weights = await transformer_job.export(_session.last_model)
     return json.dumps({"safetensors": base64.b64encode(weights).decode()})

@@ -32,6 +32,21 @@ class Settings:
     comparisons: str = "on"  # "off": posted runs queue no server-side comparison jobs
     comparison_workers: int = 1  # worker processes; one job may use every core or the whole GPU
     comparison_runners: str = ""  # comma-separated runners to run (empty: all); others "turned off"
+    # Memory of the process that summarises one uploaded CSV (server/describe_worker.py).
+    max_parse_mb: int = 4096
+    # Stored runs: past either cap, each new run retires the oldest (0 < cap).
+    max_runs: int = 10_000
+    max_runs_mb: int = 1024  # bytes of stored run bodies (a run is at most max_json_kb)
+    # Connections: a request's headers must arrive within header_timeout_s of the connection (or
+    # of the previous response); its body may pause at most body_timeout_s between two reads.
+    header_timeout_s: float = 10.0
+    body_timeout_s: float = 30.0
+    # Open connections at once; also kept below the open-file limit (see server/connections.py).
+    # Past it, the connection idle longest (waiting for a request or a body) is closed.
+    max_connections: int = 1000
+    # The secret that lets the benchmark harness open `/?suite=NAME` without a click; generated
+    # at start when not given (written to <data_dir>/suite.key, readable by this user only).
+    suite_key: str | None = None
     # Static roots, configurable so tests can serve a tmp tree.
     web_dir: Path = PROJECT_ROOT / "web"  # index.html, ES modules, CSS
     pyodide_dir: Path = PROJECT_ROOT / "web" / "node_modules" / "pyodide"  # npm package `pyodide`
@@ -55,6 +70,16 @@ class Settings:
             raise ValueError("token may hold only letters, digits and . _ ~ -")
         if self.max_json_kb < 1 or self.max_upload_mb < 1:
             raise ValueError("size limits must be at least 1")
+        if self.max_parse_mb < 64:
+            raise ValueError("max_parse_mb must be at least 64")
+        if self.max_runs < 1 or self.max_runs_mb < 1:
+            raise ValueError("max_runs and max_runs_mb must be at least 1")
+        if self.max_connections < 8:
+            raise ValueError("max_connections must be at least 8")
+        if not (self.header_timeout_s > 0 and self.body_timeout_s > 0):
+            raise ValueError("timeouts must be positive")
+        if self.suite_key is not None and not re.fullmatch(r"[A-Za-z0-9._~-]{16,128}", self.suite_key):
+            raise ValueError("suite_key must be 16 to 128 letters, digits or . _ ~ -")
 
     @property
     def db_path(self) -> Path:
@@ -120,12 +145,31 @@ def parse_args(argv: list[str] | None = None) -> Settings:
     p.add_argument("--comparison-runners", default=_env("comparison_runners", d.comparison_runners),
                    help="comma-separated runner names (server/runners), e.g. sklearn,xgboost,"
                         "lightgbm,cuml,py_core-native,py_core-reference,torch (default: all)")
+    p.add_argument("--max-parse-mb", type=int, default=int(_env("max_parse_mb", d.max_parse_mb)),
+                   help="most memory, in MB, for summarising one uploaded CSV (in its own process; "
+                        "past it 413) (default %(default)s)")
+    p.add_argument("--max-runs", type=int, default=int(_env("max_runs", d.max_runs)),
+                   help="most runs kept; each new run past it retires the oldest (default %(default)s)")
+    p.add_argument("--max-runs-mb", type=int, default=int(_env("max_runs_mb", d.max_runs_mb)),
+                   help="most MB of stored runs kept, the oldest retired past it (default %(default)s)")
+    p.add_argument("--header-timeout", type=float, default=float(_env("header_timeout_s", d.header_timeout_s)),
+                   help="seconds a client has to send a request's headers (default %(default)s)")
+    p.add_argument("--body-timeout", type=float, default=float(_env("body_timeout_s", d.body_timeout_s)),
+                   help="seconds a request body may pause between reads (default %(default)s)")
+    p.add_argument("--max-connections", type=int, default=int(_env("max_connections", d.max_connections)),
+                   help="most open connections at once, kept below the open-file limit (default %(default)s)")
+    p.add_argument("--suite-key", default=_env("suite_key", None),
+                   help="secret that lets /?suite= start without a click (default: generated, "
+                        "in <data-dir>/suite.key)")
     a = p.parse_args(argv)
     try:
         return Settings(host=a.host, port=a.port, data_dir=a.data_dir, max_upload_mb=a.max_upload_mb,
                         max_json_kb=a.max_json_kb, device=a.device, token=a.token or None,
                         comparisons=a.comparisons, comparison_workers=a.comparison_workers,
-                        comparison_runners=a.comparison_runners)
+                        comparison_runners=a.comparison_runners, max_runs=a.max_runs, max_parse_mb=a.max_parse_mb,
+                        max_runs_mb=a.max_runs_mb, header_timeout_s=a.header_timeout,
+                        body_timeout_s=a.body_timeout, max_connections=a.max_connections,
+                        suite_key=a.suite_key or None)
     except ValueError as exc:
         p.error(str(exc))
 

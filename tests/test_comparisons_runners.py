@@ -6,8 +6,7 @@ import importlib.util
 import pytest
 
 from server.builtins import export_builtins
-from server.runners import RUNNERS, execute, runners_for
-from server.runners import common, cuml_runner
+from server.runners import RUNNERS, common, cuml_runner, execute, runners_for
 
 
 @pytest.fixture(scope="module")

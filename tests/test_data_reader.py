@@ -8,9 +8,9 @@ import pytest
 from py_core.data import DataError, detect_delimiter, parse_csv, read_rows
 from py_core.data.reader import FIELD_LIMIT
 
-PEER = Path(__file__).resolve().parents[2] / "shared" / "peer"
-SPECTRUM = PEER / "csv-spectrum"
-TEST_DATA = PEER / "csv-test-data"
+DATA = Path(__file__).resolve().parent / "data"  # tests/data/README.md: what and from where
+SPECTRUM = DATA / "csv-spectrum"
+TEST_DATA = DATA / "csv-test-data"  # fetched by make test-deps (tools/fetch_test_data.py)
 
 
 def _cases(folder: Path, pattern: str) -> list[str]:
@@ -20,7 +20,8 @@ def _cases(folder: Path, pattern: str) -> list[str]:
 needs_spectrum = pytest.mark.skipif(not SPECTRUM.is_dir(),
                                     reason=f"csv-spectrum corpus not found at {SPECTRUM}")
 needs_test_data = pytest.mark.skipif(not TEST_DATA.is_dir(),
-                                     reason=f"csv-test-data corpus not found at {TEST_DATA}")
+                                     reason=f"csv-test-data corpus not at {TEST_DATA}: make test-deps "
+                                            "(tools/fetch_test_data.py) fetches it")
 
 
 def error_of(data, **kw) -> DataError:

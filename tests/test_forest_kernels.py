@@ -13,6 +13,7 @@ from array import array
 import pytest
 
 from py_core.forest import RandomForestClassifier, RandomForestRegressor
+from py_core.gpu import Dispatch
 from py_core.gpu.reference import ReferenceBackend
 from py_core.kernels import forest as fk
 from py_core.selftest import CASES, _load_families, max_error
@@ -32,10 +33,10 @@ class CapturingBackend(ReferenceBackend):
 
     async def _run(self, plan, repeat):
         for op in plan.ops:
-            if op[0] == "dispatch" and op[1].entry == self.entry:
+            if isinstance(op, Dispatch) and op.kernel.entry == self.entry:
                 if self.left == 0:
-                    self.captured = (op[3], [(b.dtype, b.uniform, array(b.handle.typecode, b.handle))
-                                             for b in op[2]])
+                    self.captured = (op.grid, [(b.dtype, b.uniform, array(b.handle.typecode, b.handle))
+                                               for b in op.buffers])
                 self.left -= 1
             sub = self.plan()
             sub.ops.append(op)

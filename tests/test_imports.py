@@ -7,11 +7,7 @@ still a dependency), with relative imports resolved. Any cycle fails the test an
 from __future__ import annotations
 
 import ast
-import io
-import zipfile
 from pathlib import Path
-
-import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 PKG = ROOT / "py_core"

@@ -10,7 +10,7 @@ import pytest
 
 from robust_server import CliServer
 from server.app import create_app
-from server.settings import PROJECT_ROOT, Settings
+from server.settings import Settings
 
 
 def app_routes() -> list[tuple[str, str]]:

@@ -1,11 +1,11 @@
 """server.datasets through its HTTP API: uploads, the size cap, refusals, listing, built-ins."""
 
 import pytest
+from starlette.testclient import TestClient  # conftest imported it quietly already
 
 from server import app as app_module
 from server import datasets, runs
 from server.app import create_app
-from starlette.testclient import TestClient  # conftest imported it quietly already
 
 CSV = b"x,color,y\n1.5,red,10\n2.5,blue,NA\n,red,30\n4,green,40\n"
 

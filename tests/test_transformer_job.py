@@ -5,8 +5,7 @@ import asyncio
 
 import pytest
 
-from py_core.jobs import transformer_job
-from py_core.jobs import Context, JobError, Session, Stopped, run_job
+from py_core.jobs import Context, JobError, Session, Stopped, run_job, transformer_job
 from py_core.transformer import builtin_text, import_weights
 
 JOB = {"kind": "transformer", "text": "shakespeare",

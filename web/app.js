@@ -272,10 +272,41 @@ if (!params.get("suite")) {
   addPanel("runs", "Runs", mountRunsPanel);
 }
 
+// A link alone never starts a suite (another site could navigate this tab to `/?suite=full`): it
+// runs at once only with the server's per-start key (the benchmark harness passes it, see
+// server/suite.py), else after the person clicks "Run it".
+async function suiteAuthorized(key) {
+  if (!key) return false;
+  try {
+    const res = await fetch("/api/suite/authorize", { method: "POST", headers: { "Content-Type": "application/json" },
+                                                      body: JSON.stringify({ key }) });
+    return res.ok;
+  } catch (e) { return false; }
+}
+
 if (params.get("suite")) {
-  const status = el("div", { id: "suite-status", class: "banner warn" }, "Benchmark suite starting…");
+  const name = params.get("suite");
+  const only = params.get("only");
+  const key = params.get("suite_key");
+  if (key) {  // keep the key out of the address bar and the history
+    params.delete("suite_key");
+    history.replaceState(null, "", `${location.pathname}?${params}`);
+  }
+  const status = el("div", { id: "suite-status", class: "banner warn", role: "status" }, "Benchmark suite starting…");
   $("#panels").before(status);
-  import("./suite.js").then(({ runSuite }) => runSuite(params.get("suite"), window.playground,
-    (line) => { status.textContent = line; console.log(`[suite] ${line}`); }, params.get("only")))
-    .catch((e) => { status.textContent = `Suite failed: ${e.message}`; console.error(e); });
+  const start = () => {
+    status.replaceChildren("Benchmark suite starting…");
+    import("./suite.js").then(({ runSuite }) => runSuite(name, window.playground,
+      (line) => { status.textContent = line; console.log(`[suite] ${line}`); }, only))
+      .catch((e) => { status.textContent = `Suite failed: ${e.message}`; console.error(e); });
+  };
+  suiteAuthorized(key).then((ok) => {
+    if (ok) { start(); return; }
+    const run = el("button", { id: "suite-confirm", onclick: start }, "Run it");
+    const cancel = el("button", { id: "suite-cancel", class: "secondary",
+                                  onclick: () => { location.search = ""; } }, "Cancel");
+    status.replaceChildren(el("p", {}, `This link asks to run the benchmark suite "${name}"${only ? ` (jobs: ${only})` : ""}: `
+      + "minutes of GPU work in this tab, every run stored on this server, and jobs queued on it. "
+      + "Run it only if you opened this link yourself."), el("div", { class: "row" }, run, cancel));
+  });
 }

@@ -9,6 +9,8 @@
 // result's way to the page, a lost device) becomes that job's "failed" message, and the next job runs.
 import { loadPyodide, version as pyodideVersion } from "/pyodide/pyodide.mjs";
 import { GPUUnavailable, openGPU } from "./gpu.js";
+import { parseNumericFromPython } from "./csvparse.js";
+import { kernels as syntheticKernels } from "./synthetic.js";
 import { prefetch } from "./loader.js";
 
 let pyodide = null;
@@ -24,6 +26,10 @@ const settled = new Set();       // ids already answered (a late error must not 
 const post = (msg, transfer = []) => self.postMessage(msg, transfer);
 const loading = (stage, fraction, bytes) => post({ type: "loading", stage, fraction, bytes });
 const mib = (n) => `${(n / 2 ** 20).toFixed(1)} MB`;
+
+// py_core's CSV reader hands plain numeric files to web/csvparse.js (py_core.browser.init).
+self.pyCoreParseNumeric = parseNumericFromPython;
+self.pyCoreSynthetic = syntheticKernels;  // and synthetic data sets' bulk kernels to web/synthetic.js
 
 async function init({ webgpu, stopBuffer }) {
   const t0 = performance.now();
@@ -149,7 +155,7 @@ async function runJob(id, job) {
     const { result, transfer } = unpackResult(out);
     answer(id, result, transfer);
   } catch (err) {
-    let note = "";
+    let note;
     try { note = await recoverDevice(); } catch (e) { note = ` (${e.message})`; }
     fail(id, note ? new Error(String(err?.message ?? err) + note) : err);
   } finally {

@@ -19,6 +19,7 @@ from array import array
 from ..kernels.forest import CRITERIA, MAXK
 from . import builder, export, trees
 
+
 def as_matrix(X, n_features: int | None = None) -> tuple[array, int, int]:
     """(row-major array('f') or array('d'), rows, features) from a list of rows, a flat
     array('f'/'d') with n_features (used as it is: no copy), or anything 2-D with .shape and

@@ -1,5 +1,5 @@
 """py_core's kernel interface and its backends (see `backend.py` for the contract)."""
-from .backend import Backend, Buffer, GPUError, Kernel, LimitError, Plan, shader_source
+from .backend import Backend, Buffer, Clear, Copy, Dispatch, GPUError, Kernel, LimitError, Plan, shader_source
 from .layout import Struct
 
 BACKENDS = ("reference", "native", "webgpu")
@@ -19,5 +19,6 @@ def get_backend(name: str = "reference", **options) -> Backend:
     raise ValueError(f"unknown backend {name!r}: choose one of {', '.join(BACKENDS)}")
 
 
-__all__ = ["Backend", "Buffer", "GPUError", "Kernel", "LimitError", "Plan", "Struct",
+__all__ = ["Backend", "Buffer", "Clear", "Copy", "Dispatch", "GPUError", "Kernel", "LimitError",
+           "Plan", "Struct",
            "get_backend", "shader_source", "BACKENDS"]

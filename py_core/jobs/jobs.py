@@ -99,7 +99,14 @@ async def _maybe_await(value):
 
 async def _selftest(job, backend, ctx, session):
     from ..selftest import run_selftest
-    return await run_selftest(backend, progress=ctx.progress, seed=job.get("seed"))
+    result = await run_selftest(backend, progress=ctx.progress, seed=job.get("seed"))
+    if job.get("benchmark"):  # matmul TFLOP/s at n^3 (4096 unless the job says)
+        from ..benchmark import run_benchmark
+        n = int(job.get("benchmark_n") or 4096)
+        if not 128 <= n <= 8192 or n % 128:
+            raise JobError(f"benchmark_n must be a multiple of 128 from 128 to 8192, not {n}")
+        result["metrics"]["benchmark"] = await run_benchmark(backend, n, progress=ctx.progress)
+    return result
 
 
 async def _random_forest(job, backend, ctx, session):
@@ -113,17 +120,45 @@ async def _transformer(job, backend, ctx, session):
 
 
 async def _dataset_load(job, backend, ctx, session):
-    """Loads and parses a data set as the tab does before training, timing each part."""
+    """Loads and parses a data set as the tab does before training, timing each part; for a
+    synthetic one, generates it. Metrics: rows, columns, bytes, mb_per_s and rows_per_s of the
+    parse (or generation), and in the tab `memory_mb`: how much the WebAssembly memory grew
+    plus the fetched file's JavaScript copy, with `memory_x_file` that over the file's size."""
     from ..data import parse_csv
+    heap0 = _wasm_heap()
     t0 = time.perf_counter()
-    data = await ctx.load_dataset(job["dataset"])
-    t1 = time.perf_counter()
-    table = parse_csv(data, name=job["dataset"],
-                      progress=lambda f: ctx.progress({"stage": "parsing", "fraction": f}))
-    t2 = time.perf_counter()
-    return {"metrics": {"rows": table.n_rows, "columns": len(table.columns), "bytes": len(data),
-                        "mb_per_s": len(data) / 2**20 / (t2 - t1) if t2 > t1 else None},
-            "timings": {"fetch": t1 - t0, "parse": t2 - t1, "load": t2 - t0}}
+    if job["dataset"].startswith(SYNTHETIC):
+        table = synthetic_table(job["dataset"])
+        t1 = t2 = time.perf_counter()
+        size = 0
+    else:
+        data = await ctx.load_dataset(job["dataset"])
+        t1 = time.perf_counter()
+        size = len(data)
+        table = parse_csv(data, name=job["dataset"],
+                          progress=lambda f: ctx.progress({"stage": "parsing", "fraction": f}))
+        t2 = time.perf_counter()
+        del data
+    seconds = t2 - t1 if size else t2 - t0
+    metrics = {"rows": table.n_rows, "columns": len(table.columns), "bytes": size,
+               "mb_per_s": size / 2**20 / seconds if size and seconds > 0 else None,
+               "rows_per_s": table.n_rows / seconds if seconds > 0 else None}
+    if heap0 is not None:
+        grown = _wasm_heap() - heap0 + size  # the file's JavaScript copy besides
+        metrics.update(memory_mb=grown / 2**20, memory_x_file=grown / size if size else None)
+    return {"metrics": metrics,
+            "timings": {"fetch": t1 - t0, "parse": t2 - t1, "load": t2 - t0} if size
+            else {"generate": t2 - t0, "load": t2 - t0}}
+
+
+def _wasm_heap() -> int | None:
+    """Bytes of WebAssembly memory under Pyodide (it only grows: its size is the peak), else
+    None."""
+    try:
+        import pyodide_js
+    except ImportError:
+        return None
+    return int(pyodide_js._module.HEAP8.length)
 
 
 _DTYPES = {"B": "u8", "I": "u32", "i": "i32", "f": "f32", "d": "f64"}

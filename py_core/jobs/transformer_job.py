@@ -19,10 +19,10 @@ import statistics
 import time
 
 from ..errors import JobError, Stopped
-from ..transformer import BUILTIN_TEXTS, Trainer, builtin_text, memory_bytes
-from ..transformer import export_weights
+from ..transformer import BUILTIN_TEXTS, Trainer, builtin_text, export_weights, memory_bytes
 from ..transformer import sample as _sample
 from ..transformer.config import parse_job_params
+from ..transformer.model import PRECISIONS, mixed_unavailable
 from ..transformer.sample import TrainedModel
 
 
@@ -47,9 +47,15 @@ async def run(job: dict, backend, ctx, session=None) -> dict:
     text = await _load_text(job, ctx)
     ctx.progress({"stage": "initialising weights", "fraction": 0.0})
     try:
-        trainer = Trainer(backend, cfg, text, tiles=sampling["tiles"])
+        trainer = Trainer(backend, cfg, text, tiles=sampling["tiles"], precision=sampling["precision"])
     except ValueError as exc:
         raise JobError(str(exc)) from None
+    if sampling["precision"] not in PRECISIONS:
+        raise JobError(f"precision must be one of {', '.join(PRECISIONS)}, not {sampling['precision']!r}")
+    if sampling["precision"] == "mixed" and (why := mixed_unavailable(backend)):
+        raise JobError(f"mixed precision needs tensor cores (f16 subgroup matrices): {why}. "
+                       "Choose f32, or in Chrome on NVIDIA start with "
+                       "--enable-dawn-features=vulkan_enable_f16_on_nvidia")
     await trainer.setup()
     await backend.finish()
     t_setup = time.perf_counter() - t_start
@@ -105,7 +111,7 @@ async def run(job: dict, backend, ctx, session=None) -> dict:
         "metrics": {"loss_curve": loss_curve, "val_loss": val_curve[-1][1], "val_curve": val_curve,
                     "n_params": trainer.model.n_params, "vocab_size": len(trainer.vocab),
                     "train_chars": len(trainer.train_ids), "val_chars": len(trainer.val_ids),
-                    "gpu_bytes": mem["total"], **extra},
+                    "gpu_bytes": mem["total"], "precision": sampling["precision"], **extra},
         "timings": {"step": step_s, "tokens_per_s": trainer.tokens_per_step / step_s,
                     "setup": t_setup, "train": t_train, "eval": t_eval, "sample": t_sample,
                     "sample_chars_per_s": len(samples) / t_sample if t_sample > 0 else None,

@@ -19,14 +19,15 @@ class Case:
     atol: float
     rtol: float
     unit: str = "GFLOP/s"
+    needs: tuple = ()    # adapter features a GPU backend must have (else the case is skipped)
 
 
 CASES: list[Case] = []
 
 
-def case(name: str, atol: float = 1e-5, rtol: float = 1e-4, unit: str = "GFLOP/s"):
+def case(name: str, atol: float = 1e-5, rtol: float = 1e-4, unit: str = "GFLOP/s", needs: tuple = ()):
     def register(setup):
-        CASES.append(Case(name, setup, atol, rtol, unit))
+        CASES.append(Case(name, setup, atol, rtol, unit, tuple(needs)))
         return setup
     return register
 

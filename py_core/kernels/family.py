@@ -24,8 +24,9 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 COMMON = "common.wgsl"
-_INCLUDE = re.compile(r"^#include\s+(\w+)\s*$", re.M)
-_SECTION = re.compile(r"^// == (\w+)\s*$", re.M)
+_INCLUDE = re.compile(r"^#include\s+(\w+)\s*$", re.MULTILINE)
+_SECTION = re.compile(r"^// == (\w+)\s*$", re.MULTILINE)
+_DIRECTIVE = re.compile(r"^(?:enable|requires|diagnostic)\b[^;\n]*;[ \t]*$", re.MULTILINE)
 
 
 @dataclass
@@ -36,8 +37,8 @@ class Family:
     consts: dict = field(default_factory=dict)
 
     def header(self, family: str) -> str:
-        lines = [f"// Generated from py_core/kernels/{family}/__init__.py (FAMILY) when the shader "
-                 "is loaded: edit the layouts and constants there."]
+        lines = [(f"// Generated from py_core/kernels/{family}/__init__.py (FAMILY) when the shader "
+                 "is loaded: edit the layouts and constants there.")]
         lines += [struct.wgsl(name) for name, struct in self.structs.items()]
         for name, value in self.consts.items():
             lines.append(f"const {name}: u32 = {_u32(value)};" if isinstance(value, int)
@@ -95,10 +96,18 @@ def shader_source(family: str) -> str:
     """The WGSL a backend compiles for `family`: the generated header, then the family's file with
     its includes expanded. Made once per family and process."""
     if family not in _SOURCES:
-        body = wgsl_file(family).read_text(encoding="utf-8")
-        _SOURCES[family] = (description(family).header(family) + "\n"
-                            + expand_includes(body, f"{family}.wgsl", sections()))
+        _SOURCES[family] = assemble(family, wgsl_file(family).read_text(encoding="utf-8"))
     return _SOURCES[family]
+
+
+def assemble(family: str, body: str) -> str:
+    """The generated header of `family`, then `body` with its includes expanded. WGSL wants its
+    directives (enable, requires, diagnostic) before any declaration: they move from the body to
+    just after the header's first (comment) line."""
+    directives = _DIRECTIVE.findall(body)
+    body = _DIRECTIVE.sub("", body)
+    first, rest = description(family).header(family).split("\n", 1)
+    return "\n".join([first, *directives, rest]) + "\n" + expand_includes(body, f"{family}.wgsl", sections())
 
 
 def fingerprint(family: str) -> str:

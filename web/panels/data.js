@@ -4,7 +4,7 @@
 // overridable), the features and the split. The choice is `playground.selection`.
 import { getDataset, getHealth, listDatasets, uploadDataset } from "../api.js";
 import { el, filePicker, fmtNumber, progressBar, setProgress, table } from "../ui.js";
-import { clear, initial, save } from "../state.js";
+import { initial, save } from "../state.js";
 
 const SYNTHETIC = "synthetic:";
 
@@ -99,19 +99,26 @@ export function mountDataPanel(root, playground) {
   function show(desc, id) {
     summary = { ...desc, id };
     const cols = desc.columns;
-    target.replaceChildren(...cols.filter((c) => c.type !== "text").map((c) => el("option", { value: c.name }, c.name)));
-    const guess = cols.find((c) => c.name === "target") || cols.find((c) => c.name === "y") || cols[cols.length - 1];
+    const targets = cols.filter((c) => !NOT_TARGET.has(c.type) && !c.index);
+    target.replaceChildren(...targets.map((c) => el("option", { value: c.name }, c.name)));
+    const guess = targets.find((c) => c.name === "target") || targets.find((c) => c.name === "y") || targets[targets.length - 1];
     if (guess) target.value = guess.name;
     const again = restore.data === id || (restore.data && id.startsWith(SYNTHETIC) && restore.data.split("?")[0] === id.split("?")[0]);
     if (again && restore.target && cols.some((c) => c.name === restore.target && c.type !== "text")) target.value = restore.target;
+    // Row index and dates are shown but not features by default; a date ticked becomes its
+    // year, month, day and weekday (py_core.data.features).
     features.replaceChildren(...cols.map((c) => el("label", { class: "feature" },
-      el("input", { type: "checkbox", value: c.name, checked: c.type !== "text", disabled: c.type === "text",
-                    onchange: update }), ` ${c.name} `, el("span", { class: "muted" }, c.type))));
+      el("input", { type: "checkbox", value: c.name, checked: !NOT_FEATURE.has(c.type) && !c.index,
+                    disabled: c.type === "text", onchange: update }), ` ${c.name} `,
+      el("span", { class: "muted" }, c.index ? `${c.type}, row index` : DATES.has(c.type) ? `${c.type} → year, month, day, weekday` : c.type))));
     preview.replaceChildren(el("h2", {}, `Preview: ${desc.name}`),
-      el("p", { class: "muted" }, `${desc.rows} rows, ${cols.length} columns`
-        + (desc.delimiter ? `, delimiter ${JSON.stringify(desc.delimiter)}` : "")),
+      el("p", { class: "muted", id: "data-info" }, `${desc.rows} rows, ${cols.length} columns`
+        + (desc.delimiter ? `, delimiter ${JSON.stringify(desc.delimiter)}` : "")
+        + (desc.encoding ? `, encoding ${desc.encoding}` : "")
+        + (desc.index ? `, row index ${JSON.stringify(desc.index)}` : "")
+        + (cols.some((c) => c.format?.decimal === ",") ? ", decimal comma" : "")),
       el("div", { class: "scroll" }, table(["Column", "Type", "Missing", "Statistics"], cols.map((c) =>
-        [c.name, c.type, String(c.missing), statsText(c)]), { id: "column-table" })),
+        [c.name, typeText(c), String(c.missing), statsText(c)]), { id: "column-table" })),
       el("h3", {}, "First rows"),
       el("div", { class: "scroll" }, table(cols.map((c) => c.name),
         desc.preview.map((row) => row.map((v) => (v === null ? "–" : typeof v === "number" ? fmtNumber(v, 6) : v))),
@@ -225,6 +232,18 @@ export function mountDataPanel(root, playground) {
     }
     await choose();
   }).catch((e) => setStatus(`Could not list data sets: ${e.message}`, true));
+}
+
+const DATES = new Set(["date", "datetime"]);
+const NOT_FEATURE = new Set(["text", "date", "datetime"]);  // by default; text never
+const NOT_TARGET = new Set(["text", "date", "datetime"]);
+
+function typeText(c) {
+  const notes = [];
+  if (c.index) notes.push("row index");
+  if (c.format?.decimal) notes.push(`decimal ${JSON.stringify(c.format.decimal)}`);
+  if (c.format?.thousands) notes.push(`thousands ${JSON.stringify(c.format.thousands)}`);
+  return notes.length ? `${c.type} (${notes.join(", ")})` : c.type;
 }
 
 function statsText(c) {

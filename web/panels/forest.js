@@ -1,7 +1,7 @@
 // The Random forest panel: parameters (presets, scikit-learn names), Train and Stop, progress by
 // level and tree, then metrics, plots, times with the adapter named, the model to download, and
 // predictions on a new CSV. Trains on the Data tab's selection; every run is posted to the server.
-import { getRuns } from "../api.js";
+import { getRecentRuns } from "../api.js";
 import { bars, confusion, scatterChart, surface } from "../charts.js";
 import { showComparisons } from "./compare.js";
 import { download as download_, forestJSONParts } from "../forest_model.js";
@@ -131,7 +131,7 @@ export function mountForestPanel(root, playground) {
     const work = (p.n_estimators ?? 100) * levels(p.max_depth);
     if (pastRuns === null) {
       pastRuns = [];
-      try { pastRuns = (await getRuns({ kind: "random_forest", limit: 50 })).runs; } catch (e) { /* no history */ }
+      try { pastRuns = await getRecentRuns("random_forest", 10); } catch (e) { /* no history */ }
     }
     const same = pastRuns.find((r) => r.backend === info.backend && r.adapter?.vendor === info.adapter?.vendor
       && r.adapter?.architecture === info.adapter?.architecture && r.timings?.fit > 0);

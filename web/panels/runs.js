@@ -2,11 +2,14 @@
 // run after run (the main time, and one chart per metric: each on its own axis) so a person sees
 // how a change moved the numbers. Data sets by name, parameters shown; each run links to its own
 // page (/runs/<id>), and "Server runs" shows its comparisons here.
-import { getRuns, listDatasets, listTexts } from "../api.js";
+import { getRun, getRunFacets, getRuns, listDatasets, listTexts } from "../api.js";
 import { lineChart } from "../charts.js";
 import { initial, save } from "../state.js";
 import { el, fmtNumber, fmtSeconds } from "../ui.js";
-import { showComparisons } from "./compare.js";
+import { asText, showComparisons } from "./compare.js";
+
+const PAGE = 100;   // summaries a page (the server lists summaries, never whole runs)
+const num = (v) => (typeof v === "number" && Number.isFinite(v) ? v : null);
 
 const MAIN_TIME = { random_forest: "fit", transformer: "step", selftest: "kernels" };
 const METRIC = ["mse", "accuracy", "val_loss"];
@@ -14,20 +17,33 @@ const METRIC_NAMES = { mse: "mean squared error (lower is better)", accuracy: "a
                        val_loss: "validation loss (lower is better)" };
 
 const names = new Map();   // data set / text id -> its name
-const dataId = (r) => r.config?.dataset || r.config?.text || "–";
+const dataId = (r) => (typeof r.config?.dataset === "string" && r.config.dataset)
+  || (typeof r.config?.text === "string" && r.config.text) || "–";
 export function dataName(id) {
+  if (typeof id !== "string") return asText(id);
   if (id.startsWith("synthetic:")) return `${id.slice(10).split("?")[0]} (synthetic)`;
   return names.get(id) || id;
 }
 const dataOf = (r) => dataName(dataId(r));
-const deviceOf = (r) => `${r.backend}${r.adapter?.vendor ? ` · ${r.adapter.vendor}` : ""}${r.adapter?.is_fallback_adapter ? " (software)" : ""}`;
+const deviceOf = (r) => (typeof r.device === "string" ? r.device
+  : `${asText(r.backend)}${r.adapter?.vendor ? ` · ${asText(r.adapter.vendor)}` : ""}${r.adapter?.is_fallback_adapter === true ? " (software)" : ""}`);
+
+// A listing's summary (server/runs.py) in the shape of a run, for the table and the charts.
+function fromSummary(s) {
+  const kind = asText(s.kind);
+  const metric = typeof s.metric === "string" && num(s.value) !== null ? { [s.metric]: s.value } : {};
+  const params = s.params && typeof s.params === "object" && !Array.isArray(s.params) ? s.params : {};
+  return { id: asText(s.id), kind, created_at: s.created_at, device: asText(s.device), note: s.note,
+           config: { dataset: typeof s.dataset === "string" ? s.dataset : undefined, params },
+           metrics: metric, timings: { [MAIN_TIME[kind] || "total"]: num(s.main_time), total: num(s.total_time) } };
+}
 const metricOf = (r) => METRIC.find((m) => typeof r.metrics?.[m] === "number");
 
 // The parameters a person set, short: "n_estimators 5 · max_depth 8".
 export function paramsText(run, most = 4) {
   const p = run.config?.params || {};
-  const items = Object.entries(p).filter(([k, v]) => v !== null && v !== undefined && typeof v !== "object" && k !== "sample_chars");
-  const text = items.slice(0, most).map(([k, v]) => `${k} ${v}`).join(" · ");
+  const items = Object.entries(p && typeof p === "object" ? p : {}).filter(([k, v]) => v !== null && v !== undefined && typeof v !== "object" && k !== "sample_chars");
+  const text = items.slice(0, most).map(([k, v]) => `${k} ${asText(v)}`).join(" · ");
   return items.length > most ? `${text} · …` : text || "–";
 }
 
@@ -40,6 +56,7 @@ export async function loadNames() {
 }
 
 function summary(run) {
+  if (typeof run.note === "string") return run.note;
   const m = run.metrics || {};
   if (run.kind === "selftest") return m.all_ok ? `${m.kernels?.length} kernels ok` : "kernels disagree";
   if (run.kind === "suite") return `${m.runs?.length ?? 0} runs, ${m.errors?.length ?? 0} errors`;
@@ -52,12 +69,13 @@ export function mountRunsPanel(root, playground) {
                     device: el("select", { id: "runs-device" }) };
   const refresh = el("button", { class: "secondary", onclick: () => load() }, "Refresh");
   const list = el("div", { id: "runs-list", class: "scroll" });
+  const more = el("button", { class: "secondary", id: "runs-more", type: "button", hidden: true, onclick: () => load(true) }, "Load more");
   const timeChart = el("div", { id: "runs-time-chart" });
   const metricCharts = el("div", { id: "runs-metric-chart" });
   const detail = el("div", { id: "runs-detail" });
   root.append(el("div", { class: "card" }, el("h2", {}, "Runs"),
     el("div", { class: "row" }, el("label", {}, "Model ", filters.kind), el("label", {}, "Data ", filters.data),
-      el("label", {}, "Device ", filters.device), refresh), list),
+      el("label", {}, "Device ", filters.device), refresh), list, more),
   el("div", { class: "cards", style: "margin-top:16px" },
     el("div", { class: "card" }, el("h2", {}, "Time, run after run"), timeChart),
     el("div", { class: "card" }, el("h2", {}, "Result, run after run"), metricCharts)), detail);
@@ -65,27 +83,51 @@ export function mountRunsPanel(root, playground) {
   let runs = [];
   let charts = [];
   let restored = false;
+  let next = null;
   for (const [k, f] of Object.entries(filters)) {
-    f.addEventListener("change", () => { save({ [`runs.${k}`]: f.value || null }); render(); });
+    f.addEventListener("change", () => { save({ [`runs.${k}`]: f.value || null }); load(); });
   }
 
   function options(select, values, label = (v) => v) {
     const keep = select.value || (!restored ? initial(`runs.${Object.keys(filters).find((k) => filters[k] === select)}`) : "");
-    select.replaceChildren(el("option", { value: "" }, "all"), ...[...new Set(values)].sort().map((v) => el("option", { value: v }, label(v))));
+    const texts = [...new Set((Array.isArray(values) ? values : []).map(asText))].sort();
+    select.replaceChildren(el("option", { value: "" }, "all"), ...texts.map((v) => el("option", { value: v }, label(v))));
     if ([...select.options].some((o) => o.value === keep)) select.value = keep;
   }
 
-  async function load() {
+  // A page of summaries, filtered by the server; `append` asks for the next page.
+  async function load(append = false) {
     try {
-      await loadNames();
-      runs = (await getRuns({ limit: 1000 })).runs;
-      options(filters.kind, runs.map((r) => r.kind));
-      options(filters.data, runs.map(dataId), dataName);
-      options(filters.device, runs.map(deviceOf));
-      restored = true;
+      if (!append) {
+        await loadNames();
+        const facets = await getRunFacets();
+        options(filters.kind, facets.kinds);
+        options(filters.data, facets.datasets, dataName);
+        options(filters.device, facets.devices);
+        restored = true;
+      }
+      const params = { limit: PAGE };
+      if (filters.kind.value) params.kind = filters.kind.value;
+      if (filters.data.value) params.dataset = filters.data.value;
+      if (filters.device.value) params.device = filters.device.value;
+      if (append && next) params.cursor = next;
+      const page = await getRuns(params);
+      const got = page.runs.map(fromSummary);
+      runs = append ? runs.concat(got) : got;
+      next = page.next;
+      more.hidden = !next;
       render();
     } catch (e) {
       list.replaceChildren(el("p", { class: "status error" }, `Could not list runs: ${e.message}`));
+    }
+  }
+
+  // The comparisons need the whole run: fetched by its id when asked for.
+  async function compare(r) {
+    try {
+      showComparisons(detail, await getRun(r.id));
+    } catch (e) {
+      detail.replaceChildren(el("p", { class: "status error" }, `Could not load the run: ${e.message}`));
     }
   }
 
@@ -99,21 +141,22 @@ export function mountRunsPanel(root, playground) {
       timeChart.replaceChildren(); metricCharts.replaceChildren();
       return;
     }
+    const when = (r) => { const d = new Date(r.created_at); return Number.isNaN(d.getTime()) ? asText(r.created_at) : d.toLocaleString(); };
     const number = new Map(shown.slice().reverse().map((r, i) => [r.id, i + 1]));   // oldest is run 1
     const head = ["#", "When", "Model", "Data", "Parameters", "Device", "Result", "Main time", "Total", ""];
     const tbl = el("table", {},
       el("thead", {}, el("tr", {}, head.map((h) => el("th", { scope: "col" }, h || el("span", { class: "sr-only" }, "Actions"))))),
       el("tbody", {}, shown.map((r) => el("tr", { dataset: { id: r.id } },
         el("td", {}, String(number.get(r.id))),
-        el("td", {}, el("a", { href: `/runs/${r.id}`, title: "This run's own page" }, new Date(r.created_at).toLocaleString())),
+        el("td", {}, el("a", { href: `/runs/${r.id}`, title: "This run's own page" }, when(r))),
         el("td", {}, r.kind), el("td", {}, dataOf(r)), el("td", { title: JSON.stringify(r.config?.params || {}) }, paramsText(r)),
         el("td", {}, deviceOf(r)), el("td", {}, summary(r)),
         el("td", {}, fmtSeconds(r.timings?.[MAIN_TIME[r.kind]])), el("td", {}, fmtSeconds(r.timings?.total)),
         el("td", {}, el("button", { class: "secondary small", type: "button",
-          onclick: (ev) => { ev.stopPropagation(); showComparisons(detail, r); } }, "Server runs"))))));
+          onclick: (ev) => { ev.stopPropagation(); compare(r); } }, "Server runs"))))));
     tbl.querySelectorAll("tbody tr").forEach((tr, i) => {
       tr.style.cursor = "pointer";
-      tr.addEventListener("click", (ev) => { if (ev.target.closest("a")) return; showComparisons(detail, shown[i]); });
+      tr.addEventListener("click", (ev) => { if (ev.target.closest("a")) return; compare(shown[i]); });
     });
     list.replaceChildren(tbl);
     // Oldest first, one series per (model, data, device); x is the run's number (whole numbers).

@@ -3,7 +3,7 @@
 // chart and tokens per second, then sample (streamed character by character) and download the
 // weights as safetensors. Every finished run is posted to the server.
 import { getText, listTexts, uploadText } from "../api.js";
-import { getRuns } from "../api.js";
+import { getRecentRuns } from "../api.js";
 import { lineChart } from "../charts.js";
 import { showComparisons } from "./compare.js";
 import { fmtDuration } from "./forest.js";
@@ -29,6 +29,10 @@ export function mountTransformerPanel(root, playground) {
   const estimate = el("p", { class: "estimate", id: "tf-estimate" });
   const inputs = Object.fromEntries(FIELDS.map(([k]) => [k, el("input", { type: "number", id: `tf-${k}`, step: "any" })]));
   const size = el("div", { class: "muted", id: "tf-size" });
+  // Precision: f32 (the default, parity with PyTorch f32) or mixed (matmuls on tensor cores)
+  const precision = el("select", { id: "tf-precision" },
+    el("option", { value: "f32" }, "f32"), el("option", { value: "mixed" }, "mixed: f16 on tensor cores"));
+  const precisionNote = el("p", { class: "muted", id: "tf-precision-note", role: "status" });
   const train = el("button", { class: "primary", id: "tf-train" }, "Train");
   const pauseBtn = el("button", { class: "secondary", id: "tf-pause", disabled: true }, "Pause");
   const stopBtn = el("button", { class: "secondary", id: "tf-stop", disabled: true }, "Stop");
@@ -49,6 +53,7 @@ export function mountTransformerPanel(root, playground) {
       filePicker(textFile, "Upload a text…", { id: "text-choose" })), textStatus, textPreview),
     el("div", { class: "card" }, el("h2", {}, "Model"), el("div", { class: "row" }, el("label", {}, "Preset ", preset)),
       el("div", { class: "form" }, FIELDS.map(([k, label]) => el("label", { class: "field" }, label, inputs[k]))),
+      el("div", { class: "row" }, el("label", {}, "Precision ", precision)), precisionNote,
       size, estimate, el("div", { class: "row" }, train, pauseBtn, stopBtn), bar, status)),
   el("div", { class: "cards", id: "transformer-plots" },
     el("div", { class: "card" }, el("h2", {}, "Loss"), chart),
@@ -69,6 +74,7 @@ export function mountTransformerPanel(root, playground) {
   function params() {
     const p = { preset: preset.value };
     for (const [k] of FIELDS) if (inputs[k].value !== "") p[k] = Number(inputs[k].value);
+    if (precision.value === "mixed") p.precision = "mixed";
     return p;
   }
 
@@ -105,6 +111,7 @@ export function mountTransformerPanel(root, playground) {
     for (const k of [...u.searchParams.keys()]) if (k.startsWith("tf.")) u.searchParams.delete(k);
     if (textSelect.value && textSelect.value !== "shakespeare") u.searchParams.set("tf.text", textSelect.value);
     if (preset.value !== "tiny") u.searchParams.set("tf.preset", preset.value);
+    if (precision.value !== "f32") u.searchParams.set("tf.precision", precision.value);
     for (const [k] of FIELDS) {
       const dflt = String(p[k] ?? (k === "seed" ? 0 : ""));
       if (inputs[k].value !== dflt && !(k === "steps" && sizedDown)) u.searchParams.set(`tf.${k}`, inputs[k].value);
@@ -121,7 +128,7 @@ export function mountTransformerPanel(root, playground) {
     const steps = p.steps || 0;
     if (pastRuns === null) {
       pastRuns = [];
-      try { pastRuns = (await getRuns({ kind: "transformer", limit: 50 })).runs; } catch (e) { /* none */ }
+      try { pastRuns = await getRecentRuns("transformer", 10); } catch (e) { /* none */ }
     }
     const cls = info.backend !== "webgpu" ? "cpu" : playground.isSoftware() ? "software" : "gpu";
     const scale = (lastSize.n_params / 1e6) * ((p.batch_size || 32) / 32) * ((p.block_size || 64) / 64);
@@ -240,7 +247,24 @@ export function mountTransformerPanel(root, playground) {
     catch (e) { textStatus.className = "status error"; textStatus.textContent = e.message; }
   });
 
+  // Which path a run takes here, and why: the mixed path needs f16 subgroup matrices.
+  function showPrecision() {
+    const tc = playground.info?.backend === "webgpu" ? playground.info.adapter?.tensor_cores : null;
+    const mixedOption = precision.options[1];
+    mixedOption.disabled = !tc?.available;
+    if (!tc?.available && precision.value === "mixed") precision.value = "f32";
+    const why = tc ? tc.why : "the page runs on the CPU here";
+    precisionNote.textContent = precision.value === "mixed"
+      ? `Runs mixed precision: matmuls with f16 operands on tensor cores (${why}), f32 accumulation, ` +
+        "f32 master weights, LayerNorm, softmax and loss, loss scale 1024."
+      : `Runs f32 everywhere (the default: parity with PyTorch f32). Mixed precision ` +
+        (tc?.available ? `is available: ${why}.` : `is not available: ${why}.`);
+  }
+  precision.addEventListener("change", () => { showPrecision(); saveParams(); });
+
   playground.ready.then(async () => {
+    if (initial("tf.precision") === "mixed") precision.value = "mixed";
+    showPrecision();
     presets = await playground.call("transformer_presets");
     preset.replaceChildren(...Object.keys(presets).map((k) => el("option", { value: k }, k)));
     preset.value = presets[initial("tf.preset")] ? initial("tf.preset") : "tiny";

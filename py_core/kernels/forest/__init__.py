@@ -23,6 +23,9 @@ PARAMS = Struct(
     "tree0:u32 seed:u32 boot:u32 mss:u32 msl:u32 max_depth:u32 mf:u32 hb:u32 "
     "S:u32 NC:u32 depth:u32 S_cur:u32 S_next:u32 T_all:u32 inv_scale:f32 mid:f32 "
     "xd:u32 ye:i32 ym_lo:u32 ym_hi:u32 step:u32 SM:u32 S_h:u32 s_lo:u32")
+# xd: X is f64 (pairs of words); ye, ym_lo/ym_hi: regression y as fixed point round(y 2^ye) - ym;
+# step, SM: every step-th row sampled into SM values a feature (binning); S_h, s_lo: the slots a
+# histogram buffer holds and the first slot of this pass.
 SORT = Struct("j:u32 k:u32 len:u32 count:u32")  # sort_pass's own parameters
 
 LEAF = 0xFFFFFFFF  # no feature: a leaf; also "none"

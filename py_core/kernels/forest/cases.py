@@ -6,7 +6,7 @@ from __future__ import annotations
 from array import array
 
 from ..cases import case
-from . import GINI, ENTROPY, MSE, PARAMS, WG, grid, half_bits
+from . import ENTROPY, GINI, MSE, PARAMS, WG, grid, half_bits
 
 
 def _data(rng, n, F, crit, K):

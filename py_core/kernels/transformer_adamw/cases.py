@@ -5,10 +5,10 @@ from __future__ import annotations
 import math
 from array import array
 
-from ..cases import case, random_floats, uniform
 from .. import transformer_adamw as adam
-from .. import transformer_embedding as emb
 from .. import transformer_elementwise as ew
+from .. import transformer_embedding as emb
+from ..cases import case, random_floats, uniform
 
 
 @case("transformer grad norm + AdamW 5000", atol=1e-5, rtol=1e-4)
@@ -31,6 +31,6 @@ async def _adamw_case(backend, rng):
     plan.dispatch(k, [uniform(backend, adam.REDUCE, n=groups, per_group=groups, out_off=0, flags=0),
                       part, state], (1, 1, 1))
     plan.dispatch(await backend.kernel("transformer_adamw", "adamw"),
-                  [uniform(backend, adam.ADAM, n=n, n_decay=n_decay, beta1=b1, beta2=b2, eps=1e-8, clip=1.0),
+                  [uniform(backend, adam.ADAM, n=n, n_decay=n_decay, beta1=b1, beta2=b2, eps=1e-8, clip=1.0, gscale=0.5),
                    sched, state, param, grad, m1, m2], ew.grid_1d(n))
     return plan, [state, param, m1, m2], 12 * n

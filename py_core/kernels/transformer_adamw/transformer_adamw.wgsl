@@ -3,7 +3,8 @@
 //               run once over the gradients (groups of `per_group`), once over the group sums,
 //               so the squared norm lands in state[0] in a fixed order (deterministic)
 //   adamw:      torch.optim.AdamW after torch.nn.utils.clip_grad_norm_, element by element:
-//               g *= min(1, clip / (norm + 1e-6)); p *= 1 - lr * wd (first n_decay elements: the
+//               g *= gscale (undoing a loss scale), then g *= min(1, clip / (norm + 1e-6)), the
+//               norm of the unscaled gradients; p *= 1 - lr * wd (first n_decay elements: the
 //               2-D weights); m = b1 m + (1 - b1) g; v = b2 v + (1 - b2) g^2;
 //               p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)
 // The schedule uniform (written by Python each step) carries lr / (1 - b1^t), sqrt(1 - b2^t) and
@@ -56,8 +57,8 @@ fn adamw(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
   let i = (wg.x + wg.y * nwg.x) * 256u + lid.x;
   if (i >= pa.n) { return; }
   var coef = 1.0;
-  if (pa.clip > 0.0) { coef = min(1.0, pa.clip / (sqrt(state[0]) + 1e-6)); }
-  let g = grad[i] * coef;
+  if (pa.clip > 0.0) { coef = min(1.0, pa.clip / (sqrt(state[0]) * pa.gscale + 1e-6)); }
+  let g = grad[i] * pa.gscale * coef;
   var w = param[i];
   if (i < pa.n_decay) { w *= sched.decay; }
   let m = pa.beta1 * m1[i] + (1.0 - pa.beta1) * g;

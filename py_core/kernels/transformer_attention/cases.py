@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import math
 
-from ..cases import case, random_floats, uniform
 from .. import transformer_attention as att
 from .. import transformer_elementwise as ew
 from .. import transformer_matmul as mm
+from ..cases import case, random_floats, uniform
 
 
 def _attention_buffers(backend, rng, b_, h_, t_, d_):
@@ -59,7 +59,7 @@ async def _attention_backward_case(backend, rng):
     await _attention_forward(backend, plan, qkv, s, y, b_, h_, t_, d_)
     kern = await backend.kernel("transformer_matmul", "matmul")
     spare = backend.buffer("f32", 4)
-    sq, sh = dict(a_so=t_ * 3 * c_, a_si=d_), dict(c_so=h_ * t_ * t_, c_si=t_ * t_)
+    sh = dict(c_so=h_ * t_ * t_, c_si=t_ * t_)
     # dP = dy v^T
     u = uniform(backend, mm.PARAMS, **mm.params(
         t_, t_, d_, mm.TRANS_B | mm.SKIP_UPPER, lda=c_, ldb=3 * c_, inner=h_, b_off=2 * c_,

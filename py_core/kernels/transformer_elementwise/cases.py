@@ -2,8 +2,8 @@
 tile multiples."""
 from __future__ import annotations
 
-from ..cases import case, random_floats, uniform
 from .. import transformer_elementwise as ew
+from ..cases import case, random_floats, uniform
 
 
 @case("transformer gelu fwd+bwd 1000", atol=1e-5, rtol=1e-4)

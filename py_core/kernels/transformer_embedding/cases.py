@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from array import array
 
-from ..cases import case, random_floats, uniform
-from .. import transformer_embedding as emb
 from .. import transformer_elementwise as ew
+from .. import transformer_embedding as emb
+from ..cases import case, random_floats, uniform
 
 
 @case("transformer batch + embeddings fwd/bwd V=13 T=9 C=70", atol=1e-5, rtol=1e-4)

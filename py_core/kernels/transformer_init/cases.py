@@ -2,9 +2,9 @@
 shapes that are not tile multiples."""
 from __future__ import annotations
 
-from ..cases import case, random_floats, uniform
 from .. import transformer_elementwise as ew
 from .. import transformer_init as init
+from ..cases import case, random_floats, uniform
 
 
 @case("transformer init normals 5000 (bit-exact)", atol=1e-30, rtol=0.0)

@@ -2,9 +2,9 @@
 gradients, on shapes that are not tile multiples."""
 from __future__ import annotations
 
-from ..cases import case, random_floats, uniform
 from .. import transformer_elementwise as ew
 from .. import transformer_layernorm as ln
+from ..cases import case, random_floats, uniform
 
 
 @case("transformer layernorm fwd+bwd+param grads 45x70", atol=1e-4, rtol=1e-3)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from array import array
 
-from ..cases import case, random_floats, uniform
-from .. import transformer_embedding as emb
 from .. import transformer_elementwise as ew
+from .. import transformer_embedding as emb
 from .. import transformer_loss as loss
+from ..cases import case, random_floats, uniform
 
 
 @case("transformer cross-entropy + mean loss 70x67", atol=1e-5, rtol=1e-4)

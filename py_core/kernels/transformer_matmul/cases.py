@@ -2,8 +2,8 @@
 128 x 128) with their fused flags, on shapes that are not tile multiples."""
 from __future__ import annotations
 
-from ..cases import case, random_floats, uniform
 from .. import transformer_matmul as mm
+from ..cases import case, random_floats, uniform
 
 
 def _matmul_case(m, n, k, flags, batches=1, entry="matmul"):

@@ -10,14 +10,14 @@
 // Row-major. op(A) is M x K: A[r * lda + k], or A[k * lda + r] when TRANS_A.
 //            op(B) is K x N: B[k * ldb + c], or B[c * ldb + k] when TRANS_B.
 //            C[r * ldc + c]; R and G are indexed as C.
-// flags: 1 TRANS_A, 2 TRANS_B, 4 ACCUMULATE (add into C), 8 BIAS (add bias[bias_off + c]),
-//   16 SKIP_UPPER: output tiles whose columns all exceed their rows are left unwritten,
-//   32 K_UPTO_ROW: op(A) is lower triangular (k <= r): the k loop stops after the tile's rows,
-//   64 K_FROM_ROW: op(A) is upper triangular (k >= r): the k loop starts at the tile's rows,
-//   128 RESIDUAL: add R (a residual stream) before storing,
-//   256 GELU: also store G = gelu(the stored value) (the MLP's activation beside its input),
-//   512 GELU_GRAD: multiply by gelu'(R) before storing (R: the MLP's pre-activation),
-//   1024 ROWSUM: also G[z * M + r] = sum over k of op(A)[r, k], unscaled (a bias gradient: for
+// flags (their bits: FAMILY in __init__.py): TRANS_A, TRANS_B, ACCUMULATE (add into C), BIAS (add
+//   bias[bias_off + c]), SKIP_UPPER: output tiles whose columns all exceed their rows are left unwritten,
+//   K_UPTO_ROW: op(A) is lower triangular (k <= r): the k loop stops after the tile's rows,
+//   K_FROM_ROW: op(A) is upper triangular (k >= r): the k loop starts at the tile's rows,
+//   RESIDUAL: add R (a residual stream) before storing,
+//   GELU: also store G = gelu(the stored value) (the MLP's activation beside its input),
+//   GELU_GRAD: multiply by gelu'(R) before storing (R: the MLP's pre-activation),
+//   ROWSUM: also G[z * M + r] = sum over k of op(A)[r, k], unscaled (a bias gradient: for
 //     dW = dy^T x, op(A) = dy^T), written by the workgroups of the first column of tiles.
 // The causal flags skip whole tiles only; entries inside a computed tile come from the data, so
 // the result is exact as long as the skipped parts are zero (P and dS are, by the softmax).
@@ -91,6 +91,19 @@ fn k_range(row0: u32, h: u32) -> vec2<u32> {
   return vec2<u32>(k_begin, k_end);
 }
 
+// The set-up every tiling shares: batch z = wg.z's element offsets of A, B and C, the layout
+// flags, whether this workgroup sums rows (ROWSUM: the first column of tiles) and the k range of
+// a tile of h rows from row0. Everything here is uniform over the workgroup.
+struct Tile { a_base: u32, b_base: u32, c_base: u32, kr: vec2<u32>, trans_a: bool, trans_b: bool, rowsum: bool }
+
+fn tile_setup(wg: vec3u, row0: u32, h: u32) -> Tile {
+  let outer = wg.z / p.inner;
+  let inner = wg.z % p.inner;
+  return Tile(p.a_off + outer * p.a_so + inner * p.a_si, p.b_off + outer * p.b_so + inner * p.b_si,
+              p.c_off + outer * p.c_so + inner * p.c_si, k_range(row0, h), (p.flags & TRANS_A) != 0u,
+              (p.flags & TRANS_B) != 0u, (p.flags & ROWSUM) != 0u && wg.x == 0u);
+}
+
 // ---- matmul: 64 x 64 tiles -----------------------------------------------------------------
 const TM = 64u;
 const TK = 16u;
@@ -104,15 +117,9 @@ fn matmul(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) t: 
   let row0 = wg.y * TM;
   let col0 = wg.x * TM;
   if ((p.flags & SKIP_UPPER) != 0u && col0 > row0 + TM - 1u) { return; }  // whole workgroup: uniform
-  let outer = wg.z / p.inner;
-  let inner = wg.z % p.inner;
-  let a_base = p.a_off + outer * p.a_so + inner * p.a_si;
-  let b_base = p.b_off + outer * p.b_so + inner * p.b_si;
-  let c_base = p.c_off + outer * p.c_so + inner * p.c_si;
-  let trans_a = (p.flags & TRANS_A) != 0u;
-  let trans_b = (p.flags & TRANS_B) != 0u;
-  let rowsum = (p.flags & ROWSUM) != 0u && wg.x == 0u;
-  let kr = k_range(row0, TM);
+  let s = tile_setup(wg, row0, TM);
+  let a_base = s.a_base; let b_base = s.b_base; let c_base = s.c_base; let kr = s.kr;
+  let trans_a = s.trans_a; let trans_b = s.trans_b; let rowsum = s.rowsum;
   let tx = t % 16u;
   let ty = t / 16u;
   // Staging: 4 elements of each tile an invocation. Neighbours read neighbouring addresses of
@@ -200,15 +207,9 @@ fn matmul_wide(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index
   let row0 = wg.y * WM;
   let col0 = wg.x * TM;
   if ((p.flags & SKIP_UPPER) != 0u && col0 > row0 + WM - 1u) { return; }
-  let outer = wg.z / p.inner;
-  let inner = wg.z % p.inner;
-  let a_base = p.a_off + outer * p.a_so + inner * p.a_si;
-  let b_base = p.b_off + outer * p.b_so + inner * p.b_si;
-  let c_base = p.c_off + outer * p.c_so + inner * p.c_si;
-  let trans_a = (p.flags & TRANS_A) != 0u;
-  let trans_b = (p.flags & TRANS_B) != 0u;
-  let rowsum = (p.flags & ROWSUM) != 0u && wg.x == 0u;
-  let kr = k_range(row0, WM);
+  let s = tile_setup(wg, row0, WM);
+  let a_base = s.a_base; let b_base = s.b_base; let c_base = s.c_base; let kr = s.kr;
+  let trans_a = s.trans_a; let trans_b = s.trans_b; let rowsum = s.rowsum;
   let tx = t % 16u;
   let ty = t / 16u;
   var ra: array<f32, 8>;
@@ -312,15 +313,9 @@ fn matmul_big(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index)
   let row0 = wg.y * BM;
   let col0 = wg.x * BM;
   if ((p.flags & SKIP_UPPER) != 0u && col0 > row0 + BM - 1u) { return; }
-  let outer = wg.z / p.inner;
-  let inner = wg.z % p.inner;
-  let a_base = p.a_off + outer * p.a_so + inner * p.a_si;
-  let b_base = p.b_off + outer * p.b_so + inner * p.b_si;
-  let c_base = p.c_off + outer * p.c_so + inner * p.c_si;
-  let trans_a = (p.flags & TRANS_A) != 0u;
-  let trans_b = (p.flags & TRANS_B) != 0u;
-  let rowsum = (p.flags & ROWSUM) != 0u && wg.x == 0u;
-  let kr = k_range(row0, BM);
+  let s = tile_setup(wg, row0, BM);
+  let a_base = s.a_base; let b_base = s.b_base; let c_base = s.c_base; let kr = s.kr;
+  let trans_a = s.trans_a; let trans_b = s.trans_b; let rowsum = s.rowsum;
   let tx = t % 16u;
   let ty = t / 16u;
   var ra: array<f32, 8>;

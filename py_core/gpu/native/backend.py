@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from array import array
 
-from .backend import TYPECODES, Backend, Buffer, GPUError, Kernel, Plan, shader_source
+from ..backend import TYPECODES, Backend, Buffer, Clear, Dispatch, GPUError, Kernel, Plan, shader_source
 
 # WebGPU limit names as the page reports them, and wgpu-py's spelling of each.
 _LIMIT_NAMES = {
@@ -77,18 +77,17 @@ class NativeBackend(Backend):
         """Bind groups are made once per plan and reused by every run."""
         steps = []
         for op in plan.ops:
-            if op[0] == "dispatch":
-                _, kernel, bufs, grid = op
-                layout = kernel.handle.get_bind_group_layout(0)
+            if isinstance(op, Dispatch):
+                layout = op.kernel.handle.get_bind_group_layout(0)
                 group = self.device.create_bind_group(layout=layout, entries=[
                     {"binding": i, "resource": {"buffer": b.handle, "offset": 0, "size": b.handle.size}}
-                    for i, b in enumerate(bufs)])
-                steps.append(("dispatch", kernel.handle, group, grid))
-            elif op[0] == "clear":
-                steps.append(("clear", op[1].handle))
+                    for i, b in enumerate(op.buffers)])
+                steps.append(("dispatch", op.kernel.handle, group, op.grid))
+            elif isinstance(op, Clear):
+                steps.append(("clear", op.buffer.handle))
             else:
-                _, src, so, dst, do, n = op
-                steps.append(("copy", src.handle, 4 * so, dst.handle, 4 * do, 4 * n))
+                steps.append(("copy", op.src.handle, 4 * op.src_offset, op.dst.handle,
+                              4 * op.dst_offset, 4 * op.n))
         return steps
 
     async def _run(self, plan: Plan, repeat: int) -> None:
