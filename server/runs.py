@@ -5,7 +5,9 @@
     GET  /api/runs/{id}    one run or 404
 
 After a new run commits, each callback in `app.state.on_run_stored` is called with the stored run
-(dict). That is where a later feature (comparisons) hooks in, without this file knowing about it.
+(dict). That is where a later feature (comparisons) hooks in, without this file knowing about it;
+`app.state.before_run_stored` holds async hooks (run, request) called before the insert, which may
+refuse the post with a ClientError (comparisons: 429 when its queue is full).
 """
 
 from __future__ import annotations
@@ -109,6 +111,8 @@ def _insert(run: dict):
 async def post_run(request: Request) -> JSONResponse:
     settings = request.app.state.settings
     run = validate_run(await read_json(request, settings.max_json_bytes))
+    for hook in list(getattr(request.app.state, "before_run_stored", ())):
+        await hook(run, request)  # may refuse the post (a full comparison queue: 429)
     stored, created = await request.app.state.store.write(_insert(run))
     if created:
         await _notify(request.app, stored)
