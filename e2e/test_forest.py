@@ -9,7 +9,7 @@ import httpx
 import numpy as np
 from sklearn.ensemble import RandomForestRegressor
 
-from conftest import ROOT, wait_ready
+from conftest import wait_ready
 
 
 def sklearn_mse_on_the_same_split(server) -> float:
@@ -37,7 +37,8 @@ def test_diabetes_forest_in_the_page_on_webgpu(page, server):
     page.wait_for_function("() => /^(Trained|Training failed)/.test(document.querySelector('#forest-status').textContent)",
                            timeout=600_000)
     assert page.locator("#forest-status").inner_text().startswith("Trained"), page.locator("#forest-status").inner_text()
-    run = httpx.get(f"{server}/api/runs", params={"kind": "random_forest"}).json()["runs"][0]
+    newest = httpx.get(f"{server}/api/runs", params={"kind": "random_forest"}).json()["runs"][0]
+    run = httpx.get(f"{server}/api/runs/{newest['id']}").json()  # the list holds summaries
     assert run["backend"] == "webgpu" and run["config"]["params"]["n_estimators"] == 200
     assert run["timings"]["fit"] > 0 and run["timings"]["predict"] > 0
     m = run["metrics"]
@@ -73,9 +74,12 @@ def test_same_seed_same_forest_in_the_page_as_on_the_reference_backend(page, ser
     params = {"n_estimators": 6, "max_depth": 5, "max_features": "sqrt", "random_state": 7}
     page.goto("/")
     wait_ready(page)
-    run = page.evaluate("""(params) => window.playground.run({kind: 'random_forest', dataset: 'wine', target: 'target',
-        params, split: {test_size: 0.2, seed: 42}})""", params)
-    browser_model = run["result"]["model"]
+    browser_model = page.evaluate("""async (params) => {
+        const run = await window.playground.run({kind: 'random_forest', dataset: 'wine', target: 'target',
+                                                 params, split: {test_size: 0.2, seed: 42}});
+        if (!(run.result.model.binary instanceof Uint8Array)) throw new Error('the model is not binary');
+        return window.playground.forestJSON(run.result.model);  // the JSON download, written from it
+    }""", params)
     table = parse_csv(httpx.get(f"{server}/api/datasets/wine/file").content, name="wine")
     p = prepare(table, "target", test_size=0.2, seed=42)
     from concurrent.futures import ThreadPoolExecutor
@@ -90,3 +94,52 @@ def test_same_seed_same_forest_in_the_page_as_on_the_reference_backend(page, ser
         for g, w in zip(got["value"], want["value"]):
             for a, b in zip(g, w):
                 assert abs(a - b) <= 1e-6 * max(abs(b), 1e-12)
+
+
+JOB = """{kind: 'random_forest', dataset: 'wine', target: 'target',
+          params: {n_estimators: 3, max_depth: 3, random_state: 0}}"""
+
+
+def test_a_failure_in_the_result_path_fails_that_job_and_the_worker_runs_the_next(page, server):
+    """The worker's way back to the page breaks for one result: that job fails with its message,
+    and the next job on the same worker runs and is stored."""
+    page.goto("/")
+    wait_ready(page)
+    worker = page.workers[0]  # the compute worker (Pyodide, py_core, the GPU)
+    worker.evaluate("""() => {
+        const send = self.postMessage.bind(self);
+        let armed = true;
+        self.postMessage = (msg, transfer) => {
+            if (armed && msg.type === 'result') { armed = false; throw new Error('injected: the result could not be sent'); }
+            return send(msg, transfer);
+        };
+    }""")
+    failed = page.evaluate(f"() => window.playground.run({JOB}).then(() => 'no failure', (e) => e.message)")
+    assert "injected: the result could not be sent" in failed
+    # A failure in Python (a bad parameter) is a failed job too; then a good job runs.
+    bad = page.evaluate("() => window.playground.run({kind: 'random_forest', dataset: 'wine', target: 'target', "
+                        "params: {max_depth: -1}}).then(() => 'no failure', (e) => e.message)")
+    assert "max_depth" in bad
+    run = page.evaluate(f"() => window.playground.run({JOB})")
+    assert run["metrics"]["accuracy"] > 0.8
+    assert httpx.get(f"{server}/api/runs/{run['id']}").status_code == 200
+
+
+def test_a_forest_at_sklearn_defaults_is_grown_in_the_page_and_stored(page, server):
+    """max_depth=None, min_samples_leaf=1 (scikit-learn's defaults) on a few thousand rows: every
+    tree grown to its leaves in the page, the model back as binary, the run stored."""
+    page.goto("/")
+    info = wait_ready(page)
+    assert info["backend"] == "webgpu"
+    out = page.evaluate("""async () => {
+        const run = await window.playground.run({kind: 'random_forest', target: 'y',
+            dataset: 'synthetic:friedman1?n_samples=3000&noise=1&seed=3',
+            params: {n_estimators: 10, random_state: 0}, split: {test_size: 0.2, seed: 42}});
+        const m = run.result.model;
+        return {id: run.id, params: run.config.params, r2: run.metrics.r2, bytes: m.binary.length,
+                nodes: (await window.playground.forestJSON(m)).trees.map((t) => t.feature.length)};
+    }""")
+    assert out["params"] == {"n_estimators": 10, "random_state": 0}
+    assert len(out["nodes"]) == 10 and min(out["nodes"]) > 2000  # fully grown: ~2 x 1,500 distinct rows
+    assert out["r2"] > 0.5
+    assert httpx.get(f"{server}/api/runs/{out['id']}").json()["metrics"]["r2"] == out["r2"]

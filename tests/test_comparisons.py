@@ -76,8 +76,7 @@ def test_regression_metrics_and_unavailable_runners(sklearn_only):
     assert set(m) == {"mse", "mae", "r2"} and 2000 < m["mse"] < 5000 and 0.2 < m["r2"] < 0.7
     assert row["params"]["max_depth"] == 6 and row["params"]["n_jobs"] == -1
     others = {c["runner"]: c for c in body["comparisons"] if c["runner"] != "sklearn"}
-    assert set(others) == {"xgboost", "lightgbm", "cuml", "py_core-cuda", "py_core-native",
-                           "py_core-reference"}
+    assert set(others) == {"xgboost", "lightgbm", "cuml", "py_core-native", "py_core-reference"}
     for c in others.values():  # none vanishes; each says why it did not run
         assert c["status"] == "unavailable" and "turned off" in c["error"]
 
@@ -346,8 +345,8 @@ def test_speedup_and_agreement():
     assert agreement("random_forest", "sklearn", {"mse": 80.0}, {"mse": 100.0})["within"]
     assert not agreement("random_forest", "sklearn", {"accuracy": 0.9}, {"accuracy": 0.92})["within"]
     # The same forest (py_core on another backend): equal to float tolerance, either way.
-    assert not agreement("random_forest", "py_core-cuda", {"mse": 99.0}, {"mse": 100.0})["within"]
-    assert agreement("random_forest", "py_core-cuda", {"accuracy": 0.9}, {"accuracy": 0.9})["within"]
+    assert not agreement("random_forest", "py_core-native", {"mse": 99.0}, {"mse": 100.0})["within"]
+    assert agreement("random_forest", "py_core-native", {"accuracy": 0.9}, {"accuracy": 0.9})["within"]
     assert agreement("transformer", "torch", {"val_loss": 2.0}, {"val_loss": 2.03})["within"]
     assert agreement("random_forest", "sklearn", {}, {"mse": 1.0}) is None
 

@@ -92,3 +92,16 @@ def test_selftest_on_native_passes(native_backend):
     result = run(run_selftest(native_backend))
     assert result["metrics"]["all_ok"], result
     assert all(k["time_s"] > 0 for k in result["metrics"]["kernels"])
+
+
+def test_plan_ops_are_typed_and_extend_keeps_labels():
+    from py_core.gpu import Clear, Copy, Dispatch, Kernel, Plan
+    from py_core.gpu.backend import Buffer
+    k = Kernel("matmul", "matmul", {})
+    a, b = Buffer(None, 1, "f32", 4, False), Buffer(None, 2, "f32", 4, False)
+    first = Plan().dispatch(k, [a], (2,), label="scores").clear(a)
+    second = Plan().copy(a, b, 2, dst_offset=1).dispatch(k, [a, b], (1, 2), label="values")
+    joined = Plan().extend(first, second)
+    assert [type(op) for op in joined.ops] == [Dispatch, Clear, Copy, Dispatch]
+    assert joined.ops[0].grid == (2, 1, 1) and joined.ops[2] == Copy(a, 0, b, 1, 2)
+    assert [joined.label(i) for i in range(4)] == ["scores", "clear", "copy", "values"]

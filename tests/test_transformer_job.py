@@ -5,8 +5,7 @@ import asyncio
 
 import pytest
 
-from py_core import transformer_job
-from py_core.jobs import Context, JobError, Stopped, run_job
+from py_core.jobs import Context, JobError, Session, Stopped, run_job, transformer_job
 from py_core.transformer import builtin_text, import_weights
 
 JOB = {"kind": "transformer", "text": "shakespeare",
@@ -18,7 +17,8 @@ JOB = {"kind": "transformer", "text": "shakespeare",
 def test_job_result_and_progress(native_backend):
     seen = []
     ctx = Context(load_text=lambda i: builtin_text(i), progress=seen.append)
-    res = asyncio.run(run_job(JOB, native_backend, ctx))
+    session = Session(native_backend)
+    res = asyncio.run(session.run(JOB, ctx))
     m, t = res["metrics"], res["timings"]
     assert [s for s, _ in m["loss_curve"]] == list(range(30))
     assert [s for s, _ in m["val_curve"]] == [15, 30] and m["val_loss"] == m["val_curve"][-1][1]
@@ -31,27 +31,32 @@ def test_job_result_and_progress(native_backend):
     assert all(p["tokens_per_s"] > 0 and p["loss"] > 0 for p in training)
     assert training[-1]["fraction"] == 1.0 and training[-1]["val_loss"] == m["val_loss"]
 
-    # the model stays for the page: stream a sample, export the weights
+    # the model stays in the session for the page: stream a sample, export the weights
+    model = session.last_model
+    assert model is not None and Session(native_backend).last_model is None
     chars = []
 
     async def on_char(ch):
         chars.append(ch)
 
-    text = asyncio.run(transformer_job.sample(None, "ROMEO:", 12, 0.8, 10, seed=1, on_char=on_char))
+    text = asyncio.run(transformer_job.sample(model, "ROMEO:", 12, 0.8, 10, seed=1, on_char=on_char))
     assert "".join(chars) == text and len(text) == 12
-    again = asyncio.run(transformer_job.sample(None, "ROMEO:", 12, 0.8, 10, seed=1))
+    again = asyncio.run(transformer_job.sample(model, "ROMEO:", 12, 0.8, 10, seed=1))
     assert again == text  # same seed, same text
-    cfg, vocab, flat = import_weights(asyncio.run(transformer_job.export()))
+    cfg, vocab, flat = import_weights(asyncio.run(transformer_job.export(model)))
+    with pytest.raises(JobError, match="no trained transformer"):
+        asyncio.run(transformer_job.export(None))
     assert cfg.steps == 30 and len(flat) == m["n_params"] and len(vocab) == 67
 
 
 @pytest.mark.native
 def test_profile_of_the_step(native_backend):
     params = {**JOB["params"], "steps": 4, "eval_interval": 4, "sample_chars": 2, "tiles": "wide"}
-    asyncio.run(run_job({**JOB, "params": params}, native_backend, Context(load_text=builtin_text)))
-    unprofiled = asyncio.run(transformer_job.export())
+    session = Session(native_backend)
+    asyncio.run(session.run({**JOB, "params": params}, Context(load_text=builtin_text)))
+    unprofiled = asyncio.run(transformer_job.export(session.last_model))
     job = {**JOB, "params": {**params, "profile": 1}}
-    res = asyncio.run(run_job(job, native_backend, Context(load_text=builtin_text)))
+    res = asyncio.run(session.run(job, Context(load_text=builtin_text)))
     prof = res["metrics"]["profile"]
     labels = {k[0]: k for k in prof["kernels"]}
     assert {"adamw", "ln fwd", "get batch", "att softmax fwd", "embed bwd wte"} <= set(labels)
@@ -59,7 +64,7 @@ def test_profile_of_the_step(native_backend):
     assert any(k.startswith("qkv fwd (matmul") for k in labels)
     assert prof["sum_ms"] > 0 and all(k[1] >= 0 for k in prof["kernels"])
     # the profiled runs leave the trained model as it was
-    assert asyncio.run(transformer_job.export()) == unprofiled
+    assert asyncio.run(transformer_job.export(session.last_model)) == unprofiled
     with pytest.raises(JobError, match="tiles"):
         asyncio.run(run_job({**JOB, "params": {**JOB["params"], "tiles": "huge"}}, native_backend, Context()))
 

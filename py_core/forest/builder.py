@@ -1,6 +1,6 @@
 """Growing a forest on a backend: buffers, the recorded plan of each level, one readback.
 
-The method (kernels in `shaders/forest.wgsl`):
+The method (kernels in `py_core/kernels/forest/forest.wgsl`):
 
 1. The data go up as they are (f64 values are rounded to f32 by the kernels, as the CPU would).
    `check_finite` refuses NaN and infinities, `targets` turns regression y into exact fixed point,
@@ -37,9 +37,21 @@ from array import array
 from dataclasses import dataclass
 from fractions import Fraction
 
+from ..errors import Stopped
 from ..gpu import LimitError
-from ..kernels.forest import (ENTROPY, HC_SLOTS, IMP_CHUNK, MSE, NOT_FINITE_X, NOT_FINITE_Y,
-                              PARAMS, SORT, WG, grid, half_bits)
+from ..kernels.forest import (
+    ENTROPY,
+    HC_SLOTS,
+    IMP_CHUNK,
+    MSE,
+    NOT_FINITE_X,
+    NOT_FINITE_Y,
+    PARAMS,
+    SORT,
+    WG,
+    grid,
+    half_bits,
+)
 from .binning import edges_from_sorted, sample_shape, sorted_columns
 from .trees import Trees, matrix_words
 
@@ -47,25 +59,22 @@ HIST_BUDGET = 2**30  # bytes of one level's histograms per batch, at most (GPU b
                      # larger batches where the adapter binds that much (2 such buffers a fit)
 REFERENCE_BUDGET = 64 * 2**20  # the reference backend keeps these in Python arrays
 NONE_DEPTH = 0xFFFFFFFF  # max_depth=None in the kernels' params
-CHECK_EVERY = 8  # levels between the small readbacks that end a deep (max_depth > 16 or None) batch
+FIRST_LEVELS = 8  # levels a deep (max_depth > 16 or None) batch grows before reading back open slots
 MAX_ROWS = 2**24 - 1  # weights and counts stay exact in f32
 Y_BITS = 23  # regression targets as signed fixed point of this many bits (w * y fits in i32)
-DEVICE_SORT = ("webgpu", "native", "cuda")  # backends that sort the binning subsample themselves
+DEVICE_SORT = ("webgpu", "native")  # backends that sort the binning subsample themselves
 
 KERNELS = ("check_finite", "sample", "sort_pass", "targets", "bin_features", "bootstrap",
            "init_trees", "hist_clear", "hist_build", "split_pick", "alloc", "route_rows",
            "finalize", "importance", "oob")
 LOOPING = ("hist_prefix", "split_scan")  # a thread per (tree, slot, feature): CPU adapters
 PARALLEL = ("hist_prefix_wg", "split_scan_wg")  # a workgroup per (tree, slot, feature): GPUs
-PARALLEL_BINS = None  # True/False: one set or the other everywhere; None: `parallel_bins`
 CPU_ADAPTERS = ("swiftshader", "llvmpipe", "lavapipe")
 
 
 def parallel_bins(backend) -> bool:
     """Whether the PARALLEL kernels run: on GPUs (2.5x faster on an H200), not on CPU adapters,
     where a workgroup's barriers cost more than one thread's loop (25x slower on lavapipe)."""
-    if PARALLEL_BINS is not None:
-        return PARALLEL_BINS
     a = backend.adapter
     named = " ".join(str(a.get(k, "")) for k in ("vendor", "architecture", "device", "description"))
     return (backend.name in DEVICE_SORT and not a.get("is_fallback_adapter")
@@ -169,250 +178,293 @@ class Grown:
 class Grower:
     """One fit's buffers and plans on one backend."""
 
-    def __init__(self, backend, spec: GrowSpec):
+    def __init__(self, backend, spec: GrowSpec, parallel_bins: bool | None = None):
         self.b, self.spec = backend, spec
+        self.wg = parallel_bins  # True/False: one kernel set or the other; None: by adapter
 
     async def grow(self, X: array, n: int, F: int, y, progress=None, should_stop=None,
                    pause=None, profile=False) -> Grown:
         """X: row-major n x F, array('f') or array('d'); y: array('d') targets (regression) or
-        array('I') class indices."""
-        b, spec = self.b, self.spec
+        array('I') class indices. The steps below, in order; every buffer they make is freed at
+        the end (also when stopped or failed) but the forest's own prediction arrays."""
+        b = self.b
         if n > MAX_ROWS:
             raise LimitError(f"{n} rows: the forest trains on at most {MAX_ROWS} rows")
-        clock, timings = time.perf_counter, {}
-        t0 = clock()
-        wg = parallel_bins(b)
-        k = {name: await b.kernel("forest", name) for name in KERNELS + (PARALLEL if wg else LOOPING)}
-        T, K = spec.n_estimators, spec.n_classes
-        step, m, SM = sample_shape(n)
-        if spec.crit == MSE:
-            ye, ym, mid = fixed_point_scale(y)
-        else:
-            ye, ym, mid = 0, 0, 0.0
-        words, xd = matrix_words(b, X, n, F, f"the {n} x {F} training matrix")
-        self.base = dict(n=n, F=F, FW=-(-F // 4), NB=0, C=0, K=K, crit=spec.crit, T=0, tree0=0,
-                         seed=spec.seed, boot=int(spec.bootstrap), mss=spec.min_samples_split,
-                         msl=spec.min_samples_leaf,
-                         max_depth=NONE_DEPTH if spec.max_depth is None else spec.max_depth,
-                         mf=spec.max_features, hb=half_bits(F), S=0, NC=0, depth=0, S_cur=1,
-                         S_next=0, T_all=T, inv_scale=math.ldexp(1.0, -ye), mid=mid, xd=xd,
-                         ye=ye, ym_lo=ym & 0xFFFFFFFF, ym_hi=(ym >> 32) & 0xFFFFFFFF, step=step,
-                         SM=SM, S_h=0, s_lo=0)
-        owned, kept = [], []  # every buffer of the fit is freed at the end, but the forest's own
-
-        def buf(*args, **kwargs):
-            made = b.buffer(*args, **kwargs)
-            owned.append(made)
-            return made
-
+        self.clock, self.timings, self.t0 = time.perf_counter, {}, time.perf_counter()
+        self.n, self.F, self.T, self.K = n, F, self.spec.n_estimators, self.spec.n_classes
+        self.owned, kept = [], []
         if profile:
             b.profile_start()
         try:
-            # -- data up; checks, fixed-point targets and the sorted subsample --------------------
-            P0 = buf("u32", data=PARAMS.pack(**self.base), uniform=True)
-            Xb = buf("u32", data=words)
-            flags = buf("u32", 1)
-            prep = b.plan().dispatch(k["check_finite"], [P0, Xb, flags], self._grid(n * F))
-            if spec.crit == MSE:
-                tgt = buf("u32", n)
-                yb = buf("u32", data=memoryview(y).cast("B"))
-                prep.dispatch(k["targets"], [P0, yb, tgt, flags], self._grid(n))
-            else:
-                tgt = buf("u32", data=y)
-            device_sort = b.name in DEVICE_SORT
-            if device_sort:
-                samp = buf("u32", F * SM + 1)  # the last word: a copy of the flags
-                prep.dispatch(k["sample"], [P0, Xb, samp], self._grid(F * SM))
-                for kk in (2 ** i for i in range(1, SM.bit_length())):
-                    for j in (kk >> i for i in range(1, kk.bit_length())):
-                        Ps = buf("u32", uniform=True, data=SORT.pack(j=j, k=kk, len=SM, count=F))
-                        prep.dispatch(k["sort_pass"], [Ps, samp], self._grid(F * SM // 2))
-                prep.copy(flags, samp, 1, dst_offset=F * SM)
-            timings["upload"] = clock() - t0  # kernels (compiled once), data up, plans recorded
-            await b.run(prep)
-            if device_sort:
-                got = await b.read(samp)
-                bad = got[F * SM]
-                values = array("f")
-                values.frombytes(memoryview(got)[:F * SM].cast("B"))
-                columns = [values[f * SM:f * SM + m] for f in range(F)]
-            else:
-                bad = (await b.read(flags))[0]
-            if bad & NOT_FINITE_X:
-                raise ValueError("X has NaN or infinite values (or values beyond float32): "
-                                 "impute or drop them")
-            if bad & NOT_FINITE_Y:
-                raise ValueError("y has NaN or infinite values")
-            if not device_sort:
-                columns = sorted_columns(X, n, F)
-            timings["sort"] = clock() - t0 - timings["upload"]  # checks, fixed point, the sort
-            edges, fmeta, _ = edges_from_sorted(columns, spec.n_bins)
-            timings["thresholds"] = clock() - t0
-
-            NB = sum(fmeta[1::2])
-            z = self.z = plan_sizes(b, n, F, NB, spec)
-            C, NC, S, S_h, Tb = z.C, z.NC, z.S, z.S_h, z.Tb
-            self.base.update(NB=NB, C=C, T=Tb, S=S, NC=NC, S_h=S_h)
-            b.write(P0, PARAMS.pack(**self.base))
-            eb = buf("f32", data=edges)
-            fb = buf("u32", data=fmeta)
-            binned = buf("u32", n * z.FW)
-            await b.run(b.plan().dispatch(k["bin_features"], [P0, Xb, eb, fb, binned],
-                                          self._grid(n * z.FW)))
+            await self._compile()
+            columns = await self._upload_and_sort(X, y)
+            await self._bin(columns)
+            t1 = self.clock()
+            self._tree_buffers()
+            self._fixed_plans()
+            for done in range(0, self.T, self.z.Tb):
+                await self._grow_batch(done, min(self.z.Tb, self.T - done), progress, should_stop,
+                                       pause)
             await b.finish()
-            timings["binning"] = clock() - t0
-            t1 = clock()
-
-            # -- the trees, batch by batch, level by level ----------------------------------------
-            if spec.crit == ENTROPY:  # x ln x for every weight a node can have
-                xlogx = buf("f32", data=array("f", [0.0] + [v * math.log(v) for v in range(1, n + 1)]))
-            else:
-                xlogx = buf("f32", 1)
-            nodes = buf("u32", T * NC * (4 + C))
-            meta = buf("u32", 2 * T)
-            ptree = buf("u32", 3 * T * NC)
-            pval = buf("f32", K * T * NC)
-            oobb = buf("f32", n * (K + 1)) if spec.oob and spec.bootstrap else None
-            state = buf("u32", Tb * n)
-            passes = S_h < S  # a level's slots in several passes, one histogram buffer
-            hist = [buf("u32", Tb * S_h * NB * C) for _ in range(1 if passes else 2)]
-            prev = buf("u32", 4) if passes else None  # split_scan's parent level: not read then
-            slots = [buf("u32", Tb * S * 4) for _ in range(2)]
-            childmap = buf("u32", Tb * S * 2)
-            left = buf("u32", Tb * S * C)
-            cand = buf("u32", Tb * S * F * 4)
-
-            init = (b.plan().clear(state)
-                    .dispatch(k["bootstrap"], [P0, state], self._grid(Tb * n))
-                    .dispatch(k["init_trees"], [P0, slots[0], nodes, meta], self._grid(Tb * S)))
-            final = b.plan().dispatch(k["finalize"], [P0, nodes, meta, eb, fb, ptree, pval],
-                                      self._grid(Tb * NC))
-            if oobb is not None:
-                final.dispatch(k["oob"], [P0, Xb, ptree, pval, state, oobb], self._grid(n))
-            level_params, level_plans = [], []  # per level: [(uniform, params)], plan
-            prefix, scan = (k[name] for name in (PARALLEL if wg else LOOPING))
-
-            def per_feature(sp):  # a workgroup, or a thread, per (tree, slot of the pass, feature)
-                return grid(Tb * sp * F, wgs) if wg else self._grid(Tb * sp * F)
-            s_min = max(spec.min_samples_split, 2 * spec.min_samples_leaf)
-            batch = [0, Tb]  # first tree, trees
-            wgs = b.limits["maxComputeWorkgroupsPerDimension"]
-
-            def level(d):
-                """The recorded plan of level d: made once, run for every batch."""
-                while len(level_plans) <= d:
-                    e = len(level_plans)
-                    s_cur = level_slots(e, n, s_min)
-                    last = z.levels is not None and e == z.levels - 1
-                    s_next = 0 if last else level_slots(e + 1, n, s_min)
-                    cur, other = slots[e % 2], slots[1 - e % 2]
-                    h = hist[e % len(hist)]
-                    parent = prev if passes else hist[1 - e % 2]
-                    plan, ups = b.plan(), []
-                    for s_lo in range(0, s_cur, S_h):
-                        sp = min(S_h, s_cur - s_lo)
-                        pp = dict(depth=e, S_cur=s_cur, S_next=s_next, s_lo=s_lo)
-                        P = buf("u32", uniform=True, data=PARAMS.pack(**self._params(pp, *batch)))
-                        ups.append((P, pp))
-                        (plan.dispatch(k["hist_clear"], [P, cur, h], grid(Tb * -(-sp // HC_SLOTS), wgs))
-                         .dispatch(k["hist_build"], [P, binned, fb, tgt, state, cur, h], self._grid(Tb * n))
-                         .dispatch(prefix, [P, fb, cur, h], per_feature(sp))
-                         .dispatch(scan, [P, fb, cur, h, nodes, cand, xlogx, parent], per_feature(sp))
-                         .dispatch(k["split_pick"], [P, fb, cur, h, nodes, cand, xlogx, left],
-                                   self._grid(Tb * sp)))
-                    P = ups[0][0]
-                    plan.dispatch(k["alloc"], [P, cur, nodes, left, other, childmap, meta], grid(Tb, wgs))
-                    if not last:
-                        plan.dispatch(k["route_rows"], [P, binned, state, cur, nodes, childmap],
-                                      self._grid(Tb * n))
-                    level_params.append(ups)
-                    level_plans.append(plan)
-                return level_plans[d]
-
-            # A batch is one submission when its depth is fixed (<= 16); deeper or unbounded
-            # trees go CHECK_EVERY levels a submission, then a small readback says if any node
-            # is still open.
-            deep = z.levels is None or z.levels > 16
-            chunk = z.levels if not deep else CHECK_EVERY
-            chunks: list = []
-
-            def levels(c):
-                """The plan of levels [c * chunk, (c + 1) * chunk) (fewer at the last)."""
-                while len(chunks) <= c:
-                    first = len(chunks) * chunk
-                    last = first + chunk if z.levels is None else min(z.levels, first + chunk)
-                    plan = b.plan().extend(*(level(d) for d in range(first, last)))
-                    chunks.append((plan, last))
-                return chunks[c]
-
-            levels_total = z.levels or max(1, math.ceil(math.log2(max(2, n))) + 4)  # for progress
-            joined: dict = {}  # (chunk, with init, with final) -> one plan, made once
-
-            def submission(c, first, last):
-                if (c, first, last) not in joined:
-                    parts = [init] * first + [levels(c)[0]] + [final] * last
-                    joined[(c, first, last)] = b.plan().extend(*parts)
-                return joined[(c, first, last)]
-
-            while batch[0] < T:
-                done = batch[0]
-                batch[1] = nt = min(Tb, T - done)
-                b.write(P0, PARAMS.pack(**self._params({}, done, nt)))
-                for ups in level_params:
-                    for P, pp in ups:
-                        b.write(P, PARAMS.pack(**self._params(pp, done, nt)))
-                c = 0
-                while True:
-                    d = levels(c)[1]  # levels grown after this submission
-                    last = z.levels is not None and d >= z.levels
-                    await b.run(submission(c, c == 0, last))
-                    c += 1
-                    if should_stop is not None and should_stop():
-                        from ..jobs import Stopped
-                        raise Stopped("stopped on request")
-                    if pause is not None:
-                        await pause()  # waits while paused; raises Stopped
-                    if progress is not None:
-                        total = max(levels_total, d)
-                        progress({"stage": f"level {d}/{total}", "trees": [done, T],
-                                  "fraction": (done + nt * min(1.0, d / total)) / T})
-                    if last:
-                        break
-                    m_ = await b.read(meta)  # a few words: is any node still open?
-                    if not any(m_[2 * (done + t) + 1] for t in range(nt)):
-                        await b.run(final)
-                        break
-                batch[0] = done + nt
-            await b.finish()
-            timings["levels"] = clock() - t1
-            t1 = clock()
-
-            # -- the one readback of the fit --------------------------------------------------------
-            G = -(-NC // IMP_CHUNK)
-            imp = buf("f32", T * G * F)
-            Pi = buf("u32", uniform=True, data=PARAMS.pack(**self._params({}, 0, T)))
-            await b.run(b.plan().dispatch(k["importance"], [Pi, nodes, meta, imp],
-                                          grid(T * G * -(-F // WG), wgs)))
-            parts = await self._read_all([meta, ptree, pval, imp] + ([oobb] if oobb else []))
-            timings["readback"] = clock() - t1
-            t1 = clock()
-            counts = array("I", parts[0][0::2])
-            trees = Trees(T, NC, K, counts, parts[1], _typed("f", parts[2]))
-            importances = _importances(_typed("f", parts[3]), counts, T, G, F)
-            oob = _typed("f", parts[4]) if oobb else None
-            timings["host"] = clock() - t1
+            self.timings["levels"] = self.clock() - t1
+            grown = await self._read_back()
             if profile:
                 for name, (seconds, count) in (await b.profile_stop()).items():
-                    timings["k_" + name.split(".")[-1]] = seconds
+                    grown.timings["k_" + name.split(".")[-1]] = seconds
                 profile = False
-            kept = [ptree, pval]
-            return Grown(trees, ptree, pval, importances, oob, timings)
-        finally:  # also when stopped or failed
+            kept = [grown.ptree, grown.pval]
+            return grown
+        finally:
             if profile:
                 await b.profile_stop()
-            for made in owned:
+            for made in self.owned:
                 if not any(made is keep for keep in kept):
                     b.free(made)
+
+    def _buf(self, *args, **kwargs):
+        """A buffer of this fit (freed when the fit ends)."""
+        made = self.b.buffer(*args, **kwargs)
+        self.owned.append(made)
+        return made
+
+    async def _compile(self) -> None:
+        """The kernels (the parallel-bins set on GPUs) and the parameters every kernel shares."""
+        b, spec, n, F = self.b, self.spec, self.n, self.F
+        self.wide = parallel_bins(b) if self.wg is None else self.wg
+        names = KERNELS + (PARALLEL if self.wide else LOOPING)
+        self.k = {name: await b.kernel("forest", name) for name in names}
+        self.step, self.m, SM = sample_shape(n)
+        self.base = dict(n=n, F=F, FW=-(-F // 4), NB=0, C=0, K=self.K, crit=spec.crit, T=0,
+                         tree0=0, seed=spec.seed, boot=int(spec.bootstrap),
+                         mss=spec.min_samples_split, msl=spec.min_samples_leaf,
+                         max_depth=NONE_DEPTH if spec.max_depth is None else spec.max_depth,
+                         mf=spec.max_features, hb=half_bits(F), S=0, NC=0, depth=0, S_cur=1,
+                         S_next=0, T_all=self.T, inv_scale=1.0, mid=0.0, xd=0, ye=0, ym_lo=0,
+                         ym_hi=0, step=self.step, SM=SM, S_h=0, s_lo=0)
+
+    async def _upload_and_sort(self, X: array, y) -> list:
+        """Data up; finite checks, fixed-point regression targets and, on GPU backends, the
+        binning subsample sorted on the device (one submission, one readback). Returns each
+        feature's sorted sample."""
+        b, spec, n, F, k, SM = self.b, self.spec, self.n, self.F, self.k, self.base["SM"]
+        buf, clock = self._buf, self.clock
+        if spec.crit == MSE:
+            ye, ym, mid = fixed_point_scale(y)
+            self.base.update(inv_scale=math.ldexp(1.0, -ye), mid=mid, ye=ye, ym_lo=ym & 0xFFFFFFFF,
+                             ym_hi=(ym >> 32) & 0xFFFFFFFF)
+        words, self.base["xd"] = matrix_words(b, X, n, F, f"the {n} x {F} training matrix")
+        self.P0 = P0 = buf("u32", data=PARAMS.pack(**self.base), uniform=True)
+        self.Xb = Xb = buf("u32", data=words)
+        flags = buf("u32", 1)
+        prep = b.plan().dispatch(k["check_finite"], [P0, Xb, flags], self._grid(n * F))
+        if spec.crit == MSE:
+            self.tgt = buf("u32", n)
+            yb = buf("u32", data=memoryview(y).cast("B"))
+            prep.dispatch(k["targets"], [P0, yb, self.tgt, flags], self._grid(n))
+        else:
+            self.tgt = buf("u32", data=y)
+        device_sort = b.name in DEVICE_SORT
+        if device_sort:
+            samp = buf("u32", F * SM + 1)  # the last word: a copy of the flags
+            prep.dispatch(k["sample"], [P0, Xb, samp], self._grid(F * SM))
+            for kk in (2 ** i for i in range(1, SM.bit_length())):
+                for j in (kk >> i for i in range(1, kk.bit_length())):
+                    Ps = buf("u32", uniform=True, data=SORT.pack(j=j, k=kk, len=SM, count=F))
+                    prep.dispatch(k["sort_pass"], [Ps, samp], self._grid(F * SM // 2))
+            prep.copy(flags, samp, 1, dst_offset=F * SM)
+        self.timings["upload"] = clock() - self.t0  # kernels (compiled once), data up, plans
+        await b.run(prep)
+        if device_sort:
+            got = await b.read(samp)
+            bad = got[F * SM]
+            values = array("f")
+            values.frombytes(memoryview(got)[:F * SM].cast("B"))
+            columns = [values[f * SM:f * SM + self.m] for f in range(F)]
+        else:
+            bad = (await b.read(flags))[0]
+        if bad & NOT_FINITE_X:
+            raise ValueError("X has NaN or infinite values (or values beyond float32): "
+                             "impute or drop them")
+        if bad & NOT_FINITE_Y:
+            raise ValueError("y has NaN or infinite values")
+        if not device_sort:
+            columns = sorted_columns(X, n, F)
+        self.timings["sort"] = clock() - self.t0 - self.timings["upload"]  # checks, fixed point, sort
+        return columns
+
+    async def _bin(self, columns: list) -> None:
+        """Thresholds from the sorted samples, the sizes they imply, and the binned matrix."""
+        b, n = self.b, self.n
+        edges, fmeta, _ = edges_from_sorted(columns, self.spec.n_bins)
+        self.timings["thresholds"] = self.clock() - self.t0
+        NB = sum(fmeta[1::2])
+        z = self.z = plan_sizes(b, n, self.F, NB, self.spec)
+        self.base.update(NB=NB, C=z.C, T=z.Tb, S=z.S, NC=z.NC, S_h=z.S_h)
+        b.write(self.P0, PARAMS.pack(**self.base))
+        self.eb = self._buf("f32", data=edges)
+        self.fb = self._buf("u32", data=fmeta)
+        self.binned = self._buf("u32", n * z.FW)
+        await b.run(b.plan().dispatch(self.k["bin_features"], [self.P0, self.Xb, self.eb, self.fb,
+                                                               self.binned], self._grid(n * z.FW)))
+        await b.finish()
+        self.timings["binning"] = self.clock() - self.t0
+
+    def _tree_buffers(self) -> None:
+        """The forest's nodes and prediction arrays (all trees), and one batch's working set:
+        bootstrap state, histograms (two levels, or one when a level goes in passes), slots."""
+        spec, z, n, F, T, K, buf = self.spec, self.z, self.n, self.F, self.T, self.K, self._buf
+        C, NC, S, Tb = z.C, z.NC, z.S, z.Tb
+        if spec.crit == ENTROPY:  # x ln x for every weight a node can have
+            self.xlogx = buf("f32", data=array("f", [0.0] + [v * math.log(v) for v in range(1, n + 1)]))
+        else:
+            self.xlogx = buf("f32", 1)
+        self.nodes = buf("u32", T * NC * (4 + C))
+        self.meta = buf("u32", 2 * T)
+        self.ptree = buf("u32", 3 * T * NC)
+        self.pval = buf("f32", K * T * NC)
+        self.oobb = buf("f32", n * (K + 1)) if spec.oob and spec.bootstrap else None
+        self.state = buf("u32", Tb * n)
+        self.passes = z.S_h < S  # a level's slots in several passes, one histogram buffer
+        self.hist = [buf("u32", Tb * z.S_h * z.NB * C) for _ in range(1 if self.passes else 2)]
+        self.prev = buf("u32", 4) if self.passes else None  # split_scan's parent: not read then
+        self.slots = [buf("u32", Tb * S * 4) for _ in range(2)]
+        self.childmap = buf("u32", Tb * S * 2)
+        self.left = buf("u32", Tb * S * C)
+        self.cand = buf("u32", Tb * S * F * 4)
+
+    def _fixed_plans(self) -> None:
+        """The plans every batch runs as they are: `init` (bootstrap, roots) and `final` (nodes to
+        prediction arrays, out-of-bag sums); the level plans are made on first use (`_level`)."""
+        b, k, z, P0, n, Tb = self.b, self.k, self.z, self.P0, self.n, self.z.Tb
+        self.wgs = b.limits["maxComputeWorkgroupsPerDimension"]
+        self.s_min = max(self.spec.min_samples_split, 2 * self.spec.min_samples_leaf)
+        self.init = (b.plan().clear(self.state)
+                     .dispatch(k["bootstrap"], [P0, self.state], self._grid(Tb * n))
+                     .dispatch(k["init_trees"], [P0, self.slots[0], self.nodes, self.meta],
+                               self._grid(Tb * z.S)))
+        self.final = b.plan().dispatch(k["finalize"], [P0, self.nodes, self.meta, self.eb, self.fb,
+                                                       self.ptree, self.pval], self._grid(Tb * z.NC))
+        if self.oobb is not None:
+            self.final.dispatch(k["oob"], [P0, self.Xb, self.ptree, self.pval, self.state, self.oobb],
+                                self._grid(n))
+        self.level_params, self.level_plans = [], {}  # [(uniform, params)] per plan; (d, slots) -> plan
+        self.batch = (0, Tb)  # first tree, trees: what the level uniforms are packed for
+        # A batch is one submission when its depth is fixed (<= 16). Deeper or unbounded trees
+        # run their first FIRST_LEVELS levels so, then one level a submission: a small readback
+        # of `meta` says how many slots the next level has open, and its plan covers only those
+        # (rounded up to a power of two, so plans are reused): deep levels, where few rows are
+        # left, cost what their live nodes need, not 2^depth or n slots.
+        deep = z.levels is None or z.levels > 16
+        self.head = z.levels if not deep else min(FIRST_LEVELS, z.levels or FIRST_LEVELS)
+        self.joined = {}  # (first levels, with final) or (level, slots) -> one plan, made once
+
+    def _per_feature(self, sp: int):
+        """A workgroup (parallel bins), or a thread, per (tree, slot of the pass, feature)."""
+        threads = self.z.Tb * sp * self.F
+        return grid(threads, self.wgs) if self.wide else self._grid(threads)
+
+    def _level(self, e: int, s_cur: int):
+        """The recorded plan of level e over its first s_cur slots: made once, run for every
+        batch (its uniforms rewritten per batch)."""
+        if (e, s_cur) in self.level_plans:
+            return self.level_plans[(e, s_cur)]
+        z, k, n, Tb, wgs = self.z, self.k, self.n, self.z.Tb, self.wgs
+        prefix, scan = (k[name] for name in (PARALLEL if self.wide else LOOPING))
+        last = z.levels is not None and e == z.levels - 1
+        s_next = 0 if last else level_slots(e + 1, n, self.s_min)
+        cur, other = self.slots[e % 2], self.slots[1 - e % 2]
+        h = self.hist[e % len(self.hist)]
+        parent = self.prev if self.passes else self.hist[1 - e % 2]
+        fb, nodes, cand, xlogx = self.fb, self.nodes, self.cand, self.xlogx
+        plan, ups = self.b.plan(), []
+        for s_lo in range(0, s_cur, z.S_h):
+            sp = min(z.S_h, s_cur - s_lo)
+            pp = dict(depth=e, S_cur=s_cur, S_next=s_next, s_lo=s_lo)
+            P = self._buf("u32", uniform=True, data=PARAMS.pack(**self._params(pp, *self.batch)))
+            ups.append((P, pp))
+            (plan.dispatch(k["hist_clear"], [P, cur, h], grid(Tb * -(-sp // HC_SLOTS), wgs))
+             .dispatch(k["hist_build"], [P, self.binned, fb, self.tgt, self.state, cur, h],
+                       self._grid(Tb * n))
+             .dispatch(prefix, [P, fb, cur, h], self._per_feature(sp))
+             .dispatch(scan, [P, fb, cur, h, nodes, cand, xlogx, parent], self._per_feature(sp))
+             .dispatch(k["split_pick"], [P, fb, cur, h, nodes, cand, xlogx, self.left],
+                       self._grid(Tb * sp)))
+        P = ups[0][0]
+        plan.dispatch(k["alloc"], [P, cur, nodes, self.left, other, self.childmap, self.meta],
+                      grid(Tb, wgs))
+        if not last:
+            plan.dispatch(k["route_rows"], [P, self.binned, self.state, cur, nodes, self.childmap],
+                          self._grid(Tb * n))
+        self.level_params.append(ups)
+        self.level_plans[(e, s_cur)] = plan
+        return plan
+
+    def _first_levels(self, with_final: bool):
+        """init and the first `head` levels (and final, when they are all), as one plan."""
+        if with_final not in self.joined:
+            parts = [self.init] + [self._level(d, level_slots(d, self.n, self.s_min))
+                                   for d in range(self.head)]
+            self.joined[with_final] = self.b.plan().extend(*parts, *([self.final] if with_final else []))
+        return self.joined[with_final]
+
+    async def _grow_batch(self, done: int, nt: int, progress, should_stop, pause) -> None:
+        """Trees done .. done + nt - 1, level by level: the first levels in one submission, then
+        (deep trees) a level a submission sized by the open slots, until none is open."""
+        b, z, T = self.b, self.z, self.T
+        self.batch = (done, nt)
+        b.write(self.P0, PARAMS.pack(**self._params({}, done, nt)))
+        for ups in self.level_params:
+            for P, pp in ups:
+                b.write(P, PARAMS.pack(**self._params(pp, done, nt)))
+        levels_total = z.levels or max(1, math.ceil(math.log2(max(2, self.n))) + 4)  # progress
+        d = self.head  # levels grown after this submission
+        plan = self._first_levels(self.head == z.levels)
+        while True:
+            last = z.levels is not None and d >= z.levels
+            await b.run(plan)
+            if should_stop is not None and should_stop():
+                raise Stopped("stopped on request")
+            if pause is not None:
+                await pause()  # waits while paused; raises Stopped
+            if progress is not None:
+                total = max(levels_total, d)
+                progress({"stage": f"level {d}/{total}", "trees": [done, T],
+                          "fraction": (done + nt * min(1.0, d / total)) / T})
+            if last:
+                return
+            m_ = await b.read(self.meta)  # a few words: the open pairs of each tree's next level
+            pairs = max(m_[2 * (done + t) + 1] for t in range(nt))
+            if not pairs:
+                await b.run(self.final)
+                return
+            s_cur = min(level_slots(d, self.n, self.s_min), 1 << (2 * pairs - 1).bit_length())
+            plan = self._level(d, s_cur)
+            if z.levels is not None and d == z.levels - 1:  # the last level: then finalize
+                if (d, s_cur) not in self.joined:
+                    self.joined[(d, s_cur)] = b.plan().extend(plan, self.final)
+                plan = self.joined[(d, s_cur)]
+            d += 1
+
+    async def _read_back(self) -> Grown:
+        """Importances on the device, then the one readback of the fit: tree sizes, prediction
+        arrays, importances, out-of-bag sums."""
+        b, z, T, K, F, clock = self.b, self.z, self.T, self.K, self.F, self.clock
+        t1 = clock()
+        G = -(-z.NC // IMP_CHUNK)
+        imp = self._buf("f32", T * G * F)
+        Pi = self._buf("u32", uniform=True, data=PARAMS.pack(**self._params({}, 0, T)))
+        await b.run(b.plan().dispatch(self.k["importance"], [Pi, self.nodes, self.meta, imp],
+                                      grid(T * G * -(-F // WG), self.wgs)))
+        oobb = self.oobb
+        parts = await self._read_all([self.meta, self.ptree, self.pval, imp] + ([oobb] if oobb else []))
+        self.timings["readback"] = clock() - t1
+        t1 = clock()
+        counts = array("I", parts[0][0::2])
+        trees = Trees(T, z.NC, K, counts, parts[1], _typed("f", parts[2]))
+        importances = _importances(_typed("f", parts[3]), counts, T, G, F)
+        oob = _typed("f", parts[4]) if oobb else None
+        self.timings["host"] = clock() - t1
+        return Grown(trees, self.ptree, self.pval, importances, oob, self.timings)
 
     async def _read_all(self, bufs) -> list:
         """The buffers' words, in one readback when they fit one buffer."""

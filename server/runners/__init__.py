@@ -1,7 +1,7 @@
 """Comparison runners: the same job the page ran, run again on the server's own hardware.
 
 Each runner is a module-level object with
-    name            what the API and the page call it ("sklearn", "py_core-cuda", ...)
+    name            what the API and the page call it ("sklearn", "py_core-native", ...)
     kinds           the job kinds it runs ("random_forest", "transformer")
     check(device)   a cheap reason it cannot run here (no heavy imports), or None
     run(job, data_dir, device) -> {"runner", "device", "versions", "timings": {"fit",

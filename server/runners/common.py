@@ -81,11 +81,11 @@ def as_numpy(prep):
 
 
 def forest_metrics(task: str, y_true, pred=None, proba=None, n_classes: int = 0) -> dict:
-    """The page's metrics, by the page's own code (py_core.forest_job): regression mse, mae, r2;
+    """The page's metrics, by the page's own code (py_core.jobs.forest_job): regression mse, mae, r2;
     classification accuracy, f1 (macro), log_loss.
 
     proba: (rows, n_classes) with a column for every class, in class-code order."""
-    from py_core.forest_job import classification_metrics, regression_metrics
+    from py_core.jobs.forest_job import classification_metrics, regression_metrics
     truth = y_true.tolist()
     if task == "regression":
         return regression_metrics(truth, pred.tolist())

@@ -31,8 +31,17 @@ import os
 import time
 from pathlib import Path
 
-from .common import (Runner, Unavailable, as_numpy, cpu_name, forest_data, forest_metrics,
-                     full_proba, installed, versions)
+from .common import (
+    Runner,
+    Unavailable,
+    as_numpy,
+    cpu_name,
+    forest_data,
+    forest_metrics,
+    full_proba,
+    installed,
+    versions,
+)
 
 SUBSAMPLE = 0.632  # the expected share of distinct rows in a bootstrap sample: 1 - 1/e
 MAX_LEAVES_LGBM = 131072  # LightGBM's largest num_leaves
