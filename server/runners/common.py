@@ -35,8 +35,11 @@ class Runner:
 # -- data --------------------------------------------------------------------------------------
 
 def server_context(data_dir: Path) -> Context:
-    """A py_core job context that loads data sets and texts from the server's data dir."""
+    """A py_core job context that loads data sets and texts from the server's data dir;
+    synthetic sets are generated with numpy's kernels (server/synthetic_numpy.py)."""
     from server.datasets import dataset_path
+    from server.synthetic_numpy import install
+    install()
 
     def load_dataset(dataset_id: str) -> bytes:
         try:
