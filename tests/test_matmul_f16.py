@@ -187,3 +187,19 @@ def test_mixed_precision_is_refused_plainly_without_tensor_cores():
     b.adapter["subgroup_matrix_configs"] = [{"component": "f16", "result": "f32", "M": 16, "N": 16, "K": 16}]
     b.limits = {**b.limits, "maxComputeWorkgroupStorageSize": 49152}
     assert mixed_unavailable(b) == ""
+
+
+def test_benchmark_mode_builds_checks_and_times_each_matmul():
+    """run_benchmark at 128^3 on a GPU-named reference backend with the features: each kernel's
+    product matches the plain sums at the checked entries (so the shifted-row operands, the f16
+    packing and the rounding agree between the buffers and the check)."""
+    from py_core.benchmark import run_benchmark
+    b = _NoTensorCores()
+    b.features = list(mf.FEATURES)
+    rows = asyncio.run(run_benchmark(b, n=128, repeat=1))
+    assert [r["kernel"].split()[0] for r in rows] == ["transformer_matmul", "matmul_f16", "matmul_f16"]
+    for r in rows:
+        assert r["ok"] and r["max_err"] < 1e-3 and r["tflops"] > 0, r
+    b.features = ["subgroups"]
+    assert len(asyncio.run(run_benchmark(b, n=128, repeat=1))) == 1
+    assert asyncio.run(run_benchmark(ReferenceBackend(), n=128)) == []

@@ -164,7 +164,6 @@ def test_old_database_is_migrated_and_readable(settings):
     ({"adapter": {"vendor": {"toString": 1}}}, "adapter.vendor"),
     ({"adapter": {"vendor": "v" * 257}}, "adapter.vendor"),
     ({"adapter": {"is_fallback_adapter": "yes"}}, "adapter.is_fallback_adapter"),
-    ({"adapter": {"other": {"a": 1}}}, "adapter.other"),
     ({"config": {"dataset": {"name": "iris"}}}, "config.dataset"),
     ({"config": {"text": 5}}, "config.text"),
     ({"config": {"features": ["a", 1]}}, "config.features[1]"),
@@ -189,7 +188,8 @@ def test_schema_accepts_what_the_page_posts(client):
     run = run_of(
         config={"kind": "transformer", "text": "shakespeare", "params": {"steps": 12, "lr": 0.003}},
         adapter={"vendor": "google", "architecture": "swiftshader", "device": "", "description": "",
-                 "is_fallback_adapter": True},
+                 "is_fallback_adapter": True, "subgroup_min_size": 4, "tensor_cores": None,
+                 "subgroup_matrix_configs": [{"component": "f16", "M": 8, "N": 8, "K": 8}]},
         metrics={"loss_curve": [[0, 4.2], [1, 3.9]], "val_loss": 3.9, "val_curve": [[1, 3.9]],
                  "tokens": 123, "free": {"any": ["thing", 1, None]}},
         env={"user_agent": "Chromium", "limits": {"maxBufferSize": 268435456}},

@@ -99,7 +99,14 @@ async def _maybe_await(value):
 
 async def _selftest(job, backend, ctx, session):
     from ..selftest import run_selftest
-    return await run_selftest(backend, progress=ctx.progress, seed=job.get("seed"))
+    result = await run_selftest(backend, progress=ctx.progress, seed=job.get("seed"))
+    if job.get("benchmark"):  # matmul TFLOP/s at n^3 (4096 unless the job says)
+        from ..benchmark import run_benchmark
+        n = int(job.get("benchmark_n") or 4096)
+        if not 128 <= n <= 8192 or n % 128:
+            raise JobError(f"benchmark_n must be a multiple of 128 from 128 to 8192, not {n}")
+        result["metrics"]["benchmark"] = await run_benchmark(backend, n, progress=ctx.progress)
+    return result
 
 
 async def _random_forest(job, backend, ctx, session):

@@ -339,7 +339,8 @@ def hist_build(bufs, grid_, constants):
                 for off, b in zip(offs, bins):
                     h = (base + off + b) * C
                     sums[h + cls] = sums.get(h + cls, 0) + w
-                    sums[h + C - 1] = sums.get(h + C - 1, 0) + 1
+                    if not rows_by_weight(p):
+                        sums[h + C - 1] = sums.get(h + C - 1, 0) + 1
         if mse:
             for h, (v, w, c) in sums.items():
                 total = (signed64(hist[h], hist[h + 1]) + v) & ((1 << 64) - 1)
@@ -349,6 +350,12 @@ def hist_build(bufs, grid_, constants):
         else:
             for h, v in sums.items():
                 hist[h] = (hist[h] + v) & M32
+
+
+def rows_by_weight(p) -> bool:
+    """Classes that need no counts (min_samples_leaf 1, min_samples_split 2): the rows channel
+    holds each bin's weight, summed by hist_prefix, not counted by hist_build."""
+    return p["crit"] != MSE and p["msl"] == 1 and p["mss"] <= 2
 
 
 def _feature_range(p, fmeta, hbase, f):
@@ -394,7 +401,12 @@ def hist_prefix(bufs, grid_, constants):
     for t in range(p["T"]):
         for s in pass_range(p):
             if slots[(t * S + s) * 4 + 1] & BUILT:
-                _prefix_slot(p, hist, hist_slot(p, t, s) * NB * C, starts)
+                h0 = hist_slot(p, t, s) * NB * C
+                if rows_by_weight(p):
+                    h1 = h0 + NB * C
+                    hist[h0 + C - 1:h1:C] = array("I", [sum(col) & M32 for col in zip(
+                        *(hist[h0 + k:h1:C] for k in range(p["K"])))])
+                _prefix_slot(p, hist, h0, starts)
 
 
 def _derive(p, slots, prev, hist, t, s):
@@ -541,7 +553,7 @@ def split_scan(bufs, grid_, constants):
                     out[4 * f + 3] |= 2 if v else 0
                 else:
                     out[4 * f + 3] = 2 if slot.varies(f) else 0
-        e = 4 * (t * S + s) * F
+        e = 4 * hist_slot(p, t, s) * F
         cand[e:e + 4 * F] = array("I", out)
 
 
@@ -555,20 +567,21 @@ def split_pick(bufs, grid_, constants):
         rec = ((p["tree0"] + t) * NC + node) * (4 + C)
         if not _eligible(p, nodes[rec + 4:rec + 4 + C].tolist()):
             continue
-        rank = _ranker(p, t, node)
-        e = 4 * (t * S + s) * F
+        key = hash3(p["seed"], 2 * (p["tree0"] + t) + 1, node)
+        ranks = [feature_rank(key, f, p["hb"], F) for f in range(F)]
+        e = 4 * hist_slot(p, t, s) * F
         cands = cand[e:e + 4 * F].tolist()
         scores = array("f", array("I", cands[0::4]).tobytes()).tolist()
         best, varied = None, False
-        for f in range(F):
-            if rank is not None and rank(f) >= p["mf"]:
+        for f in range(F):  # the best score; ties: the feature first in the node's permutation
+            if p["mf"] < F and ranks[f] >= p["mf"]:
                 continue
             varied = varied or bool(cands[4 * f + 3] & 2)
-            if cands[4 * f + 3] & 1 and (best is None or scores[f] > best[1]):
+            if cands[4 * f + 3] & 1 and (best is None or (scores[f], -ranks[f]) > (best[1], -ranks[best[0]])):
                 best = (f, scores[f], cands[4 * f + 1], cands[4 * f + 2])
         hbase = hist_slot(p, t, s) * p["NB"]
         if not varied:
-            firsts = [((rank or (lambda x: x))(f), f) for f in range(F) if cands[4 * f + 3] & 2]
+            firsts = [(ranks[f], f) for f in range(F) if cands[4 * f + 3] & 2]
             if firsts:
                 f = min(firsts)[1]
                 got, _ = _Slot(p, hist, fmeta, xl, hbase).scan(f)
@@ -634,7 +647,7 @@ def alloc(bufs, grid_, constants):
                 for side in (0, 1):
                     ns = 2 * j + (0 if side == small else 1)
                     flags = (OPEN if opens[side] else 0) | (BUILT if side == small else 0)
-                    if p["S_h"] < S:  # several passes a level: no parent histogram to derive from
+                    if p["S_cur"] > p["S_h"] or p["S_next"] > p["S_h"]:  # passes: no whole parent level
                         flags = OPEN | BUILT if opens[side] else 0
                     e = (t * S + ns) * 4
                     nxt[e:e + 4] = array("I", [nid + side, flags, s, 0])

@@ -22,6 +22,14 @@ const VARIANTS = {
   d3: { BM: 64, BN: 128, direct: "2 x 2 subgroups of 2 x 4, k unrolled 2x" },
   d4: { BM: 128, BN: 128, direct: "4 x 2 subgroups of 2 x 4" },
   d5: { BM: 128, BN: 64, direct: "2 x 2 subgroups of 4 x 2, k unrolled 2x" },
+  e0: { BM: 128, BN: 128, direct: "2 x 2 subgroups of 4 x 4, k unrolled 2x" },
+  e1: { BM: 128, BN: 256, direct: "2 x 4 subgroups of 4 x 4" },
+  e2: { BM: 256, BN: 128, direct: "4 x 2 subgroups of 4 x 4" },
+  e3: { BM: 64, BN: 128, direct: "1 x 2 subgroups of 4 x 4" },
+  e4: { BM: 128, BN: 256, direct: "2 x 2 subgroups of 4 x 8" },
+  e5: { BM: 256, BN: 128, direct: "2 x 2 subgroups of 8 x 4" },
+  e6: { BM: 64, BN: 64, direct: "1 x 1 subgroups of 4 x 4" },
+  e7: { BM: 128, BN: 64, direct: "2 x 1 subgroups of 4 x 4" },
 };
 const f16round = Math.f16round ?? ((x) => new Float16Array([x])[0]);
 
