@@ -23,6 +23,9 @@ def init(runtime) -> str:
     if getattr(js, "pyCoreParseNumeric", None) is not None:  # web/csvparse.js
         from .data.table import use_numeric_parser
         use_numeric_parser(js.pyCoreParseNumeric)
+    if getattr(js, "pyCoreColumnStats", None) is not None:  # web/colstats.js
+        from .data.table import use_stats_kernel
+        use_stats_kernel(js.pyCoreColumnStats)
     if getattr(js, "pyCoreSynthetic", None) is not None:  # web/synthetic.js
         from .data.synthetic import use_bulk
         use_bulk(js.pyCoreSynthetic)

@@ -11,6 +11,7 @@ import { loadPyodide, version as pyodideVersion } from "/pyodide/pyodide.mjs";
 import { GPUUnavailable, openGPU } from "./gpu.js";
 import { parseNumericFromPython } from "./csvparse.js";
 import { kernels as syntheticKernels } from "./synthetic.js";
+import { columnStats } from "./colstats.js";
 import { prefetch } from "./loader.js";
 
 let pyodide = null;
@@ -30,6 +31,7 @@ const mib = (n) => `${(n / 2 ** 20).toFixed(1)} MB`;
 // py_core's CSV reader hands plain numeric files to web/csvparse.js (py_core.browser.init).
 self.pyCoreParseNumeric = parseNumericFromPython;
 self.pyCoreSynthetic = syntheticKernels;  // and synthetic data sets' bulk kernels to web/synthetic.js
+self.pyCoreColumnStats = columnStats;  // and big numeric columns' summaries to web/colstats.js
 
 async function init({ webgpu, stopBuffer }) {
   const t0 = performance.now();
