@@ -40,10 +40,12 @@ WG = 256           # threads per workgroup of the flat kernels
 IMP_CHUNK = 2048   # nodes summed by one thread of `importance`
 HC_SLOTS = 8       # slots a workgroup of `hist_clear` zeroes
 NOT_FINITE_X, NOT_FINITE_Y = 1, 2  # flags
+CAND_SPLIT, CAND_VARIES = 1, 2  # a split candidate's flags: a valid split; the feature varies
 FAMILY = Family(structs={"Params": PARAMS, "Sort": SORT}, consts={
     "LEAF": LEAF, "DONE": DONE, "OPEN": OPEN, "BUILT": BUILT, "MSE": MSE, "GINI": GINI,
     "ENTROPY": ENTROPY, "MAXK": MAXK, "HC_SLOTS": HC_SLOTS, "IMP_CHUNK": IMP_CHUNK,
-    "NOT_FINITE_X": NOT_FINITE_X, "NOT_FINITE_Y": NOT_FINITE_Y})
+    "NOT_FINITE_X": NOT_FINITE_X, "NOT_FINITE_Y": NOT_FINITE_Y, "CAND_SPLIT": CAND_SPLIT,
+    "CAND_VARIES": CAND_VARIES})
 
 
 def grid(workgroups: int, cap: int = 65535) -> tuple[int, int, int]:
@@ -537,10 +539,10 @@ def split_scan(bufs, grid_, constants):
                     got, v = slot.scan(f)
                     if got is not None:
                         top, b, b2 = got
-                        out[4 * f:4 * f + 4] = [array("I", array("f", [top]).tobytes())[0], b, b2, 1]
-                    out[4 * f + 3] |= 2 if v else 0
+                        out[4 * f:4 * f + 4] = [array("I", array("f", [top]).tobytes())[0], b, b2, CAND_SPLIT]
+                    out[4 * f + 3] |= CAND_VARIES if v else 0
                 else:
-                    out[4 * f + 3] = 2 if slot.varies(f) else 0
+                    out[4 * f + 3] = CAND_VARIES if slot.varies(f) else 0
         e = 4 * (t * S + s) * F
         cand[e:e + 4 * F] = array("I", out)
 
@@ -563,12 +565,12 @@ def split_pick(bufs, grid_, constants):
         for f in range(F):
             if rank is not None and rank(f) >= p["mf"]:
                 continue
-            varied = varied or bool(cands[4 * f + 3] & 2)
-            if cands[4 * f + 3] & 1 and (best is None or scores[f] > best[1]):
+            varied = varied or bool(cands[4 * f + 3] & CAND_VARIES)
+            if cands[4 * f + 3] & CAND_SPLIT and (best is None or scores[f] > best[1]):
                 best = (f, scores[f], cands[4 * f + 1], cands[4 * f + 2])
         hbase = hist_slot(p, t, s) * p["NB"]
         if not varied:
-            firsts = [((rank or (lambda x: x))(f), f) for f in range(F) if cands[4 * f + 3] & 2]
+            firsts = [((rank or (lambda x: x))(f), f) for f in range(F) if cands[4 * f + 3] & CAND_VARIES]
             if firsts:
                 f = min(firsts)[1]
                 got, _ = _Slot(p, hist, fmeta, xl, hbase).scan(f)

@@ -735,11 +735,11 @@ fn split_scan(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: v
   if (eligible_at(false, ht)) {
     let key = hash3(p.seed, 2u * (p.tree0 + t) + 1u, node);
     if (p.mf >= p.F || feature_rank(key, f) < p.mf) {
-      out = scan_feature(hbase, f, &best) << 1u;
+      out = select(0u, CAND_VARIES, scan_feature(hbase, f, &best) != 0u);
     } else {
-      out = varies(hbase, f) << 1u;
+      out = select(0u, CAND_VARIES, varies(hbase, f) != 0u);
     }
-    out |= select(0u, 1u, best.f != LEAF);
+    out |= select(0u, CAND_SPLIT, best.f != LEAF);
   }
   let e = 4u * ((t * p.S + s) * p.F + f);
   sp_cand[e] = bitcast<u32>(best.score);
@@ -964,12 +964,12 @@ fn split_scan_wg(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg
       sp_cand[e4] = 0u;
       sp_cand[e4 + 1u] = 0u;
       sp_cand[e4 + 2u] = 0u;
-      sp_cand[e4 + 3u] = varies_ << 1u;
+      sp_cand[e4 + 3u] = select(0u, CAND_VARIES, varies_ != 0u);
     } else {
       sp_cand[e4] = score_bits;
       sp_cand[e4 + 1u] = best;
       sp_cand[e4 + 2u] = wg_rb[0];
-      sp_cand[e4 + 3u] = (varies_ << 1u) | 1u;
+      sp_cand[e4 + 3u] = select(0u, CAND_VARIES, varies_ != 0u) | CAND_SPLIT;
     }
   }
 }
@@ -999,8 +999,8 @@ fn split_pick(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: v
   for (var f = 0u; f < p.F; f++) {
     if (subset && feature_rank(key, f) >= p.mf) { continue; }
     let e = 4u * (cbase + f);
-    any |= sp_cand[e + 3u] >> 1u;
-    if ((sp_cand[e + 3u] & 1u) != 0u) {
+    any |= sp_cand[e + 3u] & CAND_VARIES;
+    if ((sp_cand[e + 3u] & CAND_SPLIT) != 0u) {
       let c = Best(bitcast<f32>(sp_cand[e]), f, sp_cand[e + 1u], sp_cand[e + 2u]);
       if (better(c, best)) { best = c; }
     }
@@ -1010,7 +1010,7 @@ fn split_pick(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: v
     var first = LEAF;
     var pick = 0u;
     for (var f = 0u; f < p.F; f++) {
-      if ((sp_cand[4u * (cbase + f) + 3u] & 2u) != 0u) {
+      if ((sp_cand[4u * (cbase + f) + 3u] & CAND_VARIES) != 0u) {
         var r = f;
         if (subset) { r = feature_rank(key, f); }
         if (r < first) { first = r; pick = f; }
