@@ -7,6 +7,7 @@ import statistics
 
 import httpx
 import numpy as np
+import pytest
 from sklearn.ensemble import RandomForestRegressor
 
 from conftest import wait_ready
@@ -63,37 +64,57 @@ def test_two_class_surface_and_confusion_matrix(page, server):
     assert plots["surface"]["grid"]["n"] ** 2 == len(plots["surface"]["grid"]["values"])
 
 
-def test_same_seed_same_forest_in_the_page_as_on_the_reference_backend(page, server):
-    """webgpu (in the page) and reference (plain Python) build the same trees: the same feature
-    and threshold at every node; leaf values agree to 1e-6 relative."""
+SMALL_BENCHMARKS = [  # the benchmark configurations (web/suites/forest-classes.json), small
+    ("diabetes", "target", {"n_estimators": 6, "max_depth": 16}),
+    ("synthetic:regression?n_samples=3000&n_features=20&n_informative=10&noise=10&seed=0", "y",
+     {"n_estimators": 3, "max_depth": 12, "max_features": 0.33}),
+    ("synthetic:blobs?n_samples=1500&n_features=50&centers=10&cluster_std=12&seed=0", "y",
+     {"n_estimators": 2, "max_depth": 14, "parallel_bins": True}),  # the kernels GPUs run
+    ("wine", "target", {"n_estimators": 6, "max_depth": 5, "criterion": "entropy"}),
+]
+
+
+@pytest.mark.parametrize("dataset, target, params", SMALL_BENCHMARKS, ids=["diabetes", "1Mx20", "classes", "wine"])
+def test_same_forest_in_the_page_as_on_the_reference_and_native_backends(page, server, dataset, target, params):
+    """webgpu (the page, SwiftShader), native (lavapipe) and reference (plain Python) build the same
+    trees from the same seed: the same feature, threshold and children at every node; leaf values
+    agree to 1e-6 relative."""
     import asyncio
+    from concurrent.futures import ThreadPoolExecutor
 
     from py_core.data import parse_csv, prepare
-    from py_core.forest import RandomForestClassifier
+    from py_core.forest import RandomForestClassifier, RandomForestRegressor
+    from py_core.jobs import synthetic_table
 
-    params = {"n_estimators": 6, "max_depth": 5, "max_features": "sqrt", "random_state": 7}
+    params = dict(params, random_state=7)
     page.goto("/")
     wait_ready(page)
-    browser_model = page.evaluate("""async (params) => {
-        const run = await window.playground.run({kind: 'random_forest', dataset: 'wine', target: 'target',
-                                                 params, split: {test_size: 0.2, seed: 42}});
+    browser_model = page.evaluate("""async ([dataset, target, params]) => {
+        const run = await window.playground.run({kind: 'random_forest', dataset, target, params,
+                                                 split: {test_size: 0.2, seed: 42}});
         if (!(run.result.model.binary instanceof Uint8Array)) throw new Error('the model is not binary');
         return window.playground.forestJSON(run.result.model);  // the JSON download, written from it
-    }""", params)
-    table = parse_csv(httpx.get(f"{server}/api/datasets/wine/file").content, name="wine")
-    p = prepare(table, "target", test_size=0.2, seed=42)
-    from concurrent.futures import ThreadPoolExecutor
-    fit = RandomForestClassifier(**params, backend="reference").fit  # in a thread: Playwright owns this one's loop
-    with ThreadPoolExecutor(1) as pool:
-        forest = pool.submit(asyncio.run, fit(p.X_train, p.y_train, n_features=p.n_features)).result()
-    reference = forest.to_dict()
-    assert len(browser_model["trees"]) == len(reference["trees"]) == 6
-    for got, want in zip(browser_model["trees"], reference["trees"]):
-        assert got["feature"] == want["feature"] and got["left"] == want["left"] and got["right"] == want["right"]
-        assert got["threshold"] == want["threshold"]
-        for g, w in zip(got["value"], want["value"]):
-            for a, b in zip(g, w):
-                assert abs(a - b) <= 1e-6 * max(abs(b), 1e-12)
+    }""", [dataset, target, params])
+    if dataset.startswith("synthetic:"):
+        table = synthetic_table(dataset)
+    else:
+        table = parse_csv(httpx.get(f"{server}/api/datasets/{dataset}/file").content, name=dataset)
+    p = prepare(table, target, test_size=0.2, seed=42)
+    cls = RandomForestClassifier if p.info["task"] == "classification" else RandomForestRegressor
+    y = [p.info["classes"][v] for v in p.y_train] if p.info["classes"] else p.y_train
+    kw = {k: v for k, v in params.items() if k != "parallel_bins"}
+    for backend in ("reference", "native"):
+        fit = cls(**kw, backend=backend).fit  # in a thread: Playwright owns this one's loop
+        with ThreadPoolExecutor(1) as pool:
+            forest = pool.submit(asyncio.run, fit(p.X_train, y, n_features=p.n_features)).result()
+        want = forest.to_dict()
+        assert len(browser_model["trees"]) == len(want["trees"]) == params["n_estimators"]
+        for got, exp in zip(browser_model["trees"], want["trees"]):
+            assert got["feature"] == exp["feature"], backend
+            assert got["left"] == exp["left"] and got["right"] == exp["right"], backend
+            assert got["threshold"] == exp["threshold"], backend
+            g, w = np.array(got["value"], dtype=float), np.array(exp["value"], dtype=float)
+            assert np.allclose(g, w, rtol=1e-6, atol=1e-6 * np.abs(w).max()), backend
 
 
 JOB = """{kind: 'random_forest', dataset: 'wine', target: 'target',

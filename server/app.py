@@ -106,5 +106,6 @@ def create_app(settings: Settings | None = None, features: list[ModuleType] | No
     app.state.settings = settings
     app.state.device = settings.device  # replaced by the resolved device at start-up
     app.state.on_run_stored = []  # callbacks(run: dict), sync or async, after a new run commits
+    app.state.before_run_stored = []  # async hooks(run, request) before the insert (runs.py)
     app.state.on_run_deleted = []  # callbacks(run_id: str), after a run is deleted (or retired)
     return app

@@ -22,9 +22,11 @@ log = logging.getLogger(__name__)
 class ClientError(Exception):
     """A request the server refuses; `field` is a dotted path into the body ("config.n_bins")."""
 
-    def __init__(self, status: int, message: str, field: str | None = None):
+    def __init__(self, status: int, message: str, field: str | None = None,
+                 headers: dict | None = None):
         super().__init__(message)
         self.status, self.message, self.field = status, message, field
+        self.headers = headers  # e.g. Retry-After with a 429
 
 
 class _ErrorJSON(JSONResponse):
@@ -39,7 +41,7 @@ def error_response(status: int, message: str, field: str | None = None, headers=
 
 
 async def client_error(request: Request, exc: ClientError) -> JSONResponse:
-    return error_response(exc.status, exc.message, exc.field)
+    return error_response(exc.status, exc.message, exc.field, headers=exc.headers)
 
 
 async def http_error(request: Request, exc: HTTPException) -> JSONResponse:

@@ -17,7 +17,9 @@ new run deletes the oldest ones in its own transaction.
 
 After a new run commits, each callback in `app.state.on_run_stored` is called with the stored run
 (dict); after a delete, each in `app.state.on_run_deleted` with the id. That is where a later
-feature (comparisons) hooks in, without this file knowing about it.
+feature (comparisons) hooks in, without this file knowing about it. `app.state.before_run_stored`
+holds async hooks (run, request) called before the insert, which may refuse the post with a
+ClientError (comparisons: 429 when its queue is full).
 """
 
 from __future__ import annotations
@@ -244,6 +246,8 @@ def _insert(run: dict, max_runs: int, max_bytes: int):
 async def post_run(request: Request) -> JSONResponse:
     settings = request.app.state.settings
     run = validate_run(await read_json(request, settings.max_json_bytes))
+    for hook in list(getattr(request.app.state, "before_run_stored", ())):
+        await hook(run, request)  # may refuse the post (a full comparison queue: 429)
     stored, created, evicted = await request.app.state.store.write(
         _insert(run, settings.max_runs, settings.max_runs_mb * 2**20))
     for run_id in evicted:

@@ -158,6 +158,7 @@ KERNEL = Obj({
     "name": Str(128), "ok": Bool(), "max_abs_err": MAYBE_NUM, "err_over_tol": MAYBE_NUM,
     "atol": MAYBE_NUM, "rtol": MAYBE_NUM, "time_s": MAYBE_NUM, "rate": MAYBE_NUM,
     "unit": (Str(64), Null()),
+    "skipped": (Str(256), Null()),  # why a case did not run (the adapter lacks a feature)
 })
 METRICS = Obj({
     # The headline metrics the Runs tab and the comparisons show.
@@ -170,6 +171,10 @@ METRICS = Obj({
     "runs": Arr(Obj({"id": Str(64), "label": Str(256), "rep": Int()}), 10_000),
     "errors": Arr(Obj({"label": Str(256), "message": Str(4096)}), 10_000),
     "ok": Bool(),
+    # The self-test's benchmark mode (py_core/benchmark.py) and a transformer run's step profile.
+    "benchmark": Arr(Obj({"kernel": Str(128), "n": Int(), "seconds": MAYBE_NUM, "tflops": MAYBE_NUM,
+                          "max_err": MAYBE_NUM, "ok": Bool()}), 16),
+    "profile": Obj(other=Any()),
 })
 TIMINGS = Obj(other=Num(min=0))
 FREE = Obj(other=Any())

@@ -32,6 +32,19 @@ class Settings:
     comparisons: str = "on"  # "off": posted runs queue no server-side comparison jobs
     comparison_workers: int = 1  # worker processes; one job may use every core or the whole GPU
     comparison_runners: str = ""  # comma-separated runners to run (empty: all); others "turned off"
+    # Comparison jobs on Dask (server/comparisons.py): None starts an embedded LocalCluster of
+    # comparison_workers processes; "tcp://host:8786" uses that scheduler and its workers.
+    cluster: str | None = None
+    job_timeout_s: float = 1800.0  # a job's wall clock, enforced in the worker; then failed
+    job_memory_mb: float = 16384.0  # a job's resident memory, enforced in the worker; 0: none
+    job_retries: int = 2  # runs again after its worker died, at most this often
+    client_queue_limit: int = 50  # jobs queued or running for one client address: then 429
+    queue_limit: int = 1000  # jobs queued or running in all: then 429
+    # Caps on a job's size, checked before it is queued (server/jobcost.py); 0 turns one off.
+    max_forest_cost: float = 1e10  # rows x trees x depth
+    max_trees: int = 5000
+    max_table_cells: float = 1e8  # rows x columns of a generated data set
+    max_transformer_cost: float = 2e15  # parameters x tokens a step x steps
     # Memory of the process that summarises one uploaded CSV (server/describe_worker.py).
     max_parse_mb: int = 4096
     # Stored runs: past either cap, each new run retires the oldest (0 < cap).
@@ -60,6 +73,14 @@ class Settings:
             raise ValueError(f"comparisons must be 'on' or 'off', not {self.comparisons!r}")
         if self.comparison_workers < 1:
             raise ValueError("comparison_workers must be at least 1")
+        if self.cluster is not None and not re.fullmatch(r"(tcp|tls|ucx|inproc)://\S+", self.cluster):
+            raise ValueError(f"cluster must be a scheduler address like tcp://host:8786, "
+                             f"not {self.cluster!r}")
+        for name in ("job_timeout_s", "job_memory_mb", "job_retries", "client_queue_limit",
+                     "queue_limit", "max_forest_cost", "max_trees", "max_table_cells",
+                     "max_transformer_cost"):
+            if not getattr(self, name) >= 0:
+                raise ValueError(f"{name} must be a number >= 0 (0: no limit)")
         self.data_dir = Path(self.data_dir)
         if self.device not in DEVICES:
             raise ValueError(f"device must be one of {DEVICES}, not {self.device!r}")
@@ -161,6 +182,23 @@ def parse_args(argv: list[str] | None = None) -> Settings:
     p.add_argument("--suite-key", default=_env("suite_key", None),
                    help="secret that lets /?suite= start without a click (default: generated, "
                         "in <data-dir>/suite.key)")
+    p.add_argument("--cluster", default=_env("cluster", None),
+                   help="Dask scheduler for comparison jobs, e.g. tcp://host:8786 (default: an "
+                        "embedded LocalCluster of --comparison-workers processes)")
+    limits = (("job_timeout_s", float, "--job-timeout", "a job's wall-clock limit, seconds"),
+              ("job_memory_mb", float, "--job-memory-mb", "a job's memory limit, MB"),
+              ("job_retries", int, "--job-retries", "runs of a job again after its worker died"),
+              ("client_queue_limit", int, "--client-queue-limit",
+               "jobs queued or running for one client before 429"),
+              ("queue_limit", int, "--queue-limit", "jobs queued or running in all before 429"),
+              ("max_forest_cost", float, "--max-forest-cost", "cap: rows x trees x depth"),
+              ("max_trees", int, "--max-trees", "cap: n_estimators"),
+              ("max_table_cells", float, "--max-table-cells", "cap: cells of a generated set"),
+              ("max_transformer_cost", float, "--max-transformer-cost",
+               "cap: parameters x tokens x steps"))
+    for name, kind, flag, what in limits:
+        p.add_argument(flag, dest=name, type=kind, default=kind(_env(name, getattr(d, name))),
+                       help=f"{what}; 0: none (default %(default)s)")
     a = p.parse_args(argv)
     try:
         return Settings(host=a.host, port=a.port, data_dir=a.data_dir, max_upload_mb=a.max_upload_mb,
@@ -169,7 +207,9 @@ def parse_args(argv: list[str] | None = None) -> Settings:
                         comparison_runners=a.comparison_runners, max_runs=a.max_runs, max_parse_mb=a.max_parse_mb,
                         max_runs_mb=a.max_runs_mb, header_timeout_s=a.header_timeout,
                         body_timeout_s=a.body_timeout, max_connections=a.max_connections,
-                        suite_key=a.suite_key or None)
+                        suite_key=a.suite_key or None,
+                        cluster=a.cluster or None,
+                        **{name: getattr(a, name) for name, *_ in limits})
     except ValueError as exc:
         p.error(str(exc))
 

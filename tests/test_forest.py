@@ -146,16 +146,22 @@ def test_one_tree_without_bootstrap_is_sklearns_tree(task):
     assert np.allclose(np.array(got, dtype=float), want, rtol=1e-5, atol=1e-5)
 
 
-def _plain_tree(X, y, classes: int):
+def _plain_tree(X, y, classes: int, seed: int = 0):
     """A fully grown tree (no bootstrap, every feature) in plain Python, as the forest's spec
     says: at each node with two or more rows (and, for classes, not pure) the split with the
     largest score, sum_side (sum of y)^2 / rows (regression) or sum_side sum_k count_k^2 / rows
-    (gini), over every feature and every threshold between neighbouring distinct values; ties go
-    to the lowest feature, then the lowest threshold; the threshold is the largest f32 at or below
-    the midpoint. A node is (feature, threshold, left, right) or ("leaf",)."""
+    (gini), in exact arithmetic, over every feature and every threshold between neighbouring
+    distinct values; ties go to the feature first in the node's random permutation (scikit-learn
+    keeps the first best of its random order), then to the lowest threshold; the threshold is the
+    largest f32 at or below the midpoint. Nodes are numbered level by level as the forest numbers
+    them (children in the order of their parents' slots; the child with fewer rows first), since
+    a node's permutation is keyed by its number. A node is (feature, threshold, left, right) or
+    ("leaf",)."""
     from fractions import Fraction
 
-    from py_core.kernels.forest import mid_down
+    from py_core.kernels.forest import feature_rank, half_bits, hash3, mid_down
+
+    F = len(X[0])
 
     def stats(rows):
         if classes:
@@ -166,12 +172,14 @@ def _plain_tree(X, y, classes: int):
         s = sum(Fraction(y[r]) for r in rows)
         return s * s, None
 
-    def grow(rows):
-        _, counts = stats(rows)
-        if len(rows) < 2 or (classes and max(counts) == len(rows)):
-            return ("leaf",)
+    def is_open(rows):
+        return len(rows) >= 2 and not (classes and max(stats(rows)[1]) == len(rows))
+
+    def best_split(rows, node):
+        key = hash3(seed, 1, node)
         best = None
-        for f in range(len(X[0])):
+        for f in range(F):
+            rank = feature_rank(key, f, half_bits(F), F)
             order = sorted(rows, key=lambda r: X[r][f])
             for i in range(1, len(order)):
                 a, b = X[order[i - 1]][f], X[order[i]][f]
@@ -179,14 +187,34 @@ def _plain_tree(X, y, classes: int):
                     continue
                 left, right = order[:i], order[i:]
                 score = stats(left)[0] / Fraction(len(left)) + stats(right)[0] / Fraction(len(right))
-                if best is None or score > best[0]:
-                    best = (score, f, mid_down(a, b), left, right)
-        if best is None:
-            return ("leaf",)
-        _, f, t, left, right = best
-        return (f, t, grow(left), grow(right))
+                if best is None or (score, -rank) > (best[0], -best[1]):
+                    best = (score, rank, f, mid_down(a, b), left, right)
+        return best
 
-    return grow(list(range(len(y))))
+    nodes, level, next_id = {}, [(0, list(range(len(y))))], 1
+    while level:
+        following = []
+        for node, rows in level:
+            found = best_split(rows, node)
+            if found is None:
+                continue
+            _, _, f, t, left, right = found
+            nodes[node] = (f, t, next_id)
+            small = 0 if len(left) <= len(right) else 1
+            for side in (small, 1 - small):
+                child = (left, right)[side]
+                if is_open(child):
+                    following.append((next_id + side, child))
+            next_id += 2
+        level = following
+
+    def nested(node):
+        if node not in nodes:
+            return ("leaf",)
+        f, t, child = nodes[node]
+        return (f, t, nested(child), nested(child + 1))
+
+    return nested(0) if is_open(list(range(len(y)))) else ("leaf",)
 
 
 def _as_nested(tree, node=0):
@@ -375,6 +403,20 @@ def test_a_forest_too_big_for_the_adapter_is_refused_clearly(native_backend):
             run(f.fit([[float(i), float(i % 7)] for i in range(400)], [float(i) for i in range(400)]))
     finally:
         native_backend.limits.update(native_backend_limits)
+
+
+def test_a_deep_forest_too_big_for_the_adapter_is_refused_before_it_starts(native_backend):
+    """max_depth=None, min_samples_leaf=1: the node arrays are checked against the adapter's
+    buffers before any data goes up, and the message names the limit and what fits."""
+    X = [[float(i), float(i % 7)] for i in range(3000)]
+    f = RandomForestRegressor(n_estimators=50, backend=native_backend)
+    limits = dict(native_backend.limits)
+    try:
+        native_backend.limits["maxBufferSize"] = 2**20
+        with pytest.raises(LimitError, match=r"nodes of 50 trees .* maxBufferSize.*at most 5 here"):
+            run(f.fit(X, [float(i % 13) for i in range(3000)]))
+    finally:
+        native_backend.limits.update(limits)
 
 
 def test_progress_and_stop(diabetes):

@@ -13,6 +13,7 @@ import struct
 import pytest
 
 from py_core import selftest
+from py_core.gpu.backend import Dispatch
 from py_core.gpu.reference import ReferenceBackend
 from py_core.kernels import family as fam
 from py_core.kernels import matmul_f16 as mf
@@ -203,3 +204,24 @@ def test_benchmark_mode_builds_checks_and_times_each_matmul():
     b.features = ["subgroups"]
     assert len(asyncio.run(run_benchmark(b, n=128, repeat=1))) == 1
     assert asyncio.run(run_benchmark(ReferenceBackend(), n=128)) == []
+
+
+def test_mixed_model_binds_no_output_smaller_than_one_result_matrix():
+    """Dawn's minimum binding size for a subgroupMatrixStore target is one 16 x 16 f32 matrix:
+    the mixed path sends smaller outputs to transformer_matmul (seen on the H200: a 272-byte
+    bias-gradient buffer refused)."""
+    from py_core.transformer import Trainer, builtin_text
+    from py_core.transformer.config import TransformerConfig
+
+    async def plans():
+        cfg = TransformerConfig.preset("micro", steps=1, n_layer=1)
+        t = Trainer(ReferenceBackend(), cfg, builtin_text("shakespeare")[:4000], precision="mixed")
+        await t.setup()
+        return [p for p in vars(t).values() if hasattr(p, "ops")]
+    seen = 0
+    for plan in asyncio.run(plans()):
+        for i, op in enumerate(plan.ops):
+            if isinstance(op, Dispatch) and op.kernel.family == "matmul_f16":
+                seen += 1
+                assert op.buffers[3].nbytes >= mf.MIN_C_BYTES, plan.label(i)
+    assert seen > 0

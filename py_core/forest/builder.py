@@ -12,19 +12,21 @@ The method (kernels in `py_core/kernels/forest/forest.wgsl`):
 3. Level by level, all trees of the batch at once, a plan recorded once per level runs:
    `hist_clear` (zeroes the histograms this level builds), `hist_build` (integer atomics into
    (tree, slot, feature, bin): only the smaller child of each split, or the root), `hist_prefix`
-   (built histograms made cumulative along the bins), `split_scan` (per slot and feature: the
-   larger child's histogram as parent - sibling, then the feature's best split, f32 gain in a
-   fixed order), `split_pick` (per slot: the best over its random feature subset), `alloc` (per
+   (built histograms made cumulative along the bins), `split_vary` (per slot and feature: the
+   larger child's histogram as parent - sibling, and whether the feature varies in the node),
+   `split_scan` (the best split of each of the first max_features varying features of the node's
+   random permutation, as scikit-learn draws them; f32 gain, correctly rounded), `split_pick` (per slot: the best over its random feature subset), `alloc` (per
    tree, a prefix sum numbers the children and gives the open ones slots of the next level) and
    `route_rows` (each row moves to its child's slot). On GPUs, hist_prefix and split_scan run
    as their `_wg` versions (`parallel_bins`). Nothing is read back between levels: the number
    of slots a level can need is bounded from n, min_samples_split and min_samples_leaf, so
    every grid is fixed, and a batch of trees of depth <= 16 is one submission.
-   Memory: two levels of histograms, Tb x S x NB x C words each, sized to the histogram budget
-   and the adapter's binding limit; the trees are grown in batches of Tb. Where one tree's level
-   does not fit a buffer (128 MiB adapters, deep trees on wide data), a level's slots are done in
-   passes of S_h slots with one histogram buffer; every open child is then built by atomics (no
-   parent to subtract from) and the forest is the same.
+   Memory: two levels of histograms, Tb x S_h x NB x C words each, sized to the histogram budget
+   and the adapter's binding limit; the trees are grown in batches of Tb. A level with more
+   slots than a buffer holds (S_h: 128 MiB adapters, deep trees, many classes on wide data) is
+   done in passes of S_h slots; its children, and those of the level before it, are all built by
+   atomics (no whole parent level to subtract from); every other level keeps the subtraction
+   trick, and the forest is the same either way.
 4. `finalize` turns nodes into the (feature, threshold, left child, value) arrays that `predict`
    and `oob` walk and `importance` sums each feature's impurity decrease; all of it comes back to
    Python in one readback at the end and stays in flat arrays (`trees.Trees`).
@@ -67,8 +69,8 @@ DEVICE_SORT = ("webgpu", "native")  # backends that sort the binning subsample t
 KERNELS = ("check_finite", "sample", "sort_pass", "targets", "bin_features", "bootstrap",
            "init_trees", "hist_clear", "hist_build", "split_pick", "alloc", "route_rows",
            "finalize", "importance", "oob")
-LOOPING = ("hist_prefix", "split_scan")  # a thread per (tree, slot, feature): CPU adapters
-PARALLEL = ("hist_prefix_wg", "split_scan_wg")  # a workgroup per (tree, slot, feature): GPUs
+LOOPING = ("hist_prefix", "split_vary", "split_scan")  # a thread per (tree, slot, feature): CPUs
+PARALLEL = ("hist_prefix_wg", "split_vary_wg", "split_scan_wg")  # a workgroup per one: GPUs
 CPU_ADAPTERS = ("swiftshader", "llvmpipe", "lavapipe")
 
 
@@ -129,9 +131,7 @@ def plan_sizes(backend, n: int, F: int, NB: int, spec: GrowSpec) -> Sizes:
     s_min = max(spec.min_samples_split, 2 * spec.min_samples_leaf)
     D = spec.max_depth
     S = max(level_slots(d, n, s_min) for d in range(min(D, 64) if D else 64))
-    NC = 2 * max(1, n // spec.min_samples_leaf) - 1
-    if D is not None and D < 40:
-        NC = min(NC, 2 ** (D + 1) - 1)
+    NC = node_capacity(n, spec)
     cap = min(_cap(backend), REFERENCE_BUDGET if backend.name == "reference" else HIST_BUDGET)
     per_slot = 4 * NB * C
     if per_slot > cap:
@@ -140,12 +140,36 @@ def plan_sizes(backend, n: int, F: int, NB: int, spec: GrowSpec) -> Sizes:
             f"most {cap / 2**20:.0f} MiB fit in a buffer here: lower n_bins or use fewer features")
     T = spec.n_estimators
     S_h = S if per_slot * S <= cap else cap // per_slot  # else each level in passes of S_h slots
+    S_h = max(2, S_h - S_h % 2)  # a pass holds whole pairs of children
     Tb = max(1, min(T, cap // (per_slot * S_h)))
     backend.check_size(4 * n * Tb, f"the bootstrap state of {n} rows")
-    NW = 4 + C
-    backend.check_size(4 * T * NC * NW, f"the nodes of {T} trees of up to {NC} nodes")
-    backend.check_size(4 * T * NC * max(3, K), f"the prediction arrays of {T} trees")
+    check_fits(backend, n, spec)
     return Sizes(n, F, -(-F // 4), NB, C, K, S, S_h, NC, Tb, D)
+
+
+def node_capacity(n: int, spec: GrowSpec) -> int:
+    """The most nodes a tree can have: 2 leaves per min_samples_leaf rows, less one; 2^(D+1) - 1."""
+    NC = 2 * max(1, n // spec.min_samples_leaf) - 1
+    if spec.max_depth is not None and spec.max_depth < 40:
+        NC = min(NC, 2 ** (spec.max_depth + 1) - 1)
+    return NC
+
+
+def check_fits(backend, n: int, spec: GrowSpec) -> None:
+    """Refuses, before any data goes up, a forest whose node arrays cannot fit the adapter's
+    buffers, naming the limit and what would make it fit."""
+    K = spec.n_classes
+    C = 4 if spec.crit == MSE else K + 1
+    T, NC = spec.n_estimators, node_capacity(n, spec)
+    cap = _cap(backend)
+    for what, nbytes in ((f"the nodes of {T} trees of up to {NC} nodes", 4 * T * NC * (4 + C)),
+                         (f"the prediction arrays of {T} trees of up to {NC} nodes", 4 * T * NC * max(3, K))):
+        if nbytes > cap:
+            raise LimitError(
+                f"{what} need {nbytes / 2**20:.0f} MiB, but this adapter's buffers hold at most "
+                f"{cap / 2**20:.0f} MiB (maxStorageBufferBindingSize / maxBufferSize): use fewer "
+                f"trees (at most {max(1, T * cap // nbytes)} here), a max_depth, or a larger "
+                f"min_samples_leaf")
 
 
 def fixed_point_scale(y) -> tuple[int, int, float]:
@@ -190,6 +214,7 @@ class Grower:
         b = self.b
         if n > MAX_ROWS:
             raise LimitError(f"{n} rows: the forest trains on at most {MAX_ROWS} rows")
+        check_fits(b, n, self.spec)  # before any data goes up
         self.clock, self.timings, self.t0 = time.perf_counter, {}, time.perf_counter()
         self.n, self.F, self.T, self.K = n, F, self.spec.n_estimators, self.spec.n_classes
         self.owned, kept = [], []
@@ -311,7 +336,7 @@ class Grower:
 
     def _tree_buffers(self) -> None:
         """The forest's nodes and prediction arrays (all trees), and one batch's working set:
-        bootstrap state, histograms (two levels, or one when a level goes in passes), slots."""
+        bootstrap state, histograms (two levels), slots."""
         spec, z, n, F, T, K, buf = self.spec, self.z, self.n, self.F, self.T, self.K, self._buf
         C, NC, S, Tb = z.C, z.NC, z.S, z.Tb
         if spec.crit == ENTROPY:  # x ln x for every weight a node can have
@@ -324,13 +349,13 @@ class Grower:
         self.pval = buf("f32", K * T * NC)
         self.oobb = buf("f32", n * (K + 1)) if spec.oob and spec.bootstrap else None
         self.state = buf("u32", Tb * n)
-        self.passes = z.S_h < S  # a level's slots in several passes, one histogram buffer
-        self.hist = [buf("u32", Tb * z.S_h * z.NB * C) for _ in range(1 if self.passes else 2)]
-        self.prev = buf("u32", 4) if self.passes else None  # split_scan's parent: not read then
+        # Two histogram buffers, this level's and its parent's; a level with more slots than
+        # one holds (S_h) runs in passes, and then (and just after) every child is built.
+        self.hist = [buf("u32", Tb * z.S_h * z.NB * C) for _ in range(2)]
         self.slots = [buf("u32", Tb * S * 4) for _ in range(2)]
         self.childmap = buf("u32", Tb * S * 2)
         self.left = buf("u32", Tb * S * C)
-        self.cand = buf("u32", Tb * S * F * 4)
+        self.cand = buf("u32", Tb * z.S_h * F * 4)  # a pass's slots
 
     def _fixed_plans(self) -> None:
         """The plans every batch runs as they are: `init` (bootstrap, roots) and `final` (nodes to
@@ -369,12 +394,11 @@ class Grower:
         if (e, s_cur) in self.level_plans:
             return self.level_plans[(e, s_cur)]
         z, k, n, Tb, wgs = self.z, self.k, self.n, self.z.Tb, self.wgs
-        prefix, scan = (k[name] for name in (PARALLEL if self.wide else LOOPING))
+        prefix, vary, scan = (k[name] for name in (PARALLEL if self.wide else LOOPING))
         last = z.levels is not None and e == z.levels - 1
         s_next = 0 if last else level_slots(e + 1, n, self.s_min)
         cur, other = self.slots[e % 2], self.slots[1 - e % 2]
-        h = self.hist[e % len(self.hist)]
-        parent = self.prev if self.passes else self.hist[1 - e % 2]
+        h, parent = self.hist[e % 2], self.hist[1 - e % 2]
         fb, nodes, cand, xlogx = self.fb, self.nodes, self.cand, self.xlogx
         plan, ups = self.b.plan(), []
         for s_lo in range(0, s_cur, z.S_h):
@@ -386,6 +410,7 @@ class Grower:
              .dispatch(k["hist_build"], [P, self.binned, fb, self.tgt, self.state, cur, h],
                        self._grid(Tb * n))
              .dispatch(prefix, [P, fb, cur, h], self._per_feature(sp))
+             .dispatch(vary, [P, fb, cur, h, nodes, cand, xlogx, parent], self._per_feature(sp))
              .dispatch(scan, [P, fb, cur, h, nodes, cand, xlogx, parent], self._per_feature(sp))
              .dispatch(k["split_pick"], [P, fb, cur, h, nodes, cand, xlogx, self.left],
                        self._grid(Tb * sp)))

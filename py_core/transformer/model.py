@@ -189,7 +189,7 @@ class GPT:
     async def _mm(self, r, values: dict, bufs: list, batches: int = 1, label=None, entry=None):
         """A transformer_matmul dispatch, on the tiles its size suits (mm.pick) unless `entry`
         says. bufs: [A, B, C] and optionally bias, R, G; unused ones are bound to stand-ins."""
-        if self.precision == "mixed":
+        if self.precision == "mixed" and bufs[2].nbytes >= mf.MIN_C_BYTES:
             a, b, c = bufs[:3]
             bias = bufs[3] if len(bufs) > 3 and bufs[3] is not None else b
             res = bufs[4] if len(bufs) > 4 and bufs[4] is not None else a

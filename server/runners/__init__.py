@@ -8,7 +8,7 @@ Each runner is a module-level object with
                     "predict", "total"}, "metrics", ...}; raises Unavailable(reason) when it
                     finds out only then (no adapter, no GPU) that it cannot run here
 
-`execute` is what a worker process of server/comparisons.py runs: it never raises, it returns
+`execute` is what a job's process (server/runners/jobproc.py, under a Dask worker) runs: it never raises, it returns
 {"status": "done" | "failed" | "unavailable", "result" | "error": ...}, so nothing but plain data
 crosses the process boundary.
 """
@@ -52,29 +52,6 @@ def execute(name: str, job: dict, data_dir: str, device: str) -> dict:
         _release_gpu_memory()
 
 
-def worker_init(server_pid: int) -> None:
-    """Start-up of a comparison worker process: the server owns its lifetime.
-
-    Ctrl-C and a SIGTERM to the process group reach the workers too; they ignore both, so a job
-    is never cut short before the server has put it back in the queue (the server kills its
-    workers itself at shutdown). Should the server die without that (SIGKILL, a crash), a watchdog
-    ends the worker within a second rather than leave the job running as an orphan."""
-    import os
-    import signal
-    import threading
-    import time
-
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
-
-    def watch():
-        while os.getppid() == server_pid:
-            time.sleep(1.0)
-        os._exit(1)
-
-    threading.Thread(target=watch, name="server-watchdog", daemon=True).start()
-
-
 def _release_gpu_memory() -> None:
     """Hand PyTorch's cached GPU memory back between jobs: the worker process lives on, and the
     page's WebGPU may share this GPU."""
@@ -84,4 +61,4 @@ def _release_gpu_memory() -> None:
         torch.cuda.empty_cache()
 
 
-__all__ = ["RUNNERS", "Unavailable", "execute", "runners_for", "worker_init"]
+__all__ = ["RUNNERS", "Unavailable", "execute", "runners_for"]

@@ -40,12 +40,10 @@ WG = 256           # threads per workgroup of the flat kernels
 IMP_CHUNK = 2048   # nodes summed by one thread of `importance`
 HC_SLOTS = 8       # slots a workgroup of `hist_clear` zeroes
 NOT_FINITE_X, NOT_FINITE_Y = 1, 2  # flags
-CAND_SPLIT, CAND_VARIES = 1, 2  # a split candidate's flags: a valid split; the feature varies
 FAMILY = Family(structs={"Params": PARAMS, "Sort": SORT}, consts={
     "LEAF": LEAF, "DONE": DONE, "OPEN": OPEN, "BUILT": BUILT, "MSE": MSE, "GINI": GINI,
     "ENTROPY": ENTROPY, "MAXK": MAXK, "HC_SLOTS": HC_SLOTS, "IMP_CHUNK": IMP_CHUNK,
-    "NOT_FINITE_X": NOT_FINITE_X, "NOT_FINITE_Y": NOT_FINITE_Y, "CAND_SPLIT": CAND_SPLIT,
-    "CAND_VARIES": CAND_VARIES})
+    "NOT_FINITE_X": NOT_FINITE_X, "NOT_FINITE_Y": NOT_FINITE_Y})
 
 
 def grid(workgroups: int, cap: int = 65535) -> tuple[int, int, int]:
@@ -341,7 +339,8 @@ def hist_build(bufs, grid_, constants):
                 for off, b in zip(offs, bins):
                     h = (base + off + b) * C
                     sums[h + cls] = sums.get(h + cls, 0) + w
-                    sums[h + C - 1] = sums.get(h + C - 1, 0) + 1
+                    if not rows_by_weight(p):
+                        sums[h + C - 1] = sums.get(h + C - 1, 0) + 1
         if mse:
             for h, (v, w, c) in sums.items():
                 total = (signed64(hist[h], hist[h + 1]) + v) & ((1 << 64) - 1)
@@ -351,6 +350,12 @@ def hist_build(bufs, grid_, constants):
         else:
             for h, v in sums.items():
                 hist[h] = (hist[h] + v) & M32
+
+
+def rows_by_weight(p) -> bool:
+    """Classes that need no counts (min_samples_leaf 1, min_samples_split 2): the rows channel
+    holds each bin's weight, summed by hist_prefix, not counted by hist_build."""
+    return p["crit"] != MSE and p["msl"] == 1 and p["mss"] <= 2
 
 
 def _feature_range(p, fmeta, hbase, f):
@@ -396,7 +401,12 @@ def hist_prefix(bufs, grid_, constants):
     for t in range(p["T"]):
         for s in pass_range(p):
             if slots[(t * S + s) * 4 + 1] & BUILT:
-                _prefix_slot(p, hist, hist_slot(p, t, s) * NB * C, starts)
+                h0 = hist_slot(p, t, s) * NB * C
+                if rows_by_weight(p):
+                    h1 = h0 + NB * C
+                    hist[h0 + C - 1:h1:C] = array("I", [sum(col) & M32 for col in zip(
+                        *(hist[h0 + k:h1:C] for k in range(p["K"])))])
+                _prefix_slot(p, hist, h0, starts)
 
 
 def _derive(p, slots, prev, hist, t, s):
@@ -508,20 +518,12 @@ def _open_slots(p, slots):
                 yield t, s, slots[sl], slots[sl + 1]
 
 
-def _ranker(p, t, node):
-    if p["mf"] >= p["F"]:
-        return None
-    key = hash3(p["seed"], 2 * (p["tree0"] + t) + 1, node)
-    return lambda f: feature_rank(key, f, p["hb"], p["F"])
-
-
-@reference("forest", "split_scan_wg")
-@reference("forest", "split_scan")
-def split_scan(bufs, grid_, constants):
+@reference("forest", "split_vary_wg")
+@reference("forest", "split_vary")
+def split_vary(bufs, grid_, constants):
     _, fmeta, slots, hist, nodes, cand, xlogx, prev = bufs
     p = _unpack(bufs)
-    F, C, S, NC = p["F"], p["C"], p["S"], p["NC"]
-    xl = xlogx.tolist() if p["crit"] == ENTROPY else None
+    F, C, NC = p["F"], p["C"], p["NC"]
     for t, s, node, flags in _open_slots(p, slots):
         if not flags & BUILT:
             _derive(p, slots, prev, hist, t, s)
@@ -531,20 +533,35 @@ def split_scan(bufs, grid_, constants):
         if p["depth"] == 0:
             rec = ((p["tree0"] + t) * NC + node) * (4 + C)
             nodes[rec + 4:rec + 4 + C] = array("I", tot)
-        out = [0] * (4 * F)
+        out = [0, 0, LEAF, 0] * F
         if _eligible(p, tot):
-            slot, rank = _Slot(p, hist, fmeta, xl, hbase), _ranker(p, t, node)
+            slot = _Slot(p, hist, fmeta, None, hbase)
+            key = hash3(p["seed"], 2 * (p["tree0"] + t) + 1, node)
             for f in range(F):
-                if rank is None or rank(f) < p["mf"]:
-                    got, v = slot.scan(f)
-                    if got is not None:
-                        top, b, b2 = got
-                        out[4 * f:4 * f + 4] = [array("I", array("f", [top]).tobytes())[0], b, b2, CAND_SPLIT]
-                    out[4 * f + 3] |= CAND_VARIES if v else 0
-                else:
-                    out[4 * f + 3] = CAND_VARIES if slot.varies(f) else 0
-        e = 4 * (t * S + s) * F
+                out[4 * f + 3] = (feature_rank(key, f, p["hb"], F) << 8) | (2 if slot.varies(f) else 0)
+        e = 4 * hist_slot(p, t, s) * F
         cand[e:e + 4 * F] = array("I", out)
+
+
+@reference("forest", "split_scan_wg")
+@reference("forest", "split_scan")
+def split_scan(bufs, grid_, constants):
+    _, fmeta, slots, hist, nodes, cand, xlogx, prev = bufs
+    p = _unpack(bufs)
+    F = p["F"]
+    xl = xlogx.tolist() if p["crit"] == ENTROPY else None
+    for t, s, _node, _flags in _open_slots(p, slots):
+        e = 4 * hist_slot(p, t, s) * F
+        words = cand[e + 3:e + 4 * F:4].tolist()
+        varying = sorted((w >> 8, f) for f, w in enumerate(words) if w & 2)
+        if not varying:
+            continue
+        slot = _Slot(p, hist, fmeta, xl, hist_slot(p, t, s) * p["NB"])
+        for _, f in varying[:p["mf"]]:  # the first max_features that vary, in the node's order
+            got, _ = slot.scan(f)
+            if got is not None:
+                top, b, b2 = got
+                cand[e + 4 * f:e + 4 * f + 3] = array("I", [array("I", array("f", [top]).tobytes())[0], b, b2])
 
 
 @reference("forest", "split_pick")
@@ -552,29 +569,21 @@ def split_pick(bufs, grid_, constants):
     _, fmeta, slots, hist, nodes, cand, xlogx, left = bufs
     p = _unpack(bufs)
     F, C, S, NC = p["F"], p["C"], p["S"], p["NC"]
-    xl = xlogx.tolist() if p["crit"] == ENTROPY else None
-    for t, s, node, flags in _open_slots(p, slots):
+    for t, s, node, _flags in _open_slots(p, slots):
         rec = ((p["tree0"] + t) * NC + node) * (4 + C)
         if not _eligible(p, nodes[rec + 4:rec + 4 + C].tolist()):
             continue
-        rank = _ranker(p, t, node)
-        e = 4 * (t * S + s) * F
+        e = 4 * hist_slot(p, t, s) * F
         cands = cand[e:e + 4 * F].tolist()
         scores = array("f", array("I", cands[0::4]).tobytes()).tolist()
-        best, varied = None, False
-        for f in range(F):
-            if rank is not None and rank(f) >= p["mf"]:
+        best = None
+        for f in range(F):  # the best score; ties: the feature first in the node's permutation
+            if cands[4 * f + 2] == LEAF:  # not scanned, or no split
                 continue
-            varied = varied or bool(cands[4 * f + 3] & CAND_VARIES)
-            if cands[4 * f + 3] & CAND_SPLIT and (best is None or scores[f] > best[1]):
-                best = (f, scores[f], cands[4 * f + 1], cands[4 * f + 2])
+            key = (scores[f], -(cands[4 * f + 3] >> 8))
+            if best is None or key > best[1]:
+                best = (f, key, cands[4 * f + 1], cands[4 * f + 2])
         hbase = hist_slot(p, t, s) * p["NB"]
-        if not varied:
-            firsts = [((rank or (lambda x: x))(f), f) for f in range(F) if cands[4 * f + 3] & CAND_VARIES]
-            if firsts:
-                f = min(firsts)[1]
-                got, _ = _Slot(p, hist, fmeta, xl, hbase).scan(f)
-                best = None if got is None else (f,) + got
         if best is None:
             continue
         f, _, b, b2 = best
@@ -636,7 +645,7 @@ def alloc(bufs, grid_, constants):
                 for side in (0, 1):
                     ns = 2 * j + (0 if side == small else 1)
                     flags = (OPEN if opens[side] else 0) | (BUILT if side == small else 0)
-                    if p["S_h"] < S:  # several passes a level: no parent histogram to derive from
+                    if p["S_cur"] > p["S_h"] or p["S_next"] > p["S_h"]:  # passes: no whole parent level
                         flags = OPEN | BUILT if opens[side] else 0
                     e = (t * S + ns) * 4
                     nxt[e:e + 4] = array("I", [nid + side, flags, s, 0])

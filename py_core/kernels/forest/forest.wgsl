@@ -16,12 +16,15 @@
 // (n, FW): four 8-bit bins a word · target (n): i32 fixed-point y or class · state (T, n):
 // slot << 8 | bootstrap count · hist (T, S_h, NB, C): the slots [s_lo, s_lo + S_h) of the level
 // (S_h = S: all of them) · slots (T, S, 4): node, flags, parent slot, - · childmap (T, S, 2)
-// · left (T, S, C) · cand (T, S, F, 4) · nodes (T_all, NC, 4 + C): feature, bin, next bin, left
+// · left (T, S, C) · cand (T, S_h, F, 4): the pass's slots · nodes (T_all, NC, 4 + C): feature, bin, next bin, left
 // child, stats[C] (the node's channels; a leaf's feature is LEAF)
 // · meta (T_all, 2): nodes, open slots next level · ptree (T_all, NC, 3): feature, threshold
 // bits, left child (LEAF in a leaf) · pval f32 (T_all, NC, K) · flags (1): 1 X, 2 y not finite.
 // Channels C: regression [sum lo, sum hi, weight, rows] (the sum is 64-bit two's complement in two
-// u32, exact under atomics); classification [weight of class 0..K-1, rows].
+// u32, exact under atomics); classification [weight of class 0..K-1, rows]. Where classes need no
+// counts (min_samples_leaf 1, min_samples_split 2: a weight, >= 1 for every in-bag row, decides
+// the same), the rows channel holds the bin's weight instead, summed by hist_prefix from the class
+// channels: one atomic a row and feature in hist_build, not two (rows_by_weight).
 // Grids are 2-D when large: workgroup id = wid.x + wid.y * nwg.x.
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -121,36 +124,41 @@ fn mul64(a: u32, b: u32) -> vec2u {
   return add64(r, vec2u(hl << 16u, hl >> 16u));
 }
 
-// x / w rounded to nearest (ties to even) by integer steps, x an f32 (0 or normal), 1 <= w < 2^24.
-// WGSL lets f32 division err by 2.5 ulp and GPUs do differ (NVIDIA's is not correctly rounded):
-// every split score and leaf value divides here, so every GPU gets the bits of the CPU's f32
-// division (which the reference computes as f64 then f32: exact for such operands).
+fn lt64(a: vec2u, b: vec2u) -> bool { return a.y < b.y || (a.y == b.y && a.x < b.x); }
+
+// x / w rounded to nearest (ties to even), x an f32 (0 or normal), 1 <= w < 2^24, the same bits on
+// every GPU: WGSL lets f32 division err by 2.5 ulp and GPUs do differ (NVIDIA's is not correctly
+// rounded). Every split score and leaf value divides here. The hardware quotient is a first
+// guess, moved one ulp at a time until exact integer products put x / w within half an ulp of it
+// (the midpoints, scaled by 4 w: (4 mq +- 2) w against 4 x, mq its 24-bit mantissa). The CPU's
+// f32 division gives the same bits (the reference computes it as f64 then f32: exact for such
+// operands).
 fn div_rn(x: f32, w: u32) -> f32 {
   let xb = bitcast<u32>(x);
   let E = (xb >> 23u) & 0xFFu;
-  if (E == 0u || E == 0xFFu || w == 0u) { return x / f32(w); }  // zero (or not met here)
-  let mx = (xb & 0x7FFFFFu) | 0x800000u;  // x = mx 2^(E - 150)
-  let tw = firstLeadingBit(w);
-  let mw = w << (23u - tw);               // w = mw 2^(tw - 23), mw in [2^23, 2^24)
-  // q = floor(mx 2^26 / mw) in [2^25, 2^27) and its remainder, 8 bits at a time (r < 2^24).
-  var q = mx / mw;
-  var r = mx % mw;
-  for (var i = 0u; i < 3u; i++) {
-    let a = r << 8u;
-    q = (q << 8u) | (a / mw);
-    r = a % mw;
+  let q0 = abs(x) / f32(w);
+  var qb = bitcast<u32>(q0);
+  if (E == 0u || E == 0xFFu || w == 0u || qb < 0x800000u || qb >= 0x7F800000u) { return x / f32(w); }
+  let mx = (xb & 0x7FFFFFu) | 0x800000u;  // |x| = mx 2^(E - 150)
+  for (var it = 0u; it < 4u; it++) {
+    let eq = qb >> 23u;
+    let mq = (qb & 0x7FFFFFu) | 0x800000u;  // q = mq 2^(eq - 150)
+    let sh = i32(E) - i32(eq) + 2;          // 4 x in units of 2^(eq - 150) w... = mx << sh
+    if (sh < 0 || sh > 38) { break; }       // not met for a guess within a few ulp
+    let x4 = shl64(vec2u(mx, 0u), u32(sh));
+    let up = mul64(4u * mq + 2u, w);        // the midpoint above q, times 4 w
+    let below = select(2u, 1u, mq == 0x800000u);  // a power of two: the ulp below is half
+    let down = mul64(4u * mq - below, w);   // the midpoint below q
+    let odd = (mq & 1u) == 1u;
+    if (lt64(up, x4) || (all(up == x4) && odd)) {
+      qb += 1u;
+    } else if (lt64(x4, down) || (all(down == x4) && odd)) {
+      qb -= 1u;
+    } else {
+      break;
+    }
   }
-  let a = r << 2u;
-  q = (q << 2u) | (a / mw);
-  r = a % mw;
-  let drop = firstLeadingBit(q) - 23u;  // 2 or 3 bits below the 24 kept
-  var mant = q >> drop;
-  let rem = q & ((1u << drop) - 1u);
-  let half = 1u << (drop - 1u);
-  if (rem > half || (rem == half && (r != 0u || (mant & 1u) == 1u))) { mant += 1u; }
-  let eb = i32(E) - i32(tw) + i32(drop) - 3;  // the quotient's biased exponent
-  if (eb <= 0 || eb >= 255) { return x / f32(w); }  // not met here
-  return bitcast<f32>((xb & 0x80000000u) | ((u32(eb - 1) << 23u) + mant));  // mant 2^24 carries
+  return bitcast<f32>((xb & 0x80000000u) | qb);
 }
 
 // The largest f32 <= (a + b) / 2 (a < b, finite), by integer steps: a split's threshold. An f32
@@ -463,6 +471,8 @@ fn hist_clear(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: v
   }
 }
 
+fn rows_by_weight() -> bool { return p.crit != MSE && p.msl == 1u && p.mss <= 2u; }
+
 // ---- hist_build: each in-bag row of a built slot adds itself to (slot, feature, bin) ----------
 // 1 binned (n, FW) · 2 fmeta (F, 2) · 3 target (n) · 4 state (T, n) · 5 slots (T, S, 4)
 // · 6 hist (T, S_h, NB, C) atomic. Thread per (tree, row).
@@ -505,7 +515,7 @@ fn hist_build(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: v
       atomicAdd(&hb_hist[h + 3u], 1u);
     } else {
       atomicAdd(&hb_hist[h + tv], w);
-      atomicAdd(&hb_hist[h + p.C - 1u], 1u);
+      if (!rows_by_weight()) { atomicAdd(&hb_hist[h + p.C - 1u], 1u); }
     }
   }
 }
@@ -530,6 +540,14 @@ fn hist_prefix(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: 
   let s = p.s_lo + i / p.F % sp;
   if ((sp_slots[(t * p.S + s) * 4u + 1u] & BUILT) == 0u) { return; }
   let h0 = (hist_slot(t, s) * p.NB + sp_fmeta[2u * f]) * p.C;
+  if (rows_by_weight()) {  // the rows channel: the bin's weight
+    for (var j = 0u; j < sp_fmeta[2u * f + 1u]; j++) {
+      let h = h0 + j * p.C;
+      var w = 0u;
+      for (var k = 0u; k < p.K; k++) { w += sp_hist[h + k]; }
+      sp_hist[h + p.C - 1u] = w;
+    }
+  }
   for (var j = 1u; j < sp_fmeta[2u * f + 1u]; j++) {
     let h = h0 + j * p.C;
     var c0 = 0u;
@@ -543,19 +561,22 @@ fn hist_prefix(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: 
   }
 }
 
-// ---- split_scan: the best split of one feature of one open slot ------------------------------
-// 1 fmeta · 2 slots · 3 hist · 4 nodes · 5 cand (T, S, F, 4): score bits, bin, next bin, flags
-// (1: has a split, 2: the feature varies in the node) · 6 xlogx (n + 1) f32: x ln x, for entropy
-// · 7 hist_prev (the parent level's). Thread per (tree, slot of the pass, feature). A slot not
-// built by atomics first gets this feature's bins as parent - sibling (only where a level's
-// histograms fit in one pass, S_h = S).
+// ---- split_vary, split_scan: the best split of one feature of one open slot, in two dispatches --
+// 1 fmeta · 2 slots · 3 hist · 4 nodes · 5 cand (T, S_h, F, 4): score bits, bin, next bin (LEAF:
+// no split), rank << 8 | 2 if the feature varies in the node (0: the node cannot split) · 6 xlogx
+// (n + 1) f32: x ln x, for entropy · 7 hist_prev (the parent level's). Thread (or, _wg, workgroup)
+// per (tree, slot of the pass, feature).
+// split_vary: a slot not built by atomics first gets this feature's bins as parent - sibling;
+// then whether the feature varies in the node, and its rank in the node's random permutation.
+// split_scan: the features scanned are the first max_features of the permutation that vary in
+// the node (scikit-learn draws features until it has max_features non-constant ones).
 // Candidates: a split after each non-empty bin b, the right side starting at the next non-empty
 // bin b2 (only such splits differ). Score (larger is better, f32 in this order):
 //   squared error  sl*sl/wl + sr*sr/wr      (sl, sr: sums of w*y, wl, wr: weights)
 //   gini           (sum_k cl_k*cl_k)/wl + (sum_k cr_k*cr_k)/wr, the sums exact integers
-// Each division is div_rn's (correctly rounded), so every GPU gets the same scores.
 //   entropy        sum_k xlogx(cl_k) + sum_k xlogx(cr_k) - xlogx(wl) - xlogx(wr)
-// Ties go to the lowest bin. Features scanned: rank < mf in a per-node random permutation.
+// Each division is div_rn's (correctly rounded), so every GPU gets the same scores. Ties go to
+// the lowest bin.
 @group(0) @binding(4) var<storage, read_write> sp_nodes: array<u32>;
 @group(0) @binding(5) var<storage, read_write> sp_cand: array<u32>;
 @group(0) @binding(6) var<storage, read> sp_xlogx: array<f32>;
@@ -582,14 +603,6 @@ fn feature_rank(key: u32, f: u32) -> u32 {
   var x = feistel(key, f);
   while (x >= p.F) { x = feistel(key, x); }
   return x;
-}
-
-fn better(a: Best, b: Best) -> bool {
-  if (a.f == LEAF) { return false; }
-  if (b.f == LEAF) { return true; }
-  if (a.score != b.score) { return a.score > b.score; }
-  if (a.f != b.f) { return a.f < b.f; }
-  return a.b < b.b;
 }
 
 fn weight_at(h: u32) -> u32 {  // a bin's weight: the sum over classes, or the weight channel
@@ -665,6 +678,7 @@ fn scan_feature(hbase: u32, f: u32, best: ptr<function, Best>) -> u32 {
   var prev = LEAF;
   var nonempty = 0u;
   for (var j = 0u; j < nb; j++) {
+    if (seen == total && j > 0u) { break; }  // the rest is empty (deep nodes hold few rows)
     let upto = sp_hist[h0 + j * p.C + cc];
     if (upto == seen) { continue; }
     nonempty += 1u;
@@ -694,8 +708,9 @@ fn varies(hbase: u32, f: u32) -> u32 {
 }
 
 @compute @workgroup_size(256)
-fn split_scan(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
+fn split_vary(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
               @builtin(local_invocation_index) lid: u32) {
+  _ = &sp_xlogx;  // the bindings of split_scan, all of them used
   let i = linear(wid, nwg) * 256u + lid;
   let sp = pass_slots();
   if (i >= p.T * sp * p.F) { return; }
@@ -730,25 +745,56 @@ fn split_scan(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: v
     let rec = ((p.tree0 + t) * p.NC + node) * (4u + p.C);
     for (var c = 0u; c < p.C; c++) { sp_nodes[rec + 4u + c] = sp_hist[ht + c]; }
   }
-  var best = Best(0.0, LEAF, 0u, 0u);
-  var out = 0u;
+  var out = 0u;  // not eligible: no flags
   if (eligible_at(false, ht)) {
     let key = hash3(p.seed, 2u * (p.tree0 + t) + 1u, node);
-    if (p.mf >= p.F || feature_rank(key, f) < p.mf) {
-      out = select(0u, CAND_VARIES, scan_feature(hbase, f, &best) != 0u);
-    } else {
-      out = select(0u, CAND_VARIES, varies(hbase, f) != 0u);
-    }
-    out |= select(0u, CAND_SPLIT, best.f != LEAF);
+    out = (feature_rank(key, f) << 8u) | (varies(hbase, f) << 1u);
   }
-  let e = 4u * ((t * p.S + s) * p.F + f);
-  sp_cand[e] = bitcast<u32>(best.score);
-  sp_cand[e + 1u] = best.b;
-  sp_cand[e + 2u] = best.b2;
+  let e = 4u * (hist_slot(t, s) * p.F + f);
+  sp_cand[e] = 0u;
+  sp_cand[e + 1u] = 0u;
+  sp_cand[e + 2u] = LEAF;  // no split (yet)
   sp_cand[e + 3u] = out;
 }
 
-// ---- hist_prefix_wg, split_scan_wg: the same, a workgroup per (tree, slot, feature) -----------
+// Is a feature of rank r among the first mf features of the node's permutation that vary in it?
+// (scikit-learn draws features until max_features non-constant ones are found.)
+fn selected(t: u32, s: u32, r: u32) -> bool {
+  if (p.mf >= p.F) { return true; }
+  let cbase = hist_slot(t, s) * p.F;
+  var before = 0u;
+  for (var g = 0u; g < p.F; g++) {
+    let w = sp_cand[4u * (cbase + g) + 3u];
+    if ((w & 2u) != 0u && (w >> 8u) < r) { before += 1u; }
+  }
+  return before < p.mf;
+}
+
+@compute @workgroup_size(256)
+fn split_scan(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
+              @builtin(local_invocation_index) lid: u32) {
+  _ = &sp_nodes;  // the bindings of split_vary, all of them used
+  _ = &sp_prev;
+  let i = linear(wid, nwg) * 256u + lid;
+  let sp = pass_slots();
+  if (i >= p.T * sp * p.F) { return; }
+  let f = i % p.F;
+  let t = i / p.F / sp;
+  let s = p.s_lo + i / p.F % sp;
+  if ((sp_slots[(t * p.S + s) * 4u + 1u] & OPEN) == 0u) { return; }
+  let e = 4u * (hist_slot(t, s) * p.F + f);
+  let w = sp_cand[e + 3u];
+  if ((w & 2u) == 0u || !selected(t, s, w >> 8u)) { return; }
+  var best = Best(0.0, LEAF, 0u, 0u);
+  scan_feature(hist_slot(t, s) * p.NB, f, &best);
+  if (best.f != LEAF) {  // words e..e+2 only: other threads read e+3
+    sp_cand[e] = bitcast<u32>(best.score);
+    sp_cand[e + 1u] = best.b;
+    sp_cand[e + 2u] = best.b2;
+  }
+}
+
+// ---- hist_prefix_wg, split_vary_wg, split_scan_wg: the same, a workgroup per (tree, slot, feature)
 // What hist_prefix and split_scan do, with the bins of a feature spread over the workgroup's
 // threads (BPT contiguous bins each) rather than looped over by one thread: for GPUs, where one
 // thread's 256-bin loop is slow. Same integers, same f32 scores, same ties, so the same forest.
@@ -826,6 +872,17 @@ fn hist_prefix_wg(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nw
   let nb = sp_fmeta[2u * it.z + 1u];
   let h0 = (hist_slot(it.x, it.y) * p.NB + sp_fmeta[2u * it.z]) * p.C;
   let wide = p.crit == MSE;
+  if (rows_by_weight()) {  // the rows channel of this thread's bins: their weight
+    for (var q = 0u; q < BPT; q++) {
+      let j = lid * BPT + q;
+      if (j < nb) {
+        let h = h0 + j * p.C;
+        var w = 0u;
+        for (var k = 0u; k < p.K; k++) { w += sp_hist[h + k]; }
+        sp_hist[h + p.C - 1u] = w;
+      }
+    }
+  }
   for (var c0 = 0u; c0 < p.C; c0 += 4u) {
     var run = vec4u(0u);
     var upto: array<vec4u, BPT>;
@@ -851,8 +908,9 @@ fn better_bin(as_: f32, ab: u32, bs: f32, bb: u32) -> bool {
 }
 
 @compute @workgroup_size(64)
-fn split_scan_wg(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
+fn split_vary_wg(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
                  @builtin(local_invocation_index) lid: u32) {
+  _ = &sp_xlogx;  // the bindings of split_scan, all of them used
   let id = linear(wid, nwg);
   if (id >= p.T * pass_slots() * p.F) { return; }
   let it = wg_item(id, lid);
@@ -893,18 +951,59 @@ fn split_scan_wg(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg
     }
     wg_elig = select(0u, 1u, eligible_at(false, ht));
   }
-  let e4 = 4u * ((t * p.S + s) * p.F + f);
+  let e4 = 4u * (hist_slot(t, s) * p.F + f);
   if (workgroupUniformLoad(&wg_elig) == 0u) {
     if (lid == 0u) {
       sp_cand[e4] = 0u;
       sp_cand[e4 + 1u] = 0u;
-      sp_cand[e4 + 2u] = 0u;
+      sp_cand[e4 + 2u] = LEAF;
       sp_cand[e4 + 3u] = 0u;
     }
     return;
   }
-  let key = hash3(p.seed, 2u * (p.tree0 + t) + 1u, node);
-  let scanned = p.mf >= p.F || feature_rank(key, f) < p.mf;
+  let total = sp_hist[ht + p.C - 1u];
+  var before = 0u;
+  if (lid > 0u && lid * BPT <= nb) { before = sp_hist[h0 + (lid * BPT - 1u) * p.C + p.C - 1u]; }
+  for (var q = 0u; q < BPT; q++) {
+    let j = lid * BPT + q;
+    if (j >= nb) { break; }
+    let upto = sp_hist[h0 + j * p.C + p.C - 1u];
+    if (upto != before && upto < total) { atomicOr(&wg_any, 1u); }  // the feature varies
+    before = upto;
+  }
+  workgroupBarrier();
+  if (lid == 0u) {
+    let key = hash3(p.seed, 2u * (p.tree0 + t) + 1u, node);
+    sp_cand[e4] = 0u;
+    sp_cand[e4 + 1u] = 0u;
+    sp_cand[e4 + 2u] = LEAF;
+    sp_cand[e4 + 3u] = (feature_rank(key, f) << 8u) | (atomicLoad(&wg_any) << 1u);
+  }
+}
+
+@compute @workgroup_size(64)
+fn split_scan_wg(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
+                 @builtin(local_invocation_index) lid: u32) {
+  _ = &sp_nodes;  // the bindings of split_vary, all of them used
+  _ = &sp_prev;
+  let id = linear(wid, nwg);
+  if (id >= p.T * pass_slots() * p.F) { return; }
+  let it = wg_item(id, lid);
+  let t = it.x;
+  let s = it.y;
+  let f = it.z;
+  let flags = workgroupUniformLoad(&wg_flags);
+  if ((flags & OPEN) == 0u) { return; }
+  let e4 = 4u * (hist_slot(t, s) * p.F + f);
+  if (lid == 0u) {
+    let w = sp_cand[e4 + 3u];
+    wg_elig = select(0u, 1u, (w & 2u) != 0u && selected(t, s, w >> 8u));
+  }
+  if (workgroupUniformLoad(&wg_elig) == 0u) { return; }
+  let hbase = hist_slot(t, s) * p.NB;
+  let nb = sp_fmeta[2u * f + 1u];
+  let h0 = (hbase + sp_fmeta[2u * f]) * p.C;
+  let ht = h0 + (nb - 1u) * p.C;  // this feature's last bin: the node's totals
   let cc = p.C - 1u;
   let total = sp_hist[ht + cc];
   // A candidate: a non-empty bin j with rows after it; its left side is the cumulative bin j.
@@ -917,8 +1016,7 @@ fn split_scan_wg(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg
     if (j >= nb) { break; }
     let upto = sp_hist[h0 + j * p.C + cc];
     if (upto != before && upto < total) {
-      atomicOr(&wg_any, 1u);  // the feature varies in the node
-      if (scanned && upto >= p.msl && total - upto >= p.msl) {
+      if (upto >= p.msl && total - upto >= p.msl) {
         let sc = score(h0 + j * p.C, ht);
         if (bb == LEAF || sc > bs) {
           bs = sc;
@@ -958,29 +1056,23 @@ fn split_scan_wg(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg
     if (lid < o) { wg_rb[lid] = min(wg_rb[lid], wg_rb[lid + o]); }
     workgroupBarrier();
   }
-  if (lid == 0u) {
-    let varies_ = atomicLoad(&wg_any);
-    if (best == LEAF) {
-      sp_cand[e4] = 0u;
-      sp_cand[e4 + 1u] = 0u;
-      sp_cand[e4 + 2u] = 0u;
-      sp_cand[e4 + 3u] = select(0u, CAND_VARIES, varies_ != 0u);
-    } else {
-      sp_cand[e4] = score_bits;
-      sp_cand[e4 + 1u] = best;
-      sp_cand[e4 + 2u] = wg_rb[0];
-      sp_cand[e4 + 3u] = select(0u, CAND_VARIES, varies_ != 0u) | CAND_SPLIT;
-    }
+  if (lid == 0u && best != LEAF) {  // words e4..e4+2 only: other workgroups read e4+3
+    sp_cand[e4] = score_bits;
+    sp_cand[e4 + 1u] = best;
+    sp_cand[e4 + 2u] = wg_rb[0];
   }
 }
 
 // ---- split_pick: each open slot's split among its features' candidates ----------------------
 // 1 fmeta · 2 slots · 3 hist · 4 nodes · 5 cand · 6 xlogx · 7 left (T, S, C): the left child's
-// channels. Thread per (tree, slot of the pass). Ties: lowest feature. If no scanned feature varies in the
-// node, the first feature of the permutation that does is scanned here (as scikit-learn).
+// channels. Thread per (tree, slot of the pass). Ties: the feature first in the node's random
+// permutation, as scikit-learn keeps the first best in its random order of features. The
+// features scanned were the first max_features of that order that vary in the node (split_vary,
+// split_scan), as scikit-learn draws; none varies: a leaf.
 @compute @workgroup_size(256)
 fn split_pick(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
               @builtin(local_invocation_index) lid: u32) {
+  _ = &sp_xlogx;  // bound as for split_scan
   let i = linear(wid, nwg) * 256u + lid;
   let sp = pass_slots();
   if (i >= p.T * sp) { return; }
@@ -991,33 +1083,20 @@ fn split_pick(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: v
   let node = sp_slots[sl];
   let rec = ((p.tree0 + t) * p.NC + node) * (4u + p.C);
   if (!eligible_at(true, rec + 4u)) { return; }
-  let key = hash3(p.seed, 2u * (p.tree0 + t) + 1u, node);
-  let subset = p.mf < p.F;
-  let cbase = (t * p.S + s) * p.F;
+  let cbase = hist_slot(t, s) * p.F;
   var best = Best(0.0, LEAF, 0u, 0u);
-  var any = 0u;
-  for (var f = 0u; f < p.F; f++) {
-    if (subset && feature_rank(key, f) >= p.mf) { continue; }
+  var best_rank = LEAF;
+  for (var f = 0u; f < p.F; f++) {  // the scanned features' splits (b2 LEAF: none)
     let e = 4u * (cbase + f);
-    any |= sp_cand[e + 3u] & CAND_VARIES;
-    if ((sp_cand[e + 3u] & CAND_SPLIT) != 0u) {
-      let c = Best(bitcast<f32>(sp_cand[e]), f, sp_cand[e + 1u], sp_cand[e + 2u]);
-      if (better(c, best)) { best = c; }
+    if (sp_cand[e + 2u] == LEAF) { continue; }
+    let r = sp_cand[e + 3u] >> 8u;
+    let sc = bitcast<f32>(sp_cand[e]);
+    if (best.f == LEAF || sc > best.score || (sc == best.score && r < best_rank)) {
+      best = Best(sc, f, sp_cand[e + 1u], sp_cand[e + 2u]);
+      best_rank = r;
     }
   }
   let hbase = hist_slot(t, s) * p.NB;
-  if (any == 0u) {
-    var first = LEAF;
-    var pick = 0u;
-    for (var f = 0u; f < p.F; f++) {
-      if ((sp_cand[4u * (cbase + f) + 3u] & CAND_VARIES) != 0u) {
-        var r = f;
-        if (subset) { r = feature_rank(key, f); }
-        if (r < first) { first = r; pick = f; }
-      }
-    }
-    if (first != LEAF) { scan_feature(hbase, pick, &best); }
-  }
   if (best.f == LEAF) { return; }
   sp_nodes[rec] = best.f;
   sp_nodes[rec + 1u] = best.b;
@@ -1031,8 +1110,9 @@ fn split_pick(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: v
 // · 6 meta (T_all, 2). Workgroup of 256 per tree: a prefix sum over the level's slots, so node
 // numbers are the same on every backend. A split whose children are both closed takes no slot;
 // otherwise the pair (2j, 2j+1): the child with fewer rows is built (slot 2j), the other (if
-// open) derived. Where a level's histograms take several passes (S_h < S), there is no parent
-// histogram to derive from: the open children are both built, a closed one takes no slot.
+// open) derived. Where this level or the next has more slots than a histogram buffer holds
+// (S_cur or S_next > S_h: done in passes), there is no whole parent level to derive from: the
+// open children are both built, a closed one takes no slot.
 @group(0) @binding(1) var<storage, read> al_slots: array<u32>;
 @group(0) @binding(2) var<storage, read_write> al_nodes: array<u32>;
 @group(0) @binding(3) var<storage, read> al_left: array<u32>;
@@ -1139,7 +1219,7 @@ fn alloc(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
         let ns = 2u * j + select(1u, 0u, side == small);  // the built child takes the even slot
         let open = select(open_l, open_r, side == 1u);
         var flags = select(0u, OPEN, open) | select(0u, BUILT, side == small);
-        if (p.S_h < p.S) { flags = select(0u, OPEN | BUILT, open); }
+        if (p.S_cur > p.S_h || p.S_next > p.S_h) { flags = select(0u, OPEN | BUILT, open); }
         let e = (t * p.S + ns) * 4u;
         al_next[e] = nid + side;
         al_next[e + 1u] = flags;

@@ -38,6 +38,9 @@ TILE = DEFAULT["bm"]  # rows and columns of C per workgroup (the causal flags ac
 FEATURES = ("shader-f16", "subgroups", "chromium-experimental-subgroup-matrix")
 WRITES = {("matmul_f16", "matmul"): {3, 6}}
 F16_MAX = 65504.0
+# Dawn asks a buffer that subgroupMatrixStore writes to hold one 16 x 16 f32 result at least (its
+# minimum binding size): smaller outputs (a few bias-gradient partials) stay on transformer_matmul
+MIN_C_BYTES = 16 * 16 * 4
 # workgroup memory of the default tiling: staged A and B tiles (f16) and the f32 scratch
 WORKGROUP_BYTES = 2 * 2 * max(DEFAULT["bm"] * (DEFAULT["bk"] + 8), DEFAULT["bk"] * (DEFAULT["bm"] + 8)) + \
     4 * 256 * DEFAULT["wm"] * DEFAULT["wn"]
