@@ -180,6 +180,38 @@ function startJob(id, job) {
       }
       return new Uint8Array(await res.arrayBuffer());
     },
+    // A data set's file streamed into a Python bytearray made by `alloc(size)`, so that no
+    // whole copy of it lives in JavaScript (py_core.browser); a Uint8Array when its size is
+    // not known in advance (no Content-Length, or a compressed response).
+    fetchInto: async (url, alloc) => {
+      const res = await fetch(url);
+      if (!res.ok) {
+        let msg = `${res.status} ${res.statusText}`;
+        try { msg = (await res.json()).error.message; } catch (e) { /* keep the status */ }
+        throw new Error(`could not load ${url}: ${msg}`);
+      }
+      const size = Number(res.headers.get("content-length") ?? NaN);
+      if (!res.body || res.headers.get("content-encoding") || !Number.isSafeInteger(size)) {
+        return new Uint8Array(await res.arrayBuffer());
+      }
+      const target = alloc(size);
+      let offset = 0;
+      try {
+        const reader = res.body.getReader();
+        for (;;) {
+          const { done, value } = await reader.read();
+          if (done) break;
+          if (offset + value.length > size) throw new Error(`could not load ${url}: more bytes than its Content-Length`);
+          const view = target.getBuffer("u8");  // each time: Python's memory may have grown
+          try { view.data.set(value, offset); } finally { view.release(); }
+          offset += value.length;
+        }
+      } finally {
+        target.destroy();
+      }
+      if (offset !== size) throw new Error(`could not load ${url}: ${offset} of ${size} bytes`);
+      return size;
+    },
   };
   return browserGlue.run(JSON.stringify(job), hooks);
 }

@@ -239,9 +239,10 @@ def _json_value(v):
     return v
 
 
-def parse_csv(data: bytes | str, *, name: str = "data.csv", delimiter: str | None = None,
-              strict: bool = True, progress=None) -> Table:
-    """Parse CSV bytes into a typed Table. Raises DataError; see `py_core.data` for the rules.
+def parse_csv(data: bytes | bytearray | str, *, name: str = "data.csv",
+              delimiter: str | None = None, strict: bool = True, progress=None) -> Table:
+    """Parse CSV bytes into a typed Table (a bytearray is read in place, not copied). Raises
+    DataError; see `py_core.data` for the rules.
     `progress(fraction)` is called about every 1 MB of input and once with 1.0 at the end."""
     source = CsvSource(data, name=name, delimiter=delimiter, strict=strict, progress=progress)
     names, unnamed = _column_names(source)
