@@ -22,11 +22,11 @@ import statistics
 import time
 
 import numpy as np
+from forest_corpus import CORPUS, prepared
 from sklearn.ensemble import RandomForestClassifier as SkForestClassifier
 from sklearn.ensemble import RandomForestRegressor as SkForestRegressor
 from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
-from forest_corpus import CORPUS, prepared
 from py_core.forest import RandomForestClassifier, RandomForestRegressor
 from py_core.kernels.forest import hash3
 
