@@ -23,6 +23,9 @@ def init(runtime) -> str:
     if getattr(js, "pyCoreParseNumeric", None) is not None:  # web/csvparse.js
         from .data.table import use_numeric_parser
         use_numeric_parser(js.pyCoreParseNumeric)
+    if getattr(js, "pyCoreColumnStats", None) is not None:  # web/colstats.js
+        from .data.table import use_stats_kernel
+        use_stats_kernel(js.pyCoreColumnStats)
     if getattr(js, "pyCoreSynthetic", None) is not None:  # web/synthetic.js
         from .data.synthetic import use_bulk
         use_bulk(js.pyCoreSynthetic)
@@ -34,9 +37,19 @@ def init(runtime) -> str:
 async def run(job_json: str, hooks) -> str:
     job = json.loads(job_json)
 
-    async def load_dataset(dataset_id: str) -> bytes:
-        data = await hooks.fetchBytes(f"/api/datasets/{dataset_id}/file")
-        return data.to_bytes()
+    async def load_dataset(dataset_id: str) -> bytes | bytearray:
+        url = f"/api/datasets/{dataset_id}/file"
+        if getattr(hooks, "fetchInto", None) is None:
+            return (await hooks.fetchBytes(url)).to_bytes()
+        made = []
+
+        def alloc(size: int) -> bytearray:
+            made.append(bytearray(size))
+            return made[-1]
+
+        got = await hooks.fetchInto(url, alloc)
+        # streamed into Python's memory (parse_csv reads a bytearray in place), else a copy
+        return made[0] if isinstance(got, int) else got.to_bytes()
 
     async def load_text(text_id: str) -> str:
         data = await hooks.fetchBytes(f"/api/texts/{text_id}/file")

@@ -103,10 +103,9 @@ def rebuild_forest(job: dict, data_dir: Path) -> dict:
     """The run's forest, fit again by py_core on the server (reference backend; the native one
     when wgpu-native is installed and the job is too large for plain Python)."""
     from py_core.jobs import run_job
-
+    from server.jobcost import shape
     from server.runners.common import server_context
     from server.runners.pycore_runner import REFERENCE_CELLS
-    from server.jobcost import shape
     rows, cols, _ = shape(job.get("dataset"), data_dir)
     trees = (job.get("params") or {}).get("n_estimators", 100)
     backend = None

@@ -235,3 +235,19 @@ def test_fast_path_gives_way(bad, words):
         t = parse_csv(data)
         assert t.n_rows == 120_001 and t.column("a").kind == "numeric"
         assert array("d", t.column("a").values[:3]) == array("d", [0, 1, 2])
+
+
+@pytest.mark.parametrize("data", [
+    R_CSV,
+    "a;b\r\nÉté;1,5\r\n".encode("cp1252"),
+    b"a,b\n1,2\n3\n",  # an error, the same one
+    b"\xef\xbb\xbfa,b\n" + b"".join(b"%d,%d\n" % (i, i * 3) for i in range(70_000)),  # fast path
+])
+def test_a_bytearray_is_read_in_place_like_bytes(data):
+    """The tab streams a fetched file into a bytearray; parse_csv reads it without a copy."""
+    def outcome(x):
+        try:
+            return json.dumps(parse_csv(x, name="f.csv").describe())
+        except DataError as exc:
+            return exc.to_dict()
+    assert outcome(bytearray(data)) == outcome(data)

@@ -218,3 +218,56 @@ def test_javascript_synthetic_kernels_same_bits_as_python(tmp_path, capsys):
     assert in_browser["js"] == in_browser["python"] == here["python"]
     assert in_browser["column"] == here["column"]
 
+
+STATS_PROGRAM = r'''
+import json, random
+from array import array
+from py_core.data import Column, Table, table
+try:
+    import js
+    table.use_stats_kernel(js.pyCoreColumnStats)
+except ImportError:
+    pass
+used = []
+kernel_stats = table._kernel_stats
+def spy(values):
+    got = kernel_stats(values)
+    used.append(got is not None)  # True: the kernel's sums passed the check and were used
+    return got
+table._kernel_stats = spy
+rng = random.Random(11)
+n = 20_000
+cols = [
+    [rng.gauss(0, 1) for _ in range(n)],
+    [1e16 + rng.random() for _ in range(n)],  # a mean that dwarfs the spread
+    [rng.choice([1e300, -1e300, 1.0, -0.0, 0.0, 3e-310]) for _ in range(n)],  # cancellation
+    [float("nan") if i % 3 else rng.uniform(-5, 5) for i in range(n)],  # missing values
+    [0.0] + [-0.0] * (n - 1),
+    [float("nan")] * (n - 1) + [2.5],
+]
+t = Table("t", [Column.numeric(f"c{j}", array("d", c)) for j, c in enumerate(cols)])
+stats = [[repr(v) for v in c.stats().values()] for c in t.columns]
+print(json.dumps({"stats": stats, "used": used}))
+'''
+
+
+def test_javascript_column_stats_same_bits_as_python(tmp_path, capsys):
+    """web/colstats.js, which summarises big numeric columns in the tab, gives math.fsum's bits
+    (exact sums, correctly rounded), and min/max as Python's min() and max()."""
+    program = tmp_path / "program.py"
+    program.write_text(STATS_PROGRAM)
+    driver = tmp_path / "driver.mjs"
+    driver.write_text(DRIVER.replace(
+        "const py = await", f"import {{ columnStats }} from "
+        f"\"{(ROOT / 'web' / 'colstats.js').as_posix()}\";\n"
+        "globalThis.pyCoreColumnStats = columnStats;\nconst py = await", 1)
+        % {"pyodide": PYODIDE.as_posix(), "src": (ROOT / "py_core" / "data").as_posix()})
+    done = subprocess.run(["node", str(driver), str(program)], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    in_browser = json.loads(done.stdout.strip().splitlines()[-1])
+    exec(compile(STATS_PROGRAM, "program", "exec"), {})
+    here = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    # column 2's squares overflow (1e300 ** 2): the kernel's sum fails the check, Python's is used
+    assert in_browser["used"] == [True, True, False, True, True, True] and here["used"] == []
+    assert in_browser["stats"] == here["stats"]

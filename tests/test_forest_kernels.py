@@ -68,11 +68,12 @@ def random_forest(rng, task, backend, bootstrap=None):
 
 
 ENTRIES = ["check_finite", "targets", "bin_features", "bootstrap", "init_trees", "hist_build",
-           "hist_prefix", "split_scan", "hist_prefix_wg", "split_scan_wg", "split_pick", "alloc",
+           "hist_prefix", "split_vary", "split_scan", "hist_prefix_wg", "split_vary_wg", "split_scan_wg",
+           "split_pick", "alloc",
            "hist_clear", "route_rows", "finalize", "importance", "oob", "predict"]
 # Workgroup-per-(tree, slot, feature) variants: replayed on the inputs of the looping kernel.
-VARIANTS = {"hist_prefix_wg": "hist_prefix", "split_scan_wg": "split_scan"}
-PER_LEVEL = {"hist_build", "hist_prefix", "split_scan", "hist_prefix_wg", "split_scan_wg",
+VARIANTS = {"hist_prefix_wg": "hist_prefix", "split_vary_wg": "split_vary", "split_scan_wg": "split_scan"}
+PER_LEVEL = {"hist_build", "hist_prefix", "split_vary", "split_scan", "hist_prefix_wg", "split_vary_wg", "split_scan_wg",
              "split_pick", "alloc", "hist_clear", "route_rows"}  # the others run once a fit or a batch: capture their first dispatch
 
 

@@ -11,6 +11,7 @@ import { loadPyodide, version as pyodideVersion } from "/pyodide/pyodide.mjs";
 import { GPUUnavailable, openGPU } from "./gpu.js";
 import { parseNumericFromPython } from "./csvparse.js";
 import { kernels as syntheticKernels } from "./synthetic.js";
+import { columnStats } from "./colstats.js";
 import { prefetch } from "./loader.js";
 
 let pyodide = null;
@@ -30,6 +31,7 @@ const mib = (n) => `${(n / 2 ** 20).toFixed(1)} MB`;
 // py_core's CSV reader hands plain numeric files to web/csvparse.js (py_core.browser.init).
 self.pyCoreParseNumeric = parseNumericFromPython;
 self.pyCoreSynthetic = syntheticKernels;  // and synthetic data sets' bulk kernels to web/synthetic.js
+self.pyCoreColumnStats = columnStats;  // and big numeric columns' summaries to web/colstats.js
 
 async function init({ webgpu, stopBuffer }) {
   const t0 = performance.now();
@@ -179,6 +181,38 @@ function startJob(id, job) {
         throw new Error(`could not load ${url}: ${msg}`);
       }
       return new Uint8Array(await res.arrayBuffer());
+    },
+    // A data set's file streamed into a Python bytearray made by `alloc(size)`, so that no
+    // whole copy of it lives in JavaScript (py_core.browser); a Uint8Array when its size is
+    // not known in advance (no Content-Length, or a compressed response).
+    fetchInto: async (url, alloc) => {
+      const res = await fetch(url);
+      if (!res.ok) {
+        let msg = `${res.status} ${res.statusText}`;
+        try { msg = (await res.json()).error.message; } catch (e) { /* keep the status */ }
+        throw new Error(`could not load ${url}: ${msg}`);
+      }
+      const size = Number(res.headers.get("content-length") ?? NaN);
+      if (!res.body || res.headers.get("content-encoding") || !Number.isSafeInteger(size)) {
+        return new Uint8Array(await res.arrayBuffer());
+      }
+      const target = alloc(size);
+      let offset = 0;
+      try {
+        const reader = res.body.getReader();
+        for (;;) {
+          const { done, value } = await reader.read();
+          if (done) break;
+          if (offset + value.length > size) throw new Error(`could not load ${url}: more bytes than its Content-Length`);
+          const view = target.getBuffer("u8");  // each time: Python's memory may have grown
+          try { view.data.set(value, offset); } finally { view.release(); }
+          offset += value.length;
+        }
+      } finally {
+        target.destroy();
+      }
+      if (offset !== size) throw new Error(`could not load ${url}: ${offset} of ${size} bytes`);
+      return size;
     },
   };
   return browserGlue.run(JSON.stringify(job), hooks);

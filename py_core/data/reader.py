@@ -119,7 +119,9 @@ class CsvSource:
         if isinstance(data, str):
             data, self.encoding = data.encode("utf-8"), "UTF-8"
         else:
-            data, self.encoding = to_utf8(data if isinstance(data, bytes) else bytes(data), name)
+            if not isinstance(data, (bytes, bytearray)):
+                data = bytes(data)
+            data, self.encoding = to_utf8(data, name)  # a bytearray is read in place
         self.data, self.name, self.strict, self.progress = data, name, strict, progress
         if delimiter is None:
             sample = data[:_SAMPLE_BYTES].decode("utf-8-sig", errors="ignore")
@@ -129,7 +131,8 @@ class CsvSource:
         else:
             self.delimiter = resolve_delimiter(delimiter)
         csv.field_size_limit(FIELD_LIMIT)  # process-wide; set, never restored (threads share it)
-        self._raw = io.BytesIO(data)
+        self._raw = io.BytesIO(data) if isinstance(data, bytes) else \
+            io.BufferedReader(_BytesView(data))  # BytesIO would copy a bytearray
         self._keep: list[str] = []
         self._text = io.TextIOWrapper(self._raw, encoding="utf-8-sig", newline="")
         self._max_fields = COLUMN_LIMIT  # per line; the header's length once it is read
@@ -237,7 +240,7 @@ _UTF8_CHECK_STEP = 1 << 20  # validate UTF-8 a megabyte at a time: no 100 MB str
 _CP1252_UNDEFINED = re.compile(rb"[\x81\x8d\x8f\x90\x9d]")  # no character in cp1252
 
 
-def to_utf8(data: bytes, name: str = "data.csv") -> tuple[bytes, str]:
+def to_utf8(data: bytes | bytearray, name: str = "data.csv") -> tuple[bytes | bytearray, str]:
     """(the file as UTF-8 bytes, the name of the encoding it was read in). Tried in this order:
     UTF-16 with a byte-order mark ('UTF-16 (BOM)'), UTF-8 with a BOM ('UTF-8 (BOM)', the BOM kept:
     the reader skips it) or without ('UTF-8', ASCII included), then the single-byte encodings
@@ -295,6 +298,26 @@ def _utf8_error_offset(data: bytes) -> int | None:
             return start + e.start
         start = end
     return None
+
+
+class _BytesView(io.RawIOBase):
+    """A raw stream over a bytes-like object that reads it in place (io.BytesIO copies whatever
+    is not bytes: the tab streams a fetched file into a bytearray to hold it only once)."""
+
+    def __init__(self, data):
+        self._view, self._pos = memoryview(data).cast("B"), 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        n = min(len(buffer), len(self._view) - self._pos)
+        buffer[:n] = self._view[self._pos:self._pos + n]
+        self._pos += n
+        return n
+
+    def tell(self) -> int:
+        return self._pos
 
 
 def _line_of(data: bytes, offset: int) -> int:

@@ -135,6 +135,11 @@ class Column:
         """{min, max, mean, std} for numeric (std with n - 1, as pandas), else
         {distinct, top, freq}; over the non-missing values."""
         if self.kind == "numeric":
+            if _stats_kernel is not None and len(self.values) > _STATS_CHECK \
+                    and isinstance(self.values, array):
+                got = _kernel_stats(self.values)
+                if got is not None:
+                    return got
             vals = self.values if not self.n_missing else [v for v in self.values if v == v]
             if not vals:
                 return {"min": None, "max": None, "mean": None, "std": None}
@@ -165,6 +170,45 @@ class Column:
                 y, m, d = int(v[:4]), int(v[5:7]), int(v[8:10])
                 out.append((y, m, d, date(y, m, d).weekday())[k])
         return Column.numeric(f"{self.name}.{part}", out)
+
+
+_stats_kernel = None  # the tab's web/colstats.js (`use_stats_kernel`), or None
+_STATS_CHECK = 4096  # values the kernel's sums are checked on against math.fsum
+
+
+def use_stats_kernel(kernel) -> None:
+    """Let `kernel.moments(values, limit) -> [count, min, max, sum]` and
+    `kernel.squares(values, mean, limit) -> sum of squared deviations` (web/colstats.js: exact
+    sums correctly rounded, math.fsum's bits) summarise big numeric columns; each call is checked
+    on the column's first _STATS_CHECK values against this module's own. None: Python only."""
+    global _stats_kernel
+    _stats_kernel = kernel
+
+
+def _kernel_stats(values: array) -> dict | None:
+    def moments(limit):  # a JavaScript Float64Array: floats, -0.0 kept
+        count, lo, hi, total = _stats_kernel.moments(values, limit).to_py().tolist()
+        return int(count), lo, hi, total
+
+    def squares(mean, limit):
+        return _stats_kernel.squares(values, mean, limit).to_py().tolist()[0]
+
+    head = [v for v in values[:_STATS_CHECK] if v == v]
+    count, lo, hi, total = moments(len(values) + 1)
+    if not count:
+        return {"min": None, "max": None, "mean": None, "std": None}
+    mean = total / count
+    ssd = squares(mean, len(values) + 1)
+    if not (math.isfinite(total) and math.isfinite(ssd)):  # overflow: Python's own path says
+        return None
+    if head:  # the same sums on a prefix, by math.fsum
+        hm = math.fsum(head) / len(head)
+        want = (len(head), min(head), max(head), math.fsum(head))
+        if repr(moments(len(head))) != repr(want) or \
+                repr(squares(hm, len(head))) != repr(math.fsum((v - hm) * (v - hm) for v in head)):
+            return None
+    var = ssd / (count - 1) if count > 1 else 0.0
+    return {"min": lo, "max": hi, "mean": mean, "std": math.sqrt(var)}
 
 
 class Table:
@@ -239,9 +283,10 @@ def _json_value(v):
     return v
 
 
-def parse_csv(data: bytes | str, *, name: str = "data.csv", delimiter: str | None = None,
-              strict: bool = True, progress=None) -> Table:
-    """Parse CSV bytes into a typed Table. Raises DataError; see `py_core.data` for the rules.
+def parse_csv(data: bytes | bytearray | str, *, name: str = "data.csv",
+              delimiter: str | None = None, strict: bool = True, progress=None) -> Table:
+    """Parse CSV bytes into a typed Table (a bytearray is read in place, not copied). Raises
+    DataError; see `py_core.data` for the rules.
     `progress(fraction)` is called about every 1 MB of input and once with 1.0 at the end."""
     source = CsvSource(data, name=name, delimiter=delimiter, strict=strict, progress=progress)
     names, unnamed = _column_names(source)
@@ -314,7 +359,7 @@ def _fast_numeric(source: CsvSource, ncols: int) -> list[array] | None:
     skipped) and every field a finite float or a missing marker. Else None, having read nothing
     that counts: the general path then reads the file (and names any error). The result is the
     general path's, bit for bit: float() of the same characters."""
-    data, delim = source.data, source.delimiter.encode()
+    data = source.data
     if ncols < 2 or len(data) < _FAST_STEP // 4 or b'"' in data or b"_" in data \
             or data.count(b"\r") != data.count(b"\r\n"):
         return None

@@ -12,9 +12,10 @@ The method (kernels in `py_core/kernels/forest/forest.wgsl`):
 3. Level by level, all trees of the batch at once, a plan recorded once per level runs:
    `hist_clear` (zeroes the histograms this level builds), `hist_build` (integer atomics into
    (tree, slot, feature, bin): only the smaller child of each split, or the root), `hist_prefix`
-   (built histograms made cumulative along the bins), `split_scan` (per slot and feature: the
-   larger child's histogram as parent - sibling, then the feature's best split, f32 gain in a
-   fixed order), `split_pick` (per slot: the best over its random feature subset), `alloc` (per
+   (built histograms made cumulative along the bins), `split_vary` (per slot and feature: the
+   larger child's histogram as parent - sibling, and whether the feature varies in the node),
+   `split_scan` (the best split of each of the first max_features varying features of the node's
+   random permutation, as scikit-learn draws them; f32 gain, correctly rounded), `split_pick` (per slot: the best over its random feature subset), `alloc` (per
    tree, a prefix sum numbers the children and gives the open ones slots of the next level) and
    `route_rows` (each row moves to its child's slot). On GPUs, hist_prefix and split_scan run
    as their `_wg` versions (`parallel_bins`). Nothing is read back between levels: the number
@@ -68,8 +69,8 @@ DEVICE_SORT = ("webgpu", "native")  # backends that sort the binning subsample t
 KERNELS = ("check_finite", "sample", "sort_pass", "targets", "bin_features", "bootstrap",
            "init_trees", "hist_clear", "hist_build", "split_pick", "alloc", "route_rows",
            "finalize", "importance", "oob")
-LOOPING = ("hist_prefix", "split_scan")  # a thread per (tree, slot, feature): CPU adapters
-PARALLEL = ("hist_prefix_wg", "split_scan_wg")  # a workgroup per (tree, slot, feature): GPUs
+LOOPING = ("hist_prefix", "split_vary", "split_scan")  # a thread per (tree, slot, feature): CPUs
+PARALLEL = ("hist_prefix_wg", "split_vary_wg", "split_scan_wg")  # a workgroup per one: GPUs
 CPU_ADAPTERS = ("swiftshader", "llvmpipe", "lavapipe")
 
 
@@ -393,7 +394,7 @@ class Grower:
         if (e, s_cur) in self.level_plans:
             return self.level_plans[(e, s_cur)]
         z, k, n, Tb, wgs = self.z, self.k, self.n, self.z.Tb, self.wgs
-        prefix, scan = (k[name] for name in (PARALLEL if self.wide else LOOPING))
+        prefix, vary, scan = (k[name] for name in (PARALLEL if self.wide else LOOPING))
         last = z.levels is not None and e == z.levels - 1
         s_next = 0 if last else level_slots(e + 1, n, self.s_min)
         cur, other = self.slots[e % 2], self.slots[1 - e % 2]
@@ -409,6 +410,7 @@ class Grower:
              .dispatch(k["hist_build"], [P, self.binned, fb, self.tgt, self.state, cur, h],
                        self._grid(Tb * n))
              .dispatch(prefix, [P, fb, cur, h], self._per_feature(sp))
+             .dispatch(vary, [P, fb, cur, h, nodes, cand, xlogx, parent], self._per_feature(sp))
              .dispatch(scan, [P, fb, cur, h, nodes, cand, xlogx, parent], self._per_feature(sp))
              .dispatch(k["split_pick"], [P, fb, cur, h, nodes, cand, xlogx, self.left],
                        self._grid(Tb * sp)))

@@ -123,18 +123,19 @@ async def _dataset_load(job, backend, ctx, session):
     """Loads and parses a data set as the tab does before training, timing each part; for a
     synthetic one, generates it. Metrics: rows, columns, bytes, mb_per_s and rows_per_s of the
     parse (or generation), and in the tab `memory_mb`: how much the WebAssembly memory grew
-    plus the fetched file's JavaScript copy, with `memory_x_file` that over the file's size."""
+    (plus the file's size when a whole JavaScript copy of it was fetched rather than streamed
+    into Python), with `memory_x_file` that over the file's size."""
     from ..data import parse_csv
     heap0 = _wasm_heap()
     t0 = time.perf_counter()
     if job["dataset"].startswith(SYNTHETIC):
         table = synthetic_table(job["dataset"])
         t1 = t2 = time.perf_counter()
-        size = 0
+        size, streamed = 0, None
     else:
         data = await ctx.load_dataset(job["dataset"])
         t1 = time.perf_counter()
-        size = len(data)
+        size, streamed = len(data), isinstance(data, bytearray)
         table = parse_csv(data, name=job["dataset"],
                           progress=lambda f: ctx.progress({"stage": "parsing", "fraction": f}))
         t2 = time.perf_counter()
@@ -144,7 +145,8 @@ async def _dataset_load(job, backend, ctx, session):
                "mb_per_s": size / 2**20 / seconds if size and seconds > 0 else None,
                "rows_per_s": table.n_rows / seconds if seconds > 0 else None}
     if heap0 is not None:
-        grown = _wasm_heap() - heap0 + size  # the file's JavaScript copy besides
+        # a file fetched whole has a JavaScript copy besides; one streamed into a bytearray not
+        grown = _wasm_heap() - heap0 + (size if streamed is False else 0)
         metrics.update(memory_mb=grown / 2**20, memory_x_file=grown / size if size else None)
     return {"metrics": metrics,
             "timings": {"fetch": t1 - t0, "parse": t2 - t1, "load": t2 - t0} if size

@@ -518,20 +518,12 @@ def _open_slots(p, slots):
                 yield t, s, slots[sl], slots[sl + 1]
 
 
-def _ranker(p, t, node):
-    if p["mf"] >= p["F"]:
-        return None
-    key = hash3(p["seed"], 2 * (p["tree0"] + t) + 1, node)
-    return lambda f: feature_rank(key, f, p["hb"], p["F"])
-
-
-@reference("forest", "split_scan_wg")
-@reference("forest", "split_scan")
-def split_scan(bufs, grid_, constants):
+@reference("forest", "split_vary_wg")
+@reference("forest", "split_vary")
+def split_vary(bufs, grid_, constants):
     _, fmeta, slots, hist, nodes, cand, xlogx, prev = bufs
     p = _unpack(bufs)
-    F, C, S, NC = p["F"], p["C"], p["S"], p["NC"]
-    xl = xlogx.tolist() if p["crit"] == ENTROPY else None
+    F, C, NC = p["F"], p["C"], p["NC"]
     for t, s, node, flags in _open_slots(p, slots):
         if not flags & BUILT:
             _derive(p, slots, prev, hist, t, s)
@@ -541,20 +533,35 @@ def split_scan(bufs, grid_, constants):
         if p["depth"] == 0:
             rec = ((p["tree0"] + t) * NC + node) * (4 + C)
             nodes[rec + 4:rec + 4 + C] = array("I", tot)
-        out = [0] * (4 * F)
+        out = [0, 0, LEAF, 0] * F
         if _eligible(p, tot):
-            slot, rank = _Slot(p, hist, fmeta, xl, hbase), _ranker(p, t, node)
+            slot = _Slot(p, hist, fmeta, None, hbase)
+            key = hash3(p["seed"], 2 * (p["tree0"] + t) + 1, node)
             for f in range(F):
-                if rank is None or rank(f) < p["mf"]:
-                    got, v = slot.scan(f)
-                    if got is not None:
-                        top, b, b2 = got
-                        out[4 * f:4 * f + 4] = [array("I", array("f", [top]).tobytes())[0], b, b2, 1]
-                    out[4 * f + 3] |= 2 if v else 0
-                else:
-                    out[4 * f + 3] = 2 if slot.varies(f) else 0
+                out[4 * f + 3] = (feature_rank(key, f, p["hb"], F) << 8) | (2 if slot.varies(f) else 0)
         e = 4 * hist_slot(p, t, s) * F
         cand[e:e + 4 * F] = array("I", out)
+
+
+@reference("forest", "split_scan_wg")
+@reference("forest", "split_scan")
+def split_scan(bufs, grid_, constants):
+    _, fmeta, slots, hist, nodes, cand, xlogx, prev = bufs
+    p = _unpack(bufs)
+    F = p["F"]
+    xl = xlogx.tolist() if p["crit"] == ENTROPY else None
+    for t, s, _node, _flags in _open_slots(p, slots):
+        e = 4 * hist_slot(p, t, s) * F
+        words = cand[e + 3:e + 4 * F:4].tolist()
+        varying = sorted((w >> 8, f) for f, w in enumerate(words) if w & 2)
+        if not varying:
+            continue
+        slot = _Slot(p, hist, fmeta, xl, hist_slot(p, t, s) * p["NB"])
+        for _, f in varying[:p["mf"]]:  # the first max_features that vary, in the node's order
+            got, _ = slot.scan(f)
+            if got is not None:
+                top, b, b2 = got
+                cand[e + 4 * f:e + 4 * f + 3] = array("I", [array("I", array("f", [top]).tobytes())[0], b, b2])
 
 
 @reference("forest", "split_pick")
@@ -562,30 +569,21 @@ def split_pick(bufs, grid_, constants):
     _, fmeta, slots, hist, nodes, cand, xlogx, left = bufs
     p = _unpack(bufs)
     F, C, S, NC = p["F"], p["C"], p["S"], p["NC"]
-    xl = xlogx.tolist() if p["crit"] == ENTROPY else None
-    for t, s, node, flags in _open_slots(p, slots):
+    for t, s, node, _flags in _open_slots(p, slots):
         rec = ((p["tree0"] + t) * NC + node) * (4 + C)
         if not _eligible(p, nodes[rec + 4:rec + 4 + C].tolist()):
             continue
-        key = hash3(p["seed"], 2 * (p["tree0"] + t) + 1, node)
-        ranks = [feature_rank(key, f, p["hb"], F) for f in range(F)]
         e = 4 * hist_slot(p, t, s) * F
         cands = cand[e:e + 4 * F].tolist()
         scores = array("f", array("I", cands[0::4]).tobytes()).tolist()
-        best, varied = None, False
+        best = None
         for f in range(F):  # the best score; ties: the feature first in the node's permutation
-            if p["mf"] < F and ranks[f] >= p["mf"]:
+            if cands[4 * f + 2] == LEAF:  # not scanned, or no split
                 continue
-            varied = varied or bool(cands[4 * f + 3] & 2)
-            if cands[4 * f + 3] & 1 and (best is None or (scores[f], -ranks[f]) > (best[1], -ranks[best[0]])):
-                best = (f, scores[f], cands[4 * f + 1], cands[4 * f + 2])
+            key = (scores[f], -(cands[4 * f + 3] >> 8))
+            if best is None or key > best[1]:
+                best = (f, key, cands[4 * f + 1], cands[4 * f + 2])
         hbase = hist_slot(p, t, s) * p["NB"]
-        if not varied:
-            firsts = [(ranks[f], f) for f in range(F) if cands[4 * f + 3] & 2]
-            if firsts:
-                f = min(firsts)[1]
-                got, _ = _Slot(p, hist, fmeta, xl, hbase).scan(f)
-                best = None if got is None else (f,) + got
         if best is None:
             continue
         f, _, b, b2 = best

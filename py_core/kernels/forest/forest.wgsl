@@ -561,19 +561,22 @@ fn hist_prefix(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: 
   }
 }
 
-// ---- split_scan: the best split of one feature of one open slot ------------------------------
-// 1 fmeta · 2 slots · 3 hist · 4 nodes · 5 cand (T, S_h, F, 4): score bits, bin, next bin, flags
-// (1: has a split, 2: the feature varies in the node) · 6 xlogx (n + 1) f32: x ln x, for entropy
-// · 7 hist_prev (the parent level's). Thread per (tree, slot of the pass, feature). A slot not
-// built by atomics first gets this feature's bins as parent - sibling (only where a level's
-// histograms fit in one pass, S_h = S).
+// ---- split_vary, split_scan: the best split of one feature of one open slot, in two dispatches --
+// 1 fmeta · 2 slots · 3 hist · 4 nodes · 5 cand (T, S_h, F, 4): score bits, bin, next bin (LEAF:
+// no split), rank << 8 | 2 if the feature varies in the node (0: the node cannot split) · 6 xlogx
+// (n + 1) f32: x ln x, for entropy · 7 hist_prev (the parent level's). Thread (or, _wg, workgroup)
+// per (tree, slot of the pass, feature).
+// split_vary: a slot not built by atomics first gets this feature's bins as parent - sibling;
+// then whether the feature varies in the node, and its rank in the node's random permutation.
+// split_scan: the features scanned are the first max_features of the permutation that vary in
+// the node (scikit-learn draws features until it has max_features non-constant ones).
 // Candidates: a split after each non-empty bin b, the right side starting at the next non-empty
 // bin b2 (only such splits differ). Score (larger is better, f32 in this order):
 //   squared error  sl*sl/wl + sr*sr/wr      (sl, sr: sums of w*y, wl, wr: weights)
 //   gini           (sum_k cl_k*cl_k)/wl + (sum_k cr_k*cr_k)/wr, the sums exact integers
-// Each division is div_rn's (correctly rounded), so every GPU gets the same scores.
 //   entropy        sum_k xlogx(cl_k) + sum_k xlogx(cr_k) - xlogx(wl) - xlogx(wr)
-// Ties go to the lowest bin. Features scanned: rank < mf in a per-node random permutation.
+// Each division is div_rn's (correctly rounded), so every GPU gets the same scores. Ties go to
+// the lowest bin.
 @group(0) @binding(4) var<storage, read_write> sp_nodes: array<u32>;
 @group(0) @binding(5) var<storage, read_write> sp_cand: array<u32>;
 @group(0) @binding(6) var<storage, read> sp_xlogx: array<f32>;
@@ -705,8 +708,9 @@ fn varies(hbase: u32, f: u32) -> u32 {
 }
 
 @compute @workgroup_size(256)
-fn split_scan(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
+fn split_vary(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
               @builtin(local_invocation_index) lid: u32) {
+  _ = &sp_xlogx;  // the bindings of split_scan, all of them used
   let i = linear(wid, nwg) * 256u + lid;
   let sp = pass_slots();
   if (i >= p.T * sp * p.F) { return; }
@@ -741,25 +745,56 @@ fn split_scan(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: v
     let rec = ((p.tree0 + t) * p.NC + node) * (4u + p.C);
     for (var c = 0u; c < p.C; c++) { sp_nodes[rec + 4u + c] = sp_hist[ht + c]; }
   }
-  var best = Best(0.0, LEAF, 0u, 0u);
-  var out = 0u;
+  var out = 0u;  // not eligible: no flags
   if (eligible_at(false, ht)) {
     let key = hash3(p.seed, 2u * (p.tree0 + t) + 1u, node);
-    if (p.mf >= p.F || feature_rank(key, f) < p.mf) {
-      out = scan_feature(hbase, f, &best) << 1u;
-    } else {
-      out = varies(hbase, f) << 1u;
-    }
-    out |= select(0u, 1u, best.f != LEAF);
+    out = (feature_rank(key, f) << 8u) | (varies(hbase, f) << 1u);
   }
   let e = 4u * (hist_slot(t, s) * p.F + f);
-  sp_cand[e] = bitcast<u32>(best.score);
-  sp_cand[e + 1u] = best.b;
-  sp_cand[e + 2u] = best.b2;
+  sp_cand[e] = 0u;
+  sp_cand[e + 1u] = 0u;
+  sp_cand[e + 2u] = LEAF;  // no split (yet)
   sp_cand[e + 3u] = out;
 }
 
-// ---- hist_prefix_wg, split_scan_wg: the same, a workgroup per (tree, slot, feature) -----------
+// Is a feature of rank r among the first mf features of the node's permutation that vary in it?
+// (scikit-learn draws features until max_features non-constant ones are found.)
+fn selected(t: u32, s: u32, r: u32) -> bool {
+  if (p.mf >= p.F) { return true; }
+  let cbase = hist_slot(t, s) * p.F;
+  var before = 0u;
+  for (var g = 0u; g < p.F; g++) {
+    let w = sp_cand[4u * (cbase + g) + 3u];
+    if ((w & 2u) != 0u && (w >> 8u) < r) { before += 1u; }
+  }
+  return before < p.mf;
+}
+
+@compute @workgroup_size(256)
+fn split_scan(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
+              @builtin(local_invocation_index) lid: u32) {
+  _ = &sp_nodes;  // the bindings of split_vary, all of them used
+  _ = &sp_prev;
+  let i = linear(wid, nwg) * 256u + lid;
+  let sp = pass_slots();
+  if (i >= p.T * sp * p.F) { return; }
+  let f = i % p.F;
+  let t = i / p.F / sp;
+  let s = p.s_lo + i / p.F % sp;
+  if ((sp_slots[(t * p.S + s) * 4u + 1u] & OPEN) == 0u) { return; }
+  let e = 4u * (hist_slot(t, s) * p.F + f);
+  let w = sp_cand[e + 3u];
+  if ((w & 2u) == 0u || !selected(t, s, w >> 8u)) { return; }
+  var best = Best(0.0, LEAF, 0u, 0u);
+  scan_feature(hist_slot(t, s) * p.NB, f, &best);
+  if (best.f != LEAF) {  // words e..e+2 only: other threads read e+3
+    sp_cand[e] = bitcast<u32>(best.score);
+    sp_cand[e + 1u] = best.b;
+    sp_cand[e + 2u] = best.b2;
+  }
+}
+
+// ---- hist_prefix_wg, split_vary_wg, split_scan_wg: the same, a workgroup per (tree, slot, feature)
 // What hist_prefix and split_scan do, with the bins of a feature spread over the workgroup's
 // threads (BPT contiguous bins each) rather than looped over by one thread: for GPUs, where one
 // thread's 256-bin loop is slow. Same integers, same f32 scores, same ties, so the same forest.
@@ -873,8 +908,9 @@ fn better_bin(as_: f32, ab: u32, bs: f32, bb: u32) -> bool {
 }
 
 @compute @workgroup_size(64)
-fn split_scan_wg(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
+fn split_vary_wg(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
                  @builtin(local_invocation_index) lid: u32) {
+  _ = &sp_xlogx;  // the bindings of split_scan, all of them used
   let id = linear(wid, nwg);
   if (id >= p.T * pass_slots() * p.F) { return; }
   let it = wg_item(id, lid);
@@ -920,13 +956,54 @@ fn split_scan_wg(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg
     if (lid == 0u) {
       sp_cand[e4] = 0u;
       sp_cand[e4 + 1u] = 0u;
-      sp_cand[e4 + 2u] = 0u;
+      sp_cand[e4 + 2u] = LEAF;
       sp_cand[e4 + 3u] = 0u;
     }
     return;
   }
-  let key = hash3(p.seed, 2u * (p.tree0 + t) + 1u, node);
-  let scanned = p.mf >= p.F || feature_rank(key, f) < p.mf;
+  let total = sp_hist[ht + p.C - 1u];
+  var before = 0u;
+  if (lid > 0u && lid * BPT <= nb) { before = sp_hist[h0 + (lid * BPT - 1u) * p.C + p.C - 1u]; }
+  for (var q = 0u; q < BPT; q++) {
+    let j = lid * BPT + q;
+    if (j >= nb) { break; }
+    let upto = sp_hist[h0 + j * p.C + p.C - 1u];
+    if (upto != before && upto < total) { atomicOr(&wg_any, 1u); }  // the feature varies
+    before = upto;
+  }
+  workgroupBarrier();
+  if (lid == 0u) {
+    let key = hash3(p.seed, 2u * (p.tree0 + t) + 1u, node);
+    sp_cand[e4] = 0u;
+    sp_cand[e4 + 1u] = 0u;
+    sp_cand[e4 + 2u] = LEAF;
+    sp_cand[e4 + 3u] = (feature_rank(key, f) << 8u) | (atomicLoad(&wg_any) << 1u);
+  }
+}
+
+@compute @workgroup_size(64)
+fn split_scan_wg(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
+                 @builtin(local_invocation_index) lid: u32) {
+  _ = &sp_nodes;  // the bindings of split_vary, all of them used
+  _ = &sp_prev;
+  let id = linear(wid, nwg);
+  if (id >= p.T * pass_slots() * p.F) { return; }
+  let it = wg_item(id, lid);
+  let t = it.x;
+  let s = it.y;
+  let f = it.z;
+  let flags = workgroupUniformLoad(&wg_flags);
+  if ((flags & OPEN) == 0u) { return; }
+  let e4 = 4u * (hist_slot(t, s) * p.F + f);
+  if (lid == 0u) {
+    let w = sp_cand[e4 + 3u];
+    wg_elig = select(0u, 1u, (w & 2u) != 0u && selected(t, s, w >> 8u));
+  }
+  if (workgroupUniformLoad(&wg_elig) == 0u) { return; }
+  let hbase = hist_slot(t, s) * p.NB;
+  let nb = sp_fmeta[2u * f + 1u];
+  let h0 = (hbase + sp_fmeta[2u * f]) * p.C;
+  let ht = h0 + (nb - 1u) * p.C;  // this feature's last bin: the node's totals
   let cc = p.C - 1u;
   let total = sp_hist[ht + cc];
   // A candidate: a non-empty bin j with rows after it; its left side is the cumulative bin j.
@@ -939,8 +1016,7 @@ fn split_scan_wg(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg
     if (j >= nb) { break; }
     let upto = sp_hist[h0 + j * p.C + cc];
     if (upto != before && upto < total) {
-      atomicOr(&wg_any, 1u);  // the feature varies in the node
-      if (scanned && upto >= p.msl && total - upto >= p.msl) {
+      if (upto >= p.msl && total - upto >= p.msl) {
         let sc = score(h0 + j * p.C, ht);
         if (bb == LEAF || sc > bs) {
           bs = sc;
@@ -980,31 +1056,23 @@ fn split_scan_wg(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg
     if (lid < o) { wg_rb[lid] = min(wg_rb[lid], wg_rb[lid + o]); }
     workgroupBarrier();
   }
-  if (lid == 0u) {
-    let varies_ = atomicLoad(&wg_any);
-    if (best == LEAF) {
-      sp_cand[e4] = 0u;
-      sp_cand[e4 + 1u] = 0u;
-      sp_cand[e4 + 2u] = 0u;
-      sp_cand[e4 + 3u] = varies_ << 1u;
-    } else {
-      sp_cand[e4] = score_bits;
-      sp_cand[e4 + 1u] = best;
-      sp_cand[e4 + 2u] = wg_rb[0];
-      sp_cand[e4 + 3u] = (varies_ << 1u) | 1u;
-    }
+  if (lid == 0u && best != LEAF) {  // words e4..e4+2 only: other workgroups read e4+3
+    sp_cand[e4] = score_bits;
+    sp_cand[e4 + 1u] = best;
+    sp_cand[e4 + 2u] = wg_rb[0];
   }
 }
 
 // ---- split_pick: each open slot's split among its features' candidates ----------------------
 // 1 fmeta · 2 slots · 3 hist · 4 nodes · 5 cand · 6 xlogx · 7 left (T, S, C): the left child's
 // channels. Thread per (tree, slot of the pass). Ties: the feature first in the node's random
-// permutation, as scikit-learn keeps the first best in its random order of features. If no
-// scanned feature varies in the node, the first feature of the permutation that does is scanned
-// here (as scikit-learn).
+// permutation, as scikit-learn keeps the first best in its random order of features. The
+// features scanned were the first max_features of that order that vary in the node (split_vary,
+// split_scan), as scikit-learn draws; none varies: a leaf.
 @compute @workgroup_size(256)
 fn split_pick(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
               @builtin(local_invocation_index) lid: u32) {
+  _ = &sp_xlogx;  // bound as for split_scan
   let i = linear(wid, nwg) * 256u + lid;
   let sp = pass_slots();
   if (i >= p.T * sp) { return; }
@@ -1015,37 +1083,20 @@ fn split_pick(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: v
   let node = sp_slots[sl];
   let rec = ((p.tree0 + t) * p.NC + node) * (4u + p.C);
   if (!eligible_at(true, rec + 4u)) { return; }
-  let key = hash3(p.seed, 2u * (p.tree0 + t) + 1u, node);
-  let subset = p.mf < p.F;
   let cbase = hist_slot(t, s) * p.F;
   var best = Best(0.0, LEAF, 0u, 0u);
   var best_rank = LEAF;
-  var any = 0u;
-  for (var f = 0u; f < p.F; f++) {
-    let r = feature_rank(key, f);
-    if (subset && r >= p.mf) { continue; }
+  for (var f = 0u; f < p.F; f++) {  // the scanned features' splits (b2 LEAF: none)
     let e = 4u * (cbase + f);
-    any |= sp_cand[e + 3u] >> 1u;
-    if ((sp_cand[e + 3u] & 1u) != 0u) {
-      let sc = bitcast<f32>(sp_cand[e]);
-      if (best.f == LEAF || sc > best.score || (sc == best.score && r < best_rank)) {
-        best = Best(sc, f, sp_cand[e + 1u], sp_cand[e + 2u]);
-        best_rank = r;
-      }
+    if (sp_cand[e + 2u] == LEAF) { continue; }
+    let r = sp_cand[e + 3u] >> 8u;
+    let sc = bitcast<f32>(sp_cand[e]);
+    if (best.f == LEAF || sc > best.score || (sc == best.score && r < best_rank)) {
+      best = Best(sc, f, sp_cand[e + 1u], sp_cand[e + 2u]);
+      best_rank = r;
     }
   }
   let hbase = hist_slot(t, s) * p.NB;
-  if (any == 0u) {
-    var first = LEAF;
-    var pick = 0u;
-    for (var f = 0u; f < p.F; f++) {
-      if ((sp_cand[4u * (cbase + f) + 3u] & 2u) != 0u) {
-        let r = feature_rank(key, f);
-        if (r < first) { first = r; pick = f; }
-      }
-    }
-    if (first != LEAF) { scan_feature(hbase, pick, &best); }
-  }
   if (best.f == LEAF) { return; }
   sp_nodes[rec] = best.f;
   sp_nodes[rec + 1u] = best.b;
