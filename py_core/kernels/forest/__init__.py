@@ -339,8 +339,7 @@ def hist_build(bufs, grid_, constants):
                 for off, b in zip(offs, bins):
                     h = (base + off + b) * C
                     sums[h + cls] = sums.get(h + cls, 0) + w
-                    if not rows_by_weight(p):
-                        sums[h + C - 1] = sums.get(h + C - 1, 0) + 1
+                    sums[h + C - 1] = sums.get(h + C - 1, 0) + 1
         if mse:
             for h, (v, w, c) in sums.items():
                 total = (signed64(hist[h], hist[h + 1]) + v) & ((1 << 64) - 1)
@@ -350,12 +349,6 @@ def hist_build(bufs, grid_, constants):
         else:
             for h, v in sums.items():
                 hist[h] = (hist[h] + v) & M32
-
-
-def rows_by_weight(p) -> bool:
-    """Classes that need no counts (min_samples_leaf 1, min_samples_split 2): the rows channel
-    holds each bin's weight, summed by hist_prefix, not counted by hist_build."""
-    return p["crit"] != MSE and p["msl"] == 1 and p["mss"] <= 2
 
 
 def _feature_range(p, fmeta, hbase, f):
@@ -401,12 +394,7 @@ def hist_prefix(bufs, grid_, constants):
     for t in range(p["T"]):
         for s in pass_range(p):
             if slots[(t * S + s) * 4 + 1] & BUILT:
-                h0 = hist_slot(p, t, s) * NB * C
-                if rows_by_weight(p):
-                    h1 = h0 + NB * C
-                    hist[h0 + C - 1:h1:C] = array("I", [sum(col) & M32 for col in zip(
-                        *(hist[h0 + k:h1:C] for k in range(p["K"])))])
-                _prefix_slot(p, hist, h0, starts)
+                _prefix_slot(p, hist, hist_slot(p, t, s) * NB * C, starts)
 
 
 def _derive(p, slots, prev, hist, t, s):

@@ -21,10 +21,7 @@
 // · meta (T_all, 2): nodes, open slots next level · ptree (T_all, NC, 3): feature, threshold
 // bits, left child (LEAF in a leaf) · pval f32 (T_all, NC, K) · flags (1): 1 X, 2 y not finite.
 // Channels C: regression [sum lo, sum hi, weight, rows] (the sum is 64-bit two's complement in two
-// u32, exact under atomics); classification [weight of class 0..K-1, rows]. Where classes need no
-// counts (min_samples_leaf 1, min_samples_split 2: a weight, >= 1 for every in-bag row, decides
-// the same), the rows channel holds the bin's weight instead, summed by hist_prefix from the class
-// channels: one atomic a row and feature in hist_build, not two (rows_by_weight).
+// u32, exact under atomics); classification [weight of class 0..K-1, rows].
 // Grids are 2-D when large: workgroup id = wid.x + wid.y * nwg.x.
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -471,8 +468,6 @@ fn hist_clear(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: v
   }
 }
 
-fn rows_by_weight() -> bool { return p.crit != MSE && p.msl == 1u && p.mss <= 2u; }
-
 // ---- hist_build: each in-bag row of a built slot adds itself to (slot, feature, bin) ----------
 // 1 binned (n, FW) · 2 fmeta (F, 2) · 3 target (n) · 4 state (T, n) · 5 slots (T, S, 4)
 // · 6 hist (T, S_h, NB, C) atomic. Thread per (tree, row).
@@ -515,7 +510,7 @@ fn hist_build(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: v
       atomicAdd(&hb_hist[h + 3u], 1u);
     } else {
       atomicAdd(&hb_hist[h + tv], w);
-      if (!rows_by_weight()) { atomicAdd(&hb_hist[h + p.C - 1u], 1u); }
+      atomicAdd(&hb_hist[h + p.C - 1u], 1u);
     }
   }
 }
@@ -540,14 +535,6 @@ fn hist_prefix(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: 
   let s = p.s_lo + i / p.F % sp;
   if ((sp_slots[(t * p.S + s) * 4u + 1u] & BUILT) == 0u) { return; }
   let h0 = (hist_slot(t, s) * p.NB + sp_fmeta[2u * f]) * p.C;
-  if (rows_by_weight()) {  // the rows channel: the bin's weight
-    for (var j = 0u; j < sp_fmeta[2u * f + 1u]; j++) {
-      let h = h0 + j * p.C;
-      var w = 0u;
-      for (var k = 0u; k < p.K; k++) { w += sp_hist[h + k]; }
-      sp_hist[h + p.C - 1u] = w;
-    }
-  }
   for (var j = 1u; j < sp_fmeta[2u * f + 1u]; j++) {
     let h = h0 + j * p.C;
     var c0 = 0u;
@@ -872,17 +859,6 @@ fn hist_prefix_wg(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nw
   let nb = sp_fmeta[2u * it.z + 1u];
   let h0 = (hist_slot(it.x, it.y) * p.NB + sp_fmeta[2u * it.z]) * p.C;
   let wide = p.crit == MSE;
-  if (rows_by_weight()) {  // the rows channel of this thread's bins: their weight
-    for (var q = 0u; q < BPT; q++) {
-      let j = lid * BPT + q;
-      if (j < nb) {
-        let h = h0 + j * p.C;
-        var w = 0u;
-        for (var k = 0u; k < p.K; k++) { w += sp_hist[h + k]; }
-        sp_hist[h + p.C - 1u] = w;
-      }
-    }
-  }
   for (var c0 = 0u; c0 < p.C; c0 += 4u) {
     var run = vec4u(0u);
     var upto: array<vec4u, BPT>;
