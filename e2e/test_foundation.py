@@ -33,6 +33,9 @@ def test_selftest_runs_on_webgpu_and_is_stored(page, server):
     names = [k["name"] for k in run["metrics"]["kernels"]]
     assert any(n.startswith("matmul") for n in names)
     for k in run["metrics"]["kernels"]:
+        if k.get("skipped"):  # the tensor-core cases: SwiftShader has no f16 subgroup matrices
+            assert k["name"].startswith("matmul f16") and "lacks shader-f16" in k["skipped"], k
+            continue
         assert k["ok"] and k["time_s"] > 0 and k["max_abs_err"] < 1e-3
 
 
