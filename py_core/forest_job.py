@@ -42,6 +42,12 @@ PARAMS = set(RandomForestRegressor().get_params()) - {"backend"}
 
 
 async def run(job: dict, backend, ctx) -> dict:
+    """The job; every GPU buffer and plan it makes (the forest's too) is freed when it ends."""
+    async with backend.scope("forest job"):
+        return await _run(job, backend, ctx)
+
+
+async def _run(job: dict, backend, ctx) -> dict:
     from .data import DataError, prepare
 
     for key in ("dataset", "target"):
@@ -236,12 +242,19 @@ async def predict_csv(model: dict, data: bytes, name: str, backend="reference") 
     """Predictions of an exported model (a job's "model") for a new CSV with the same feature
     columns: {"csv": the rows' predictions (and class probabilities) as CSV text, "rows": n,
     "seconds": time to predict}."""
-    from .data import DataError, parse_csv
     meta = model.get("data")
     if not meta:
         raise JobError("this model has no data description: export it from a forest job")
     cls = RandomForestClassifier if meta["task"] == "classification" else RandomForestRegressor
     forest = cls.from_dict(model, backend=backend)
+    try:
+        return await _predict_csv(forest, cls, meta, data, name)
+    finally:
+        forest.release()  # the trees' device copy goes with the request
+
+
+async def _predict_csv(forest, cls, meta, data, name) -> dict:
+    from .data import DataError, parse_csv
     try:
         table = parse_csv(data, name=name)
         cols = [table.column(f) for f in meta["features"]]

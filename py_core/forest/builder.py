@@ -38,6 +38,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from ..gpu import LimitError
+from ..gpu.backend import by_label
+from ..gpu.pacing import GROUP_SECONDS, Pacer
 from ..kernels.forest import (ENTROPY, HC_SLOTS, IMP_CHUNK, MSE, NOT_FINITE_X, NOT_FINITE_Y,
                               PARAMS, SORT, WG, grid, half_bits)
 from .binning import edges_from_sorted, sample_shape, sorted_columns
@@ -48,6 +50,7 @@ HIST_BUDGET = 2**30  # bytes of one level's histograms per batch, at most (GPU b
 REFERENCE_BUDGET = 64 * 2**20  # the reference backend keeps these in Python arrays
 NONE_DEPTH = 0xFFFFFFFF  # max_depth=None in the kernels' params
 CHECK_EVERY = 8  # levels between the small readbacks that end a deep (max_depth > 16 or None) batch
+PACED = True  # levels in groups of about GROUP_SECONDS, the GPU waited for after each (see grow)
 MAX_ROWS = 2**24 - 1  # weights and counts stay exact in f32
 Y_BITS = 23  # regression targets as signed fixed point of this many bits (w * y fits in i32)
 DEVICE_SORT = ("webgpu", "native", "cuda")  # backends that sort the binning subsample themselves
@@ -198,12 +201,11 @@ class Grower:
                          S_next=0, T_all=T, inv_scale=math.ldexp(1.0, -ye), mid=mid, xd=xd,
                          ye=ye, ym_lo=ym & 0xFFFFFFFF, ym_hi=(ym >> 32) & 0xFFFFFFFF, step=step,
                          SM=SM, S_h=0, s_lo=0)
-        owned, kept = [], []  # every buffer of the fit is freed at the end, but the forest's own
-
-        def buf(*args, **kwargs):
-            made = b.buffer(*args, **kwargs)
-            owned.append(made)
-            return made
+        # Every buffer and plan of the fit is the fit scope's, freed at the end (on Stop and
+        # failure too), but for the prediction arrays, handed to the caller's scope.
+        outer = b.current_scope()
+        fit = b.scope("forest fit").__enter__()  # current until `finally` closes it
+        buf = b.buffer
 
         if profile:
             b.profile_start()
@@ -329,31 +331,15 @@ class Grower:
                     level_plans.append(plan)
                 return level_plans[d]
 
-            # A batch is one submission when its depth is fixed (<= 16); deeper or unbounded
-            # trees go CHECK_EVERY levels a submission, then a small readback says if any node
-            # is still open.
+            # Levels go to the GPU in groups (py_core.gpu.pacing), each one submission sized to
+            # take about GROUP_SECONDS at the measured rate; after each the fit waits for the GPU
+            # (onSubmittedWorkDone), reports the levels it has done, and honours Stop and Pause.
+            # Deeper or unbounded trees (> 16 levels) also read `meta` every CHECK_EVERY levels:
+            # is any node still open? PACED = False: a batch of fixed depth is one submission
+            # and nothing waits (the benchmark's comparison).
             deep = z.levels is None or z.levels > 16
-            chunk = z.levels if not deep else CHECK_EVERY
-            chunks: list = []
-
-            def levels(c):
-                """The plan of levels [c * chunk, (c + 1) * chunk) (fewer at the last)."""
-                while len(chunks) <= c:
-                    first = len(chunks) * chunk
-                    last = first + chunk if z.levels is None else min(z.levels, first + chunk)
-                    plan = b.plan().extend(*(level(d) for d in range(first, last)))
-                    chunks.append((plan, last))
-                return chunks[c]
-
             levels_total = z.levels or max(1, math.ceil(math.log2(max(2, n))) + 4)  # for progress
-            joined: dict = {}  # (chunk, with init, with final) -> one plan, made once
-
-            def submission(c, first, last):
-                if (c, first, last) not in joined:
-                    parts = [init] * first + [levels(c)[0]] + [final] * last
-                    joined[(c, first, last)] = b.plan().extend(*parts)
-                return joined[(c, first, last)]
-
+            pacer = Pacer(GROUP_SECONDS) if PACED else None
             while batch[0] < T:
                 done = batch[0]
                 batch[1] = nt = min(Tb, T - done)
@@ -361,27 +347,40 @@ class Grower:
                 for ups in level_params:
                     for P, pp in ups:
                         b.write(P, PARAMS.pack(**self._params(pp, done, nt)))
-                c = 0
+                d = 0  # levels of this batch submitted
                 while True:
-                    d = levels(c)[1]  # levels grown after this submission
+                    end = z.levels if z.levels is not None else d + CHECK_EVERY
+                    stop_at = min(end, (d // CHECK_EVERY + 1) * CHECK_EVERY) if deep else end
+                    g = pacer.size(stop_at - d) if pacer else stop_at - d
+                    plans = ([init] if d == 0 else []) + [level(e) for e in range(d, d + g)]
+                    d += g
                     last = z.levels is not None and d >= z.levels
-                    await b.run(submission(c, c == 0, last))
-                    c += 1
+                    t_group = clock()
+                    await b.run(plans + ([final] if last else []))
+                    if pacer:
+                        await b.finish()
+                        pacer.done(g, clock() - t_group)
                     if should_stop is not None and should_stop():
                         from ..jobs import Stopped
-                        raise Stopped("stopped on request")
+                        raise Stopped(f"stopped at level {d} of trees {done + 1}-{done + nt}, with "
+                                      f"{done} of {T} trees finished: the forest is discarded "
+                                      "(nothing is stored)")
                     if pause is not None:
                         await pause()  # waits while paused; raises Stopped
                     if progress is not None:
                         total = max(levels_total, d)
-                        progress({"stage": f"level {d}/{total}", "trees": [done, T],
-                                  "fraction": (done + nt * min(1.0, d / total)) / T})
+                        fraction = (done + nt * min(1.0, d / total)) / T
+                        spent = clock() - t1
+                        progress({"stage": f"trees {done + 1}-{done + nt} of {T}: level {d}/{total}",
+                                  "trees": [done, T], "level": [d, total], "fraction": fraction,
+                                  "eta_s": spent * (1 - fraction) / fraction if pacer else None})
                     if last:
                         break
-                    m_ = await b.read(meta)  # a few words: is any node still open?
-                    if not any(m_[2 * (done + t) + 1] for t in range(nt)):
-                        await b.run(final)
-                        break
+                    if deep and d % CHECK_EVERY == 0:
+                        m_ = await b.read(meta)  # a few words: is any node still open?
+                        if not any(m_[2 * (done + t) + 1] for t in range(nt)):
+                            await b.run(final)
+                            break
                 batch[0] = done + nt
             await b.finish()
             timings["levels"] = clock() - t1
@@ -402,17 +401,19 @@ class Grower:
             oob = _typed("f", parts[4]) if oobb else None
             timings["host"] = clock() - t1
             if profile:
-                for name, (seconds, count) in (await b.profile_stop()).items():
+                for name, (seconds, count) in by_label(await b.profile_stop()).items():
                     timings["k_" + name.split(".")[-1]] = seconds
                 profile = False
-            kept = [ptree, pval]
+            if outer is not None:
+                outer.own(ptree, pval)
+            else:  # the caller frees them (b.free)
+                fit._forget(ptree)
+                fit._forget(pval)
             return Grown(trees, ptree, pval, importances, oob, timings)
         finally:  # also when stopped or failed
             if profile:
                 await b.profile_stop()
-            for made in owned:
-                if not any(made is keep for keep in kept):
-                    b.free(made)
+            fit.__exit__(None, None, None)
 
     async def _read_all(self, bufs) -> list:
         """The buffers' words, in one readback when they fit one buffer."""
@@ -420,16 +421,14 @@ class Grower:
         total = sum(x.length for x in bufs)
         if 4 * total > _cap(b):
             return [await b.read(x) for x in bufs]
-        pack = b.buffer("u32", total)
-        try:
+        async with b.scope("readback"):
+            pack = b.buffer("u32", total)
             plan, at = b.plan(), 0
             for x in bufs:
                 plan.copy(x, pack, x.length, dst_offset=at)
                 at += x.length
             await b.run(plan)
             words, out, at = await b.read(pack), [], 0
-        finally:
-            b.free(pack)
         for x in bufs:
             out.append(words[at:at + x.length])
             at += x.length

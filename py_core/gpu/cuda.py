@@ -99,9 +99,6 @@ class CudaBackend(Backend):
         # One memcpy (iterating a storage from Python goes element by element).
         return array(TYPECODES[dtype], ctypes.string_at(copy.data_ptr(), 4 * copy.numel()))
 
-    def free(self, buf: Buffer) -> None:
-        buf.handle = None
-
     async def finish(self) -> None:
         if self.device_type == "cuda":
             self.torch.cuda.synchronize(self.device)
