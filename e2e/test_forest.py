@@ -7,9 +7,10 @@ import statistics
 
 import httpx
 import numpy as np
+import pytest
 from sklearn.ensemble import RandomForestRegressor
 
-from conftest import ROOT, wait_ready
+from conftest import wait_ready
 
 
 def sklearn_mse_on_the_same_split(server) -> float:
@@ -37,7 +38,8 @@ def test_diabetes_forest_in_the_page_on_webgpu(page, server):
     page.wait_for_function("() => /^(Trained|Training failed)/.test(document.querySelector('#forest-status').textContent)",
                            timeout=600_000)
     assert page.locator("#forest-status").inner_text().startswith("Trained"), page.locator("#forest-status").inner_text()
-    run = httpx.get(f"{server}/api/runs", params={"kind": "random_forest"}).json()["runs"][0]
+    newest = httpx.get(f"{server}/api/runs", params={"kind": "random_forest"}).json()["runs"][0]
+    run = httpx.get(f"{server}/api/runs/{newest['id']}").json()  # the list holds summaries
     assert run["backend"] == "webgpu" and run["config"]["params"]["n_estimators"] == 200
     assert run["timings"]["fit"] > 0 and run["timings"]["predict"] > 0
     m = run["metrics"]
@@ -62,31 +64,103 @@ def test_two_class_surface_and_confusion_matrix(page, server):
     assert plots["surface"]["grid"]["n"] ** 2 == len(plots["surface"]["grid"]["values"])
 
 
-def test_same_seed_same_forest_in_the_page_as_on_the_reference_backend(page, server):
-    """webgpu (in the page) and reference (plain Python) build the same trees: the same feature
-    and threshold at every node; leaf values agree to 1e-6 relative."""
+SMALL_BENCHMARKS = [  # the benchmark configurations (web/suites/forest-classes.json), small
+    ("diabetes", "target", {"n_estimators": 6, "max_depth": 16}),
+    ("synthetic:regression?n_samples=3000&n_features=20&n_informative=10&noise=10&seed=0", "y",
+     {"n_estimators": 3, "max_depth": 12, "max_features": 0.33}),
+    ("synthetic:blobs?n_samples=1500&n_features=50&centers=10&cluster_std=12&seed=0", "y",
+     {"n_estimators": 2, "max_depth": 14, "parallel_bins": True}),  # the kernels GPUs run
+    ("wine", "target", {"n_estimators": 6, "max_depth": 5, "criterion": "entropy"}),
+]
+
+
+@pytest.mark.parametrize("dataset, target, params", SMALL_BENCHMARKS, ids=["diabetes", "1Mx20", "classes", "wine"])
+def test_same_forest_in_the_page_as_on_the_reference_and_native_backends(page, server, dataset, target, params):
+    """webgpu (the page, SwiftShader), native (lavapipe) and reference (plain Python) build the same
+    trees from the same seed: the same feature, threshold and children at every node; leaf values
+    agree to 1e-6 relative."""
     import asyncio
+    from concurrent.futures import ThreadPoolExecutor
 
     from py_core.data import parse_csv, prepare
-    from py_core.forest import RandomForestClassifier
+    from py_core.forest import RandomForestClassifier, RandomForestRegressor
+    from py_core.jobs import synthetic_table
 
-    params = {"n_estimators": 6, "max_depth": 5, "max_features": "sqrt", "random_state": 7}
+    params = dict(params, random_state=7)
     page.goto("/")
     wait_ready(page)
-    run = page.evaluate("""(params) => window.playground.run({kind: 'random_forest', dataset: 'wine', target: 'target',
-        params, split: {test_size: 0.2, seed: 42}})""", params)
-    browser_model = run["result"]["model"]
-    table = parse_csv(httpx.get(f"{server}/api/datasets/wine/file").content, name="wine")
-    p = prepare(table, "target", test_size=0.2, seed=42)
-    from concurrent.futures import ThreadPoolExecutor
-    fit = RandomForestClassifier(**params, backend="reference").fit  # in a thread: Playwright owns this one's loop
-    with ThreadPoolExecutor(1) as pool:
-        forest = pool.submit(asyncio.run, fit(p.X_train, p.y_train, n_features=p.n_features)).result()
-    reference = forest.to_dict()
-    assert len(browser_model["trees"]) == len(reference["trees"]) == 6
-    for got, want in zip(browser_model["trees"], reference["trees"]):
-        assert got["feature"] == want["feature"] and got["left"] == want["left"] and got["right"] == want["right"]
-        assert got["threshold"] == want["threshold"]
-        for g, w in zip(got["value"], want["value"]):
-            for a, b in zip(g, w):
-                assert abs(a - b) <= 1e-6 * max(abs(b), 1e-12)
+    browser_model = page.evaluate("""async ([dataset, target, params]) => {
+        const run = await window.playground.run({kind: 'random_forest', dataset, target, params,
+                                                 split: {test_size: 0.2, seed: 42}});
+        if (!(run.result.model.binary instanceof Uint8Array)) throw new Error('the model is not binary');
+        return window.playground.forestJSON(run.result.model);  // the JSON download, written from it
+    }""", [dataset, target, params])
+    if dataset.startswith("synthetic:"):
+        table = synthetic_table(dataset)
+    else:
+        table = parse_csv(httpx.get(f"{server}/api/datasets/{dataset}/file").content, name=dataset)
+    p = prepare(table, target, test_size=0.2, seed=42)
+    cls = RandomForestClassifier if p.info["task"] == "classification" else RandomForestRegressor
+    y = [p.info["classes"][v] for v in p.y_train] if p.info["classes"] else p.y_train
+    kw = {k: v for k, v in params.items() if k != "parallel_bins"}
+    for backend in ("reference", "native"):
+        fit = cls(**kw, backend=backend).fit  # in a thread: Playwright owns this one's loop
+        with ThreadPoolExecutor(1) as pool:
+            forest = pool.submit(asyncio.run, fit(p.X_train, y, n_features=p.n_features)).result()
+        want = forest.to_dict()
+        assert len(browser_model["trees"]) == len(want["trees"]) == params["n_estimators"]
+        for got, exp in zip(browser_model["trees"], want["trees"]):
+            assert got["feature"] == exp["feature"], backend
+            assert got["left"] == exp["left"] and got["right"] == exp["right"], backend
+            assert got["threshold"] == exp["threshold"], backend
+            g, w = np.array(got["value"], dtype=float), np.array(exp["value"], dtype=float)
+            assert np.allclose(g, w, rtol=1e-6, atol=1e-6 * np.abs(w).max()), backend
+
+
+JOB = """{kind: 'random_forest', dataset: 'wine', target: 'target',
+          params: {n_estimators: 3, max_depth: 3, random_state: 0}}"""
+
+
+def test_a_failure_in_the_result_path_fails_that_job_and_the_worker_runs_the_next(page, server):
+    """The worker's way back to the page breaks for one result: that job fails with its message,
+    and the next job on the same worker runs and is stored."""
+    page.goto("/")
+    wait_ready(page)
+    worker = page.workers[0]  # the compute worker (Pyodide, py_core, the GPU)
+    worker.evaluate("""() => {
+        const send = self.postMessage.bind(self);
+        let armed = true;
+        self.postMessage = (msg, transfer) => {
+            if (armed && msg.type === 'result') { armed = false; throw new Error('injected: the result could not be sent'); }
+            return send(msg, transfer);
+        };
+    }""")
+    failed = page.evaluate(f"() => window.playground.run({JOB}).then(() => 'no failure', (e) => e.message)")
+    assert "injected: the result could not be sent" in failed
+    # A failure in Python (a bad parameter) is a failed job too; then a good job runs.
+    bad = page.evaluate("() => window.playground.run({kind: 'random_forest', dataset: 'wine', target: 'target', "
+                        "params: {max_depth: -1}}).then(() => 'no failure', (e) => e.message)")
+    assert "max_depth" in bad
+    run = page.evaluate(f"() => window.playground.run({JOB})")
+    assert run["metrics"]["accuracy"] > 0.8
+    assert httpx.get(f"{server}/api/runs/{run['id']}").status_code == 200
+
+
+def test_a_forest_at_sklearn_defaults_is_grown_in_the_page_and_stored(page, server):
+    """max_depth=None, min_samples_leaf=1 (scikit-learn's defaults) on a few thousand rows: every
+    tree grown to its leaves in the page, the model back as binary, the run stored."""
+    page.goto("/")
+    info = wait_ready(page)
+    assert info["backend"] == "webgpu"
+    out = page.evaluate("""async () => {
+        const run = await window.playground.run({kind: 'random_forest', target: 'y',
+            dataset: 'synthetic:friedman1?n_samples=3000&noise=1&seed=3',
+            params: {n_estimators: 10, random_state: 0}, split: {test_size: 0.2, seed: 42}});
+        const m = run.result.model;
+        return {id: run.id, params: run.config.params, r2: run.metrics.r2, bytes: m.binary.length,
+                nodes: (await window.playground.forestJSON(m)).trees.map((t) => t.feature.length)};
+    }""")
+    assert out["params"] == {"n_estimators": 10, "random_state": 0}
+    assert len(out["nodes"]) == 10 and min(out["nodes"]) > 2000  # fully grown: ~2 x 1,500 distinct rows
+    assert out["r2"] > 0.5
+    assert httpx.get(f"{server}/api/runs/{out['id']}").json()["metrics"]["r2"] == out["r2"]

@@ -23,7 +23,7 @@ def test_train_tiny_preset_loss_falls_and_samples(page, server):
     status = page.locator("#tf-status").inner_text()
     assert status.startswith("Done"), status
     runs = httpx.get(f"{server}/api/runs", params={"kind": "transformer"}).json()["runs"]
-    run = runs[0]
+    run = httpx.get(f"{server}/api/runs/{runs[0]['id']}").json()  # the list holds summaries
     assert run["backend"] == "webgpu" and run["config"]["params"]["steps"] == 12
     curve = run["metrics"]["loss_curve"]
     assert len(curve) >= 2 and curve[-1][1] < curve[0][1], curve
@@ -32,3 +32,20 @@ def test_train_tiny_preset_loss_falls_and_samples(page, server):
     page.click("#tf-sample")
     page.wait_for_function("() => document.querySelector('#tf-output').textContent.length >= 20", timeout=120_000)
     assert page.locator("#tf-sample").is_enabled()
+
+
+def test_precision_choice_says_which_path_runs_and_why(page):
+    """SwiftShader has no f16 subgroup matrices: the page runs f32, keeps mixed precision off and
+    says why; the adapter's subgroup-matrix configs are read (an empty list there)."""
+    page.goto("/?tab=transformer&tf.precision=mixed")
+    wait_ready(page)
+    page.wait_for_function("() => document.querySelector('#tf-precision-note').textContent.length > 0",
+                           timeout=60_000)
+    info = page.evaluate("() => window.playground.info.adapter")
+    assert info["subgroup_matrix_configs"] == [] or all("component" in c for c in info["subgroup_matrix_configs"])
+    assert info["tensor_cores"]["available"] is False
+    assert page.locator("#tf-precision").input_value() == "f32"
+    assert page.locator("#tf-precision option[value=mixed]").is_disabled()
+    note = page.locator("#tf-precision-note").inner_text()
+    assert note.startswith("Runs f32 everywhere") and "Mixed precision is not available: this adapter lacks" in note
+    assert "chromium-experimental-subgroup-matrix" in note

@@ -3,29 +3,53 @@
 The worker calls `init(runtime)` once with the JS GPU runtime (or None for the CPU fallback) and
 then `await run(job_json, hooks)` per job. `hooks` is a JS object the worker provides:
 `progress(json)`, `shouldStop()`, `fetchBytes(url)` (a promise of a Uint8Array).
+The worker is one session (`py_core.jobs.Session`): its backend and its last trained transformer.
 """
 from __future__ import annotations
 
 import json
 
+from .errors import JobError
 from .gpu import get_backend
-from .jobs import Context, run_job
+from .jobs import Context, Session, synthetic_table
+from .jobs.jobs import encode_result
 
-_backend = None
+_session: Session | None = None  # this worker's, made by init()
 
 
 def init(runtime) -> str:
-    global _backend
-    _backend = get_backend("webgpu", runtime=runtime) if runtime is not None else get_backend("reference")
-    return json.dumps(_backend.describe())
+    global _session
+    import js  # the worker's global scope
+    if getattr(js, "pyCoreParseNumeric", None) is not None:  # web/csvparse.js
+        from .data.table import use_numeric_parser
+        use_numeric_parser(js.pyCoreParseNumeric)
+    if getattr(js, "pyCoreColumnStats", None) is not None:  # web/colstats.js
+        from .data.table import use_stats_kernel
+        use_stats_kernel(js.pyCoreColumnStats)
+    if getattr(js, "pyCoreSynthetic", None) is not None:  # web/synthetic.js
+        from .data.synthetic import use_bulk
+        use_bulk(js.pyCoreSynthetic)
+    backend = get_backend("webgpu", runtime=runtime) if runtime is not None else get_backend("reference")
+    _session = Session(backend)
+    return json.dumps(backend.describe())
 
 
 async def run(job_json: str, hooks) -> str:
     job = json.loads(job_json)
 
-    async def load_dataset(dataset_id: str) -> bytes:
-        data = await hooks.fetchBytes(f"/api/datasets/{dataset_id}/file")
-        return data.to_bytes()
+    async def load_dataset(dataset_id: str) -> bytes | bytearray:
+        url = f"/api/datasets/{dataset_id}/file"
+        if getattr(hooks, "fetchInto", None) is None:
+            return (await hooks.fetchBytes(url)).to_bytes()
+        made = []
+
+        def alloc(size: int) -> bytearray:
+            made.append(bytearray(size))
+            return made[-1]
+
+        got = await hooks.fetchInto(url, alloc)
+        # streamed into Python's memory (parse_csv reads a bytearray in place), else a copy
+        return made[0] if isinstance(got, int) else got.to_bytes()
 
     async def load_text(text_id: str) -> str:
         data = await hooks.fetchBytes(f"/api/texts/{text_id}/file")
@@ -35,8 +59,8 @@ async def run(job_json: str, hooks) -> str:
                   progress=lambda info: hooks.progress(json.dumps(info)),
                   should_stop=lambda: bool(hooks.shouldStop()),
                   is_paused=lambda: bool(hooks.isPaused()))
-    result = await run_job(job, _backend, ctx)
-    return json.dumps(result, allow_nan=False, default=_jsonable)
+    result = await _session.run(job, ctx)
+    return encode_result(result)  # (JSON text, [bytes]): the worker turns the parts into typed arrays
 
 
 def describe_bytes(data, name: str, delimiter: str | None, hooks) -> str:
@@ -51,7 +75,6 @@ def describe_bytes(data, name: str, delimiter: str | None, hooks) -> str:
 
 
 def describe_synthetic(dataset_id: str, hooks=None) -> str:
-    from .jobs import synthetic_table
     return json.dumps(synthetic_table(dataset_id).describe(), allow_nan=False)
 
 
@@ -60,12 +83,13 @@ def generators(hooks=None) -> str:
     return json.dumps({name: {"params": g.params, "task": g.task} for name, g in GENERATORS.items()})
 
 
-async def predict_csv(model_json: str, data, name: str, hooks=None) -> str:
-    """A trained forest's predictions for a new CSV, as CSV text, on this tab's backend."""
-    from .forest_job import predict_csv as predict
-    from .jobs import JobError
+async def predict_csv(model, data, name: str, hooks=None) -> str:
+    """A trained forest's predictions for a new CSV, as CSV text, on this tab's backend. model:
+    the forest's binary export (a Uint8Array) or its JSON text."""
+    from .jobs.forest_job import predict_csv as predict
+    model = json.loads(model) if isinstance(model, str) else model.to_bytes()
     try:
-        out = await predict(json.loads(model_json), data.to_bytes(), name, backend=_backend)
+        out = await predict(model, data.to_bytes(), name, backend=_session.backend)
     except JobError as exc:
         return json.dumps({"error": {"message": str(exc)}})
     return json.dumps(out)
@@ -85,15 +109,16 @@ def transformer_size(params_json: str, vocab_size: int, hooks=None) -> str:
     except (ValueError, TypeError) as exc:
         return json.dumps({"error": str(exc)})
     mem = memory_bytes(cfg, int(vocab_size))
-    cap = min(_backend.limits["maxStorageBufferBindingSize"], _backend.limits["maxBufferSize"])
+    limits = _session.backend.limits
+    cap = min(limits["maxStorageBufferBindingSize"], limits["maxBufferSize"])
     return json.dumps({**mem, "binding_limit": cap, "fits": mem["largest_buffer"] <= cap,
                        "config": cfg.to_dict()})
 
 
 async def sample_text(prompt: str, n: int, temperature: float, top_k: int, seed: int, hooks) -> str:
     """Samples from the last trained transformer, streaming each character through progress."""
-    from . import transformer_job
-    text = await transformer_job.sample(None, prompt, int(n), float(temperature), int(top_k) or None,
+    from .jobs import transformer_job
+    text = await transformer_job.sample(_session.last_model, prompt, int(n), float(temperature), int(top_k) or None,
                                         int(seed), on_char=lambda ch: hooks.progress(json.dumps({"char": ch})))
     return json.dumps({"text": text})
 
@@ -101,11 +126,8 @@ async def sample_text(prompt: str, n: int, temperature: float, top_k: int, seed:
 async def export_transformer(hooks=None) -> str:
     """The last trained transformer as safetensors, base64 (JSON carries it to the page)."""
     import base64
-    from . import transformer_job
-    return json.dumps({"safetensors": base64.b64encode(await transformer_job.export()).decode()})
 
+    from .jobs import transformer_job
+    weights = await transformer_job.export(_session.last_model)
+    return json.dumps({"safetensors": base64.b64encode(weights).decode()})
 
-def _jsonable(value):
-    if hasattr(value, "tolist"):
-        return value.tolist()
-    raise TypeError(f"{type(value).__name__} is not JSON serialisable")

@@ -24,14 +24,15 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from server import comparisons, datasets, runs, texts
+from server import comparisons, datasets, runs, suite, texts
+from server.datadir import DataDirLock
 from server.errors import EXCEPTION_HANDLERS
 from server.security import AccessMiddleware, SecurityHeadersMiddleware
 from server.settings import Settings, resolve_device
 from server.static import static_routes
 from server.store import Store
 
-FEATURES: list[ModuleType] = [runs, datasets, texts, comparisons]
+FEATURES: list[ModuleType] = [runs, datasets, texts, comparisons, suite]
 
 try:
     VERSION = metadata.version("webgpu-playground")
@@ -57,6 +58,17 @@ def create_app(settings: Settings | None = None, features: list[ModuleType] | No
 
     @asynccontextmanager
     async def lifespan(app: Starlette):
+        settings.data_dir.mkdir(parents=True, exist_ok=True)
+        # One server per data dir (main() took it already; taking it again here is a no-op).
+        lock = DataDirLock.for_dir(settings.data_dir).acquire()
+        try:
+            async with _lifespan(app):
+                yield
+        finally:
+            lock.release()
+
+    @asynccontextmanager
+    async def _lifespan(app: Starlette):
         settings.uploads_dir.mkdir(parents=True, exist_ok=True)
         # Importing PyTorch to look for a GPU takes seconds: keep it off the event loop.
         app.state.device = await anyio.to_thread.run_sync(resolve_device, settings.device)
@@ -64,6 +76,8 @@ def create_app(settings: Settings | None = None, features: list[ModuleType] | No
         for feature in features:
             if getattr(feature, "SCHEMA", None):
                 store.add_schema(feature.SCHEMA)
+            if hasattr(feature, "migrate"):
+                store.add_migration(feature.migrate)
         await anyio.to_thread.run_sync(store.open)
         app.state.store = store
         try:
@@ -92,4 +106,6 @@ def create_app(settings: Settings | None = None, features: list[ModuleType] | No
     app.state.settings = settings
     app.state.device = settings.device  # replaced by the resolved device at start-up
     app.state.on_run_stored = []  # callbacks(run: dict), sync or async, after a new run commits
+    app.state.before_run_stored = []  # async hooks(run, request) before the insert (runs.py)
+    app.state.on_run_deleted = []  # callbacks(run_id: str), after a run is deleted (or retired)
     return app

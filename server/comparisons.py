@@ -1,53 +1,72 @@
 """Comparisons: the job behind each posted run, run again by the server's runners, side by side.
 
-    GET  /api/runs/{id}/comparisons   {"run", "kind", "device", "enabled", "browser": {...},
-                                       "comparisons": [{runner, status, device, hardware,
-                                       versions, timings, metrics, error, speedup, agreement,
-                                       created_at, started_at, finished_at}, ...]}; 404 for an
-                                       unknown run
-    POST /api/runs/{id}/comparisons   queue the run's runners again (those not queued or running
-                                       now; {"runners": [...]} to pick); 202 with the GET answer
+    GET    /api/runs/{id}/comparisons  {"run", "kind", "device", "enabled", "browser": {...},
+                                        "comparisons": [{runner, status, device, hardware,
+                                        versions, timings, metrics, error, note, speedup,
+                                        agreement, created_at, started_at, finished_at}, ...]}
+    POST   /api/runs/{id}/comparisons  queue the run's runners again (those not queued or running
+                                        now; {"runners": [...]} to pick); 202 with the GET answer;
+                                        422 naming the cap a job is over, 429 + Retry-After when
+                                        the client's or the server's queue is full
+    DELETE /api/runs/{id}/comparisons  cancel the run's queued and running jobs (a running one's
+                                        process is killed); 200 with the GET answer
 
-Life of a comparison (table `comparisons`, one row per run and runner):
-    queued -> running -> done | failed         the job ran (failed: its error, or its worker died)
+Life of a comparison (table `comparisons`, one row per run and runner; the table, not the
+cluster, is the source of truth):
+    queued -> running -> done | failed         the job ran (failed: its error, its limit, or
+                                               "cancelled")
     unavailable                                the runner cannot run here, and says why
-A new random_forest or transformer run gets one row per runner of its kind (server/runners).
-Jobs run outside the event loop in a pool of worker processes (spawned, `comparison_workers` of
-them, default 1), oldest first; every status change is a committed write.
+
+Where jobs run: a Dask `distributed` cluster. By default the server starts an embedded
+`LocalCluster` (`comparison_workers` worker processes, one thread each: one job at a time a
+worker, since a job may use every core or the GPU); `--cluster tcp://host:8786` uses an existing
+scheduler instead, whose workers may sit on other machines (README: "Comparisons on a cluster").
+The server claims queued rows oldest first, as many as the cluster has worker threads, and
+submits each as a task (server/runners/task.py) that runs the job in a child process under its
+limits: `job_timeout_s` (wall clock) and `job_memory_mb` (resident memory), both enforced in the
+worker. A job stopped by a limit or a cancel is failed with the reason and never re-queued.
+A worker lost mid-job (killed, its machine gone) is retried by Dask on another worker, at most
+`job_retries` times (the embedded scheduler's `allowed-failures`; an external scheduler's own
+setting), then failed; the result is written once, by the server, when the task's future ends.
+
+Before a job is queued its cost is estimated from its config (server/jobcost.py) and checked
+against the caps; each client (by address) may have `client_queue_limit` jobs queued or
+running, the server `queue_limit` in all. A posted run (POST /api/runs) over those limits is
+still stored (it ran in the browser): its comparisons are marked failed with the limit's
+message, or, for a full queue, POST /api/runs answers 429 with Retry-After and stores nothing
+(the page posts it again after that many seconds; the run's id makes the retry safe).
 
 Restarts: a row still `running` at start-up belonged to a server that died mid-job; it is marked
 failed ("the server stopped during this job") rather than re-run, because the job may be what
-killed it (out of memory, a GPU driver fault) and would do so again on every start. POST above
-re-queues it by hand. `queued` rows are resumed. A clean shutdown (Ctrl-C) kills the running jobs'
-workers and puts those rows back to `queued`, so they resume on the next start.
+killed it. `queued` rows are resumed. A clean shutdown cancels the running tasks and puts those
+rows back to `queued`, so they resume on the next start.
 
-Settings (attributes of server.settings.Settings, else PLAYGROUND_* environment variables):
-`comparisons` "on" | "off" (off: nothing is queued; tests that do not want jobs use it) and
-`comparison_workers` (processes, default 1: each job may itself use every core or the GPU) and
-`comparison_runners` (a comma-separated list; the others show as unavailable, "turned off").
+Settings (server.settings.Settings, flags, PLAYGROUND_* environment variables): comparisons
+on|off, comparison_workers, comparison_runners, cluster, job_timeout_s, job_memory_mb,
+job_retries, client_queue_limit, queue_limit, and the caps of server/jobcost.py.
 """
 from __future__ import annotations
 
 import asyncio
 import json
 import logging
-import multiprocessing
+import math
 import os
 import sqlite3
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
+import uuid
+import warnings
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
-import anyio.to_thread
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
+from server import jobcost
 from server.errors import ClientError
 from server.jsonbody import read_json
-from server.runners import RUNNERS, execute, runners_for, worker_init
+from server.runners import RUNNERS, runners_for
 from server.runs import UUID_RE
 
 log = logging.getLogger(__name__)
@@ -56,7 +75,7 @@ SCHEMA = """
 CREATE TABLE IF NOT EXISTS comparisons (
     id INTEGER PRIMARY KEY AUTOINCREMENT,  -- also the queue order
     run_id TEXT NOT NULL REFERENCES runs (id),
-    runner TEXT NOT NULL,                  -- server/runners: sklearn, cuml, py_core-cuda, ...
+    runner TEXT NOT NULL,                  -- server/runners: sklearn, xgboost, ...
     status TEXT NOT NULL CHECK (status IN ('queued', 'running', 'done', 'failed', 'unavailable')),
     error TEXT,                            -- why it failed or is unavailable
     result TEXT,                           -- JSON: the runner's result, when done
@@ -64,15 +83,34 @@ CREATE TABLE IF NOT EXISTS comparisons (
     created_at TEXT NOT NULL,
     started_at TEXT,
     finished_at TEXT,
+    client TEXT,                           -- who queued it (address), for the per-client limit
+    cost REAL,                             -- the estimate of server/jobcost.py
     UNIQUE (run_id, runner)
 );
 CREATE INDEX IF NOT EXISTS comparisons_status ON comparisons (status, id)
 """
 
 DIED = "the server stopped during this job"
-WORKER_DIED = ("the worker process running this job died (killed, or out of memory); "
-               "POST /api/runs/{id}/comparisons queues it again")
+WORKER_DIED = ("the worker running this job died {n} time(s) (killed, out of memory, its machine "
+               "gone); POST /api/runs/{id}/comparisons queues it again")
+CANCELLED = "cancelled"
 SPEED_TIMING = {"random_forest": "fit", "transformer": "step"}  # what `speedup` compares
+
+
+@dataclass
+class Limits:
+    timeout_s: float = 1800.0    # a job's wall clock, enforced in the worker
+    memory_mb: float = 16384.0   # a job's resident memory, enforced in the worker
+    retries: int = 2             # a job whose worker died runs again at most this often
+    client_queue: int = 50       # jobs queued or running for one client
+    queue: int = 1000            # jobs queued or running in all
+    caps: dict = field(default_factory=lambda: {k: v for k, (v, _) in jobcost.CAPS.items()})
+
+
+class QueueFull(ClientError):
+    def __init__(self, message: str, retry_after: int):
+        super().__init__(429, message, field=None)
+        self.headers = {"Retry-After": str(retry_after)}
 
 
 def _now() -> str:
@@ -112,10 +150,11 @@ class Claimed:
 
 
 class Queue:
-    """The comparison jobs of one server: rows in the store, a pool of worker processes."""
+    """The comparison jobs of one server: rows in the store, tasks on a Dask cluster."""
 
     def __init__(self, store, data_dir, device: str, workers: int = 1,
-                 runners: list[str] | None = None):
+                 runners: list[str] | None = None, cluster: str | None = None,
+                 limits: Limits | None = None):
         if workers < 1:
             raise ValueError(f"comparison_workers must be at least 1, not {workers}")
         unknown = set(runners or ()) - set(RUNNERS)
@@ -124,13 +163,22 @@ class Queue:
                              f"{', '.join(RUNNERS)}")
         self.store, self.data_dir, self.device, self.workers = store, str(data_dir), device, workers
         self.runners = runners  # None: all of them
+        self.address, self.limits = cluster or None, limits or Limits()
+        self.client = self.cluster = None
         self._wake = asyncio.Event()
         self._inflight: dict[int, asyncio.Task] = {}
-        self._pool: ProcessPoolExecutor | None = None
+        self._futures: dict[int, object] = {}
+        self._cancelling: set[int] = set()
+        self._clients: dict[str, str] = {}  # run id -> client, from the post to its enqueue
         self._loop_task: asyncio.Task | None = None
+        self.ready = asyncio.Event()  # the cluster is up (or failed to come up: self.problem)
+        self.problem: str | None = None
+        self._capacity = 0
+        self._connecting = False
 
     # -- life cycle -----------------------------------------------------------------------------
     async def start(self) -> None:
+        await self.store.write(_migrate)
         failed = await self.store.write(_fail_running)
         if failed:
             log.warning("%d comparison(s) were running when the server stopped: marked failed",
@@ -138,112 +186,282 @@ class Queue:
         self._loop_task = asyncio.create_task(self._dispatch(), name="comparisons")
         self._wake.set()  # resume what is queued
 
+    async def _connect(self) -> None:
+        import dask
+        from distributed import Client, LocalCluster
+        if self.address:
+            self.client = await Client(self.address, asynchronous=True, timeout=30)
+        else:
+            # processes: a job that crashes takes only its worker down; one thread a worker:
+            # one job a worker. memory_limit 0: the job's own limit (task.py) applies, not the
+            # nanny's, which would restart the worker and have Dask run the job again.
+            with dask.config.set({"distributed.scheduler.allowed-failures": self.limits.retries,
+                                  "distributed.worker.daemon": False}), \
+                    warnings.catch_warnings():
+                warnings.simplefilter("ignore", UserWarning)  # "dashboard is discouraged": off
+                self.cluster = await LocalCluster(
+                    n_workers=self.workers, threads_per_worker=1, processes=True,
+                    memory_limit=0, dashboard_address=None, dashboard=False, asynchronous=True,
+                    silence_logs=logging.ERROR, host="127.0.0.1")
+            self.client = await Client(self.cluster, asynchronous=True)
+        for _ in range(300):  # the workers register a moment after the cluster is up
+            if await self.refresh_capacity():
+                break
+            await asyncio.sleep(0.1)
+        log.info("comparisons: Dask cluster %s with %d worker thread(s)",
+                 self.client.scheduler.address, self.capacity())
+
+    async def refresh_capacity(self) -> int:
+        """Worker threads the cluster has now (workers join and leave an external cluster)."""
+        if self.client is None:
+            self._capacity = 0
+        else:
+            try:
+                nthreads = await self.client.nthreads()
+                self._capacity = sum(int(n) for n in nthreads.values())
+            except Exception:  # the scheduler is gone for now: no new jobs until it is back
+                log.warning("comparisons: the Dask scheduler does not answer", exc_info=True)
+                self._capacity = 0
+        return self._capacity
+
+    def capacity(self) -> int:
+        return self._capacity
+
     async def stop(self) -> None:
-        """Stop dispatching, kill running jobs' workers, put their rows back in the queue."""
+        """Stop dispatching, cancel running tasks, put their rows back in the queue."""
+        if self._loop_task is not None and self._connecting and not self.ready.is_set():
+            try:  # a cluster half started would leave its processes behind
+                await asyncio.wait_for(self.ready.wait(), 120)
+            except asyncio.TimeoutError:
+                log.warning("comparisons: the Dask cluster did not start within 120 s")
         if self._loop_task is not None:
             self._loop_task.cancel()
             await asyncio.gather(self._loop_task, return_exceptions=True)
         running, tasks = list(self._inflight), list(self._inflight.values())
-        for task in tasks:  # first, so that no task records its dying worker as a failure
+        for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-        pool, self._pool = self._pool, None
-        if pool is not None:
-            await anyio.to_thread.run_sync(_kill, pool)
         if running:
             await self.store.write(_requeue(running))
             log.info("comparison(s) %s interrupted by shutdown: queued again", running)
+        client, cluster, self.client, self.cluster = self.client, self.cluster, None, None
+        if client is not None:
+            try:
+                if self._futures:
+                    await client.cancel(list(self._futures.values()), force=True)
+                await client.close()
+            except Exception:  # a scheduler already gone
+                log.warning("comparisons: closing the Dask client failed", exc_info=True)
+        if cluster is not None:
+            await cluster.close()
+
+    # -- admission ------------------------------------------------------------------------------
+    def check_caps(self, run: dict) -> dict:
+        """The job's estimate; OverCap when it breaks a cap."""
+        return jobcost.check(run.get("config"), self.data_dir, self.limits.caps)
+
+    async def check_room(self, client: str, jobs: int) -> None:
+        """QueueFull (429) when `jobs` more would take the client or the server past its limit."""
+        if not jobs:
+            return
+        mine, total, avg = await self.store.read(_load(client))
+        for count, limit, who in ((mine, self.limits.client_queue, "your"),
+                                  (total, self.limits.queue, "the server's")):
+            if limit and count + jobs > limit:
+                per = max(1, self.capacity() or self.workers)
+                wait = int(min(3600, max(1, math.ceil((count - limit + jobs) * avg / per))))
+                raise QueueFull(f"{who} comparison queue is full ({count} job(s) queued or "
+                                f"running, at most {limit}; --"
+                                f"{'client-queue-limit' if who == 'your' else 'queue-limit'}); "
+                                f"try again in {wait} s", wait)
+
+    def queueable(self, run: dict, runners: list[str] | None = None) -> list:
+        """The runners that would queue a job for this run (not turned off, able to run here)."""
+        return [r for r in self.jobs_for(run, runners)
+                if (self.runners is None or r.name in self.runners) and not r.check(self.device)]
+
+    def jobs_for(self, run: dict, runners: list[str] | None = None) -> list:
+        return [r for r in runners_for(run.get("kind")) if runners is None or r.name in runners]
+
+    async def before_run_stored(self, run: dict, request: Request) -> None:
+        """POST /api/runs, before the insert: a full queue refuses the post with 429."""
+        if not self.jobs_for(run):
+            return
+        exists = await self.store.read(lambda conn: conn.execute(
+            "SELECT 1 FROM runs WHERE id = ?", (run["id"],)).fetchone())
+        if exists:
+            return
+        client = client_of(request)
+        await self.check_room(client, len(self.queueable(run)))
+        self._clients[run["id"]] = client
 
     # -- queueing -------------------------------------------------------------------------------
-    async def enqueue(self, run: dict, runners: list[str] | None = None) -> None:
-        """on_run_stored callback: one row per runner of the run's kind."""
-        chosen = [r for r in runners_for(run["kind"]) if runners is None or r.name in runners]
+    async def enqueue(self, run: dict, runners: list[str] | None = None,
+                      client: str | None = None, refuse: bool = False) -> None:
+        """One row per runner of the run's kind (on_run_stored callback: a run just stored).
+        refuse: raise OverCap rather than store failed rows (POST .../comparisons)."""
+        chosen = self.jobs_for(run, runners)
+        client = client or self._clients.pop(run["id"], None) or "-"
         if not chosen:
             return
-        problem = job_problem(run)
+        problem, cost = job_problem(run), None
+        if problem is None:
+            try:
+                cost = (await asyncio.to_thread(self.check_caps, run)).get("cost")
+            except jobcost.OverCap as exc:
+                if refuse:
+                    raise
+                problem = str(exc)
         rows = []
         for r in chosen:
             off = self.runners is not None and r.name not in self.runners
             reason = problem or ("turned off on this server (comparison_runners)" if off
                                  else r.check(self.device))
             status = "failed" if problem else "unavailable" if reason else "queued"
-            rows.append((run["id"], r.name, status, reason, self.device))
+            rows.append((run["id"], r.name, status, reason, self.device, client, cost))
         await self.store.write(_insert(rows))
         self._wake.set()
 
+    async def cancel(self, run_id: str) -> int:
+        """Cancel the run's queued and running jobs; how many there were."""
+        running = await self.store.write(_cancel(run_id))
+        for cid in running:
+            self._cancelling.add(cid)
+            fut = self._futures.get(cid)
+            if fut is not None and self.client is not None:
+                try:
+                    await self.client.cancel([fut], force=True)
+                except Exception:
+                    log.warning("comparisons: cancelling task %s failed", cid, exc_info=True)
+            task = self._inflight.get(cid)
+            if task is not None:
+                task.cancel()
+        return len(running)
+
     # -- dispatching ----------------------------------------------------------------------------
     async def _dispatch(self) -> None:
-        while True:
+        # The cluster starts with the first job to run, not with the server: a server whose
+        # runs need no job (or the tests that post none) starts no processes.
+        while not await self.store.read(_any_queued):
             await self._wake.wait()
             self._wake.clear()
-            while len(self._inflight) < self.workers:
+        self._connecting = True
+        try:
+            await self._connect()
+        except Exception as exc:  # no scheduler at --cluster, or workers that cannot start
+            self.problem = f"the Dask cluster did not start: {type(exc).__name__}: {exc}"
+            log.error("comparisons: %s", self.problem)
+            self.ready.set()
+            return
+        self.ready.set()
+        while True:
+            try:
+                await asyncio.wait_for(self._wake.wait(), 1.0)  # workers come and go
+            except asyncio.TimeoutError:
+                pass
+            self._wake.clear()
+            await self.refresh_capacity()
+            while len(self._inflight) < self.capacity():
                 claimed = await self.store.write(_claim(self.device))
                 if claimed is None:
                     break
                 self._inflight[claimed.id] = asyncio.create_task(self._run(claimed))
 
     async def _run(self, job: Claimed) -> None:
+        from distributed import KilledWorker
+
+        from server.runners.task import run_comparison
+        cid = job.id
         try:
-            pool = self._get_pool()
+            device = "auto" if self.address else self.device  # external workers: their own
+            fut = self.client.submit(run_comparison, job.runner, job.job, self.data_dir, device,
+                                     self.limits.timeout_s, self.limits.memory_mb, pure=False,
+                                     key=f"comparison-{cid}-{uuid.uuid4().hex[:8]}")
+            self._futures[cid] = fut
             try:
-                out = await asyncio.get_running_loop().run_in_executor(
-                    pool, execute, job.runner, job.job, self.data_dir, self.device)
-            except BrokenProcessPool:
-                self._drop_pool(pool)
-                out = {"status": "failed", "error": WORKER_DIED.format(id=job.run_id)}
-            except Exception as exc:  # the job could not be sent (pickling), the pool is gone
+                out = await fut
+            except KilledWorker:
+                out = {"status": "failed",
+                       "error": WORKER_DIED.format(n=self.limits.retries + 1, id=job.run_id)}
+            except Exception as exc:  # the job could not be sent, the scheduler went away
+                if cid in self._cancelling:
+                    return
                 out = {"status": "failed", "error": f"{type(exc).__name__}: {exc}"}
             if out.get("traceback"):
-                log.warning("comparison %s (%s) failed:\n%s", job.id, job.runner, out["traceback"])
-            await self.store.write(_finish(job.id, out))
+                log.warning("comparison %s (%s) failed:\n%s", cid, job.runner, out["traceback"])
+            if cid not in self._cancelling:
+                await self.store.write(_finish(cid, out))
         except asyncio.CancelledError:
+            if cid in self._cancelling:
+                return
             raise
         except Exception:
-            log.exception("comparison %s (%s): could not record its end", job.id, job.runner)
+            log.exception("comparison %s (%s): could not record its end", cid, job.runner)
         finally:
-            self._inflight.pop(job.id, None)
+            self._inflight.pop(cid, None)
+            self._futures.pop(cid, None)
+            self._cancelling.discard(cid)
             self._wake.set()
 
-    def _get_pool(self) -> ProcessPoolExecutor:
-        if self._pool is None:
-            # spawn: a fresh interpreter, no copy of the server's threads, sockets and locks
-            # (fork would copy them mid-flight), and CUDA initialises cleanly in the child.
-            self._pool = ProcessPoolExecutor(self.workers, multiprocessing.get_context("spawn"),
-                                             initializer=worker_init, initargs=(os.getpid(),))
-        return self._pool
 
-    def _drop_pool(self, pool) -> None:
-        if self._pool is pool:  # a broken pool takes every job in it down; start a new one
-            self._pool = None
-        pool.shutdown(wait=False, cancel_futures=True)
-
-
-def _kill(pool: ProcessPoolExecutor) -> None:
-    # SIGKILL: a job may sit in native code (BLAS, CUDA) for minutes and not hear SIGTERM soon.
-    kill_workers = getattr(pool, "kill_workers", None)  # Python 3.14
-    if kill_workers is not None:
-        kill_workers()
-    else:
-        for proc in list((getattr(pool, "_processes", None) or {}).values()):
-            proc.kill()
-    pool.shutdown(wait=True, cancel_futures=True)
+def client_of(request: Request) -> str:
+    return request.client.host if request.client else "-"
 
 
 # -- store transactions -----------------------------------------------------------------------
+
+def _migrate(conn: sqlite3.Connection) -> None:
+    """Columns added since the table was first made (stores from before the job limits)."""
+    have = {row[1] for row in conn.execute("PRAGMA table_info(comparisons)")}
+    for column, kind in (("client", "TEXT"), ("cost", "REAL")):
+        if column not in have:
+            conn.execute(f"ALTER TABLE comparisons ADD COLUMN {column} {kind}")
+
 
 def _insert(rows):
     def fn(conn: sqlite3.Connection) -> None:
         now = _now()
         conn.executemany(
-            "INSERT OR IGNORE INTO comparisons (run_id, runner, status, error, device, created_at)"
-            " VALUES (?, ?, ?, ?, ?, ?)", [(*row, now) for row in rows])
+            "INSERT OR IGNORE INTO comparisons (run_id, runner, status, error, device, client, "
+            "cost, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", [(*row, now) for row in rows])
         # A re-queue (POST): rows that exist and are neither queued nor running start over.
-        for run_id, runner, status, error, device in rows:
+        for run_id, runner, status, error, device, client, cost in rows:
             conn.execute(
-                "UPDATE comparisons SET status = ?, error = ?, device = ?, result = NULL, "
-                "created_at = ?, started_at = NULL, finished_at = NULL "
+                "UPDATE comparisons SET status = ?, error = ?, device = ?, client = ?, cost = ?, "
+                "result = NULL, created_at = ?, started_at = NULL, finished_at = NULL "
                 "WHERE run_id = ? AND runner = ? AND status NOT IN ('queued', 'running')",
-                (status, error, device, now, run_id, runner))
+                (status, error, device, client, cost, now, run_id, runner))
+    return fn
+
+
+def _any_queued(conn: sqlite3.Connection) -> bool:
+    return conn.execute("SELECT 1 FROM comparisons WHERE status = 'queued' LIMIT 1").fetchone() \
+        is not None
+
+
+def _load(client: str):
+    """(the client's jobs queued or running, everyone's, mean seconds of the last 20 jobs)."""
+    def fn(conn: sqlite3.Connection):
+        mine = conn.execute("SELECT COUNT(*) FROM comparisons WHERE status IN ('queued', "
+                            "'running') AND client = ?", (client,)).fetchone()[0]
+        total = conn.execute("SELECT COUNT(*) FROM comparisons WHERE status IN ('queued', "
+                             "'running')").fetchone()[0]
+        times = [r[0] for r in conn.execute(
+            "SELECT (julianday(finished_at) - julianday(started_at)) * 86400 FROM comparisons "
+            "WHERE status = 'done' AND started_at IS NOT NULL ORDER BY id DESC LIMIT 20")
+            if r[0] is not None]
+        return mine, total, (sum(times) / len(times) if times else 30.0)
+    return fn
+
+
+def _cancel(run_id: str):
+    def fn(conn: sqlite3.Connection) -> list[int]:
+        running = [r[0] for r in conn.execute(
+            "SELECT id FROM comparisons WHERE run_id = ? AND status = 'running'", (run_id,))]
+        conn.execute("UPDATE comparisons SET status = 'failed', error = ?, finished_at = ? "
+                     "WHERE run_id = ? AND status IN ('queued', 'running')",
+                     (CANCELLED, _now(), run_id))
+        return running
     return fn
 
 
@@ -262,11 +480,16 @@ def _claim(device: str):
 
 def _finish(comparison_id: int, out: dict):
     result = out.get("result")
+    if result is not None and out.get("worker"):
+        result = {**result, "worker": out["worker"]}
     text = None if result is None else json.dumps(result, ensure_ascii=False, allow_nan=False)
 
     def fn(conn: sqlite3.Connection) -> None:
+        # Only a row still running takes the answer: a cancelled one keeps "cancelled", and a
+        # task that Dask ran twice (its first worker lost late) is written once.
         conn.execute("UPDATE comparisons SET status = ?, error = ?, result = ?, finished_at = ? "
-                     "WHERE id = ?", (out["status"], out.get("error"), text, _now(), comparison_id))
+                     "WHERE id = ? AND status = 'running'",
+                     (out["status"], out.get("error"), text, _now(), comparison_id))
     return fn
 
 
@@ -346,6 +569,7 @@ async def _answer(request: Request, run_id: str, status: int = 200) -> JSONRespo
     return JSONResponse({
         "run": run_id, "kind": run["kind"], "device": request.app.state.device,
         "enabled": getattr(request.app.state, "comparisons", None) is not None, "browser": browser,
+        "problem": getattr(getattr(request.app.state, "comparisons", None), "problem", None),
         "comparisons": [_present(run["kind"], browser, r) for r in rows]}, status)
 
 
@@ -377,8 +601,49 @@ async def post_comparisons(request: Request) -> JSONResponse:
         "SELECT body FROM runs WHERE id = ?", (run_id,)).fetchone())
     if row is None:
         raise ClientError(404, "no run with this id", field="id")
-    await queue.enqueue(json.loads(row["body"]), runners)
+    run = json.loads(row["body"])
+    if job_problem(run) is None:
+        try:
+            await asyncio.to_thread(queue.check_caps, run)
+        except jobcost.OverCap as exc:
+            raise ClientError(422, str(exc), field=exc.field) from None
+    client = client_of(request)
+    active = {r[0] for r in await request.app.state.store.read(lambda conn: conn.execute(
+        "SELECT runner FROM comparisons WHERE run_id = ? AND status IN ('queued', 'running')",
+        (run_id,)).fetchall())}
+    await queue.check_room(client, len([r for r in queue.queueable(run, runners)
+                                        if r.name not in active]))
+    await queue.enqueue(run, runners, client=client)
     return await _answer(request, run_id, 202)
+
+
+async def delete_comparisons(request: Request) -> JSONResponse:
+    run_id = _run_id(request)
+    queue: Queue | None = getattr(request.app.state, "comparisons", None)
+    exists = await request.app.state.store.read(lambda conn: conn.execute(
+        "SELECT 1 FROM runs WHERE id = ?", (run_id,)).fetchone())
+    if exists is None:
+        raise ClientError(404, "no run with this id", field="id")
+    if queue is not None:
+        await queue.cancel(run_id)
+    return await _answer(request, run_id)
+
+
+def limits_of(settings) -> Limits:
+    d = Limits()
+
+    def num(name, default):
+        value = getattr(settings, name, None)
+        if value is None:
+            value = os.environ.get(f"PLAYGROUND_{name.upper()}", default)
+        return float(value)
+
+    return Limits(timeout_s=num("job_timeout_s", d.timeout_s),
+                  memory_mb=num("job_memory_mb", d.memory_mb),
+                  retries=int(num("job_retries", d.retries)),
+                  client_queue=int(num("client_queue_limit", d.client_queue)),
+                  queue=int(num("queue_limit", d.queue)),
+                  caps={name: num(name, default) for name, default in d.caps.items()})
 
 
 @asynccontextmanager
@@ -393,14 +658,21 @@ async def lifespan(app):
         names = setting(settings, "comparison_runners", "").split(",")
     queue = Queue(app.state.store, settings.data_dir, app.state.device,
                   int(setting(settings, "comparison_workers", "1")),
-                  [n.strip() for n in names if n.strip()] or None)
+                  [n.strip() for n in names if n.strip()] or None,
+                  cluster=getattr(settings, "cluster", None) or os.environ.get("PLAYGROUND_CLUSTER"),
+                  limits=limits_of(settings))
     await queue.start()
     app.state.comparisons = queue
+    hooks = getattr(app.state, "before_run_stored", None)
+    if hooks is None:
+        hooks = app.state.before_run_stored = []
+    hooks.append(queue.before_run_stored)
     app.state.on_run_stored.append(queue.enqueue)
     try:
         yield
     finally:
         app.state.on_run_stored.remove(queue.enqueue)
+        hooks.remove(queue.before_run_stored)
         app.state.comparisons = None
         await queue.stop()
 
@@ -408,4 +680,5 @@ async def lifespan(app):
 routes = [
     Route("/api/runs/{id}/comparisons", get_comparisons, methods=["GET"]),
     Route("/api/runs/{id}/comparisons", post_comparisons, methods=["POST"]),
+    Route("/api/runs/{id}/comparisons", delete_comparisons, methods=["DELETE"]),
 ]

@@ -12,9 +12,12 @@
     GET  /api/datasets/{id}/file  the CSV bytes as stored (text/csv)
 
 The upload streams to a temporary file under <data_dir>/uploads (removed whatever happens), is
-parsed in a worker thread (one at a time: a 200 MB file takes seconds and a few hundred MB), and
-only a file that parses is moved to <data_dir>/datasets/<id>.csv and recorded, file first, row
-second (a row never points at a missing file). Built-ins (server/builtins.py) live in the same
+parsed in a process of its own (server/describe_worker.py: one at a time, its memory capped by
+--max-parse-mb and all returned when it ends, so the server's stays bounded whatever the file;
+the answer carries `timings.parse`, seconds), and
+only a file that parses is recorded and moved to <data_dir>/datasets/<id>.csv in one write
+transaction (a row never points at a missing file; a file whose row never committed, after a
+crash, is removed at the next start-up). Built-ins (server/builtins.py) live in the same
 folder under their names, which are their ids: `diabetes`, `iris`, ... Other server code finds
 any data set's file with `dataset_path(data_dir, id)`.
 """
@@ -22,9 +25,12 @@ any data set's file with `dataset_path(data_dir, id)`.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import sqlite3
+import sys
+import time
 import uuid
 from contextlib import asynccontextmanager
 from datetime import datetime, timezone
@@ -37,15 +43,18 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse
 from starlette.routing import Route
 
-from py_core.data import DataError, parse_csv
+from py_core.data import parse_csv
 from server.builtins import BUILTINS, builtin_path, export_builtins
+from server.datadir import remove_orphans
 from server.errors import ClientError
+from server.settings import PROJECT_ROOT
 
 try:  # python-multipart >= 0.0.13 renamed its package
-    from python_multipart.multipart import (MultipartParseError, MultipartParser,
-                                            parse_options_header)
+    from python_multipart.multipart import MultipartParseError, MultipartParser, parse_options_header
 except ImportError:  # pragma: no cover
     from multipart.multipart import MultipartParseError, MultipartParser, parse_options_header
+
+log = logging.getLogger(__name__)
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS datasets (
@@ -88,6 +97,10 @@ async def lifespan(app):
     settings.uploads_dir.mkdir(parents=True, exist_ok=True)
     for stale in settings.uploads_dir.glob("*.part"):  # data sets' and texts', left by a crash
         stale.unlink(missing_ok=True)
+    # Files whose row never committed (a crash between the move and the commit): removed.
+    for removed in await app.state.store.read(lambda conn: remove_orphans(
+            conn, datasets_dir(settings.data_dir), "datasets", ".csv")):
+        log.warning("removed %s: an upload whose database row was never committed", removed)
     await anyio.to_thread.run_sync(export_builtins, settings.data_dir)
     app.state.builtin_datasets = await anyio.to_thread.run_sync(_builtin_summaries,
                                                                 settings.data_dir)
@@ -229,12 +242,13 @@ async def post_dataset(request: Request) -> JSONResponse:
         form = await receive_file(request, tmp)
         name = _display_name(form.fields.get("name") or form.filename)
         delimiter = form.fields.get("delimiter") or None
-        try:
-            summary = await anyio.to_thread.run_sync(
-                _describe_file, tmp, form.filename, delimiter,
-                limiter=request.app.state.dataset_parser)
-        except DataError as err:
-            return JSONResponse({"error": err.to_dict()}, 400)
+        t0 = time.perf_counter()
+        async with request.app.state.dataset_parser:
+            out = await _describe_in_worker(tmp, form.filename, delimiter,
+                                            settings.max_parse_mb)
+        if "error" in out:
+            return JSONResponse({"error": out["error"]}, 400)
+        summary = {**out["summary"], "timings": {"parse": round(time.perf_counter() - t0, 4)}}
         return JSONResponse(await _store_upload(request, tmp, name, summary, form.file_bytes),
                             201)
     finally:
@@ -249,15 +263,34 @@ def _display_name(raw: str) -> str:
     return name
 
 
-def _describe_file(path: Path, filename: str, delimiter: str | None) -> dict:
-    return parse_csv(path.read_bytes(), name=filename, delimiter=delimiter).describe()
+async def _describe_in_worker(path: Path, filename: str, delimiter: str | None,
+                              memory_mb: int) -> dict:
+    """The summary computed by server/describe_worker.py in its own process (memory capped,
+    and all of it returned when it ends): {"summary"} or {"error"}; 413 past the memory cap."""
+    cmd = [sys.executable, "-m", "server.describe_worker", str(path), filename, delimiter or "",
+           str(memory_mb)]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(PROJECT_ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])}
+    done = await anyio.run_process(cmd, check=False, env=env)
+    try:
+        out = json.loads(done.stdout)
+    except ValueError:
+        log.error("describe worker failed (exit %s): %s", done.returncode,
+                  done.stderr.decode(errors="replace")[-2000:])
+        if done.returncode < 0 or b"MemoryError" in done.stderr:
+            out = {"memory": memory_mb}
+        else:
+            raise RuntimeError("the CSV summary worker failed; see the server log") from None
+    if "memory" in out:
+        raise ClientError(413, f"summarising this file needs more than {memory_mb} MB "
+                          "(--max-parse-mb); split it or raise the cap", field="file")
+    return out
 
 
 async def _store_upload(request: Request, tmp: Path, name: str, summary: dict, size: int) -> dict:
     dataset_id = uuid.uuid4().hex
     final = datasets_dir(request.app.state.settings.data_dir) / f"{dataset_id}.csv"
     final.parent.mkdir(parents=True, exist_ok=True)
-    os.replace(tmp, final)
     created_at = datetime.now(timezone.utc).isoformat(timespec="microseconds").replace(
         "+00:00", "Z")
     stored = {"id": dataset_id, "builtin": False, "created_at": created_at, "size": size,
@@ -268,6 +301,9 @@ async def _store_upload(request: Request, tmp: Path, name: str, summary: dict, s
                      "VALUES (?, ?, ?, ?, ?, ?, ?)",
                      (dataset_id, name, created_at, summary["rows"], len(summary["columns"]),
                       size, json.dumps(stored, ensure_ascii=False, allow_nan=False)))
+        # The move inside the transaction, after the insert: a failed move rolls the row back;
+        # a crash before COMMIT leaves a file without a row, which the next start-up removes.
+        os.replace(tmp, final)
 
     try:
         await request.app.state.store.write(insert)

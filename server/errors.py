@@ -6,6 +6,7 @@ Feature modules raise `ClientError(400, "must be a string", field="kind")`.
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 
@@ -21,9 +22,11 @@ log = logging.getLogger(__name__)
 class ClientError(Exception):
     """A request the server refuses; `field` is a dotted path into the body ("config.n_bins")."""
 
-    def __init__(self, status: int, message: str, field: str | None = None):
+    def __init__(self, status: int, message: str, field: str | None = None,
+                 headers: dict | None = None):
         super().__init__(message)
         self.status, self.message, self.field = status, message, field
+        self.headers = headers  # e.g. Retry-After with a 429
 
 
 class _ErrorJSON(JSONResponse):
@@ -38,7 +41,7 @@ def error_response(status: int, message: str, field: str | None = None, headers=
 
 
 async def client_error(request: Request, exc: ClientError) -> JSONResponse:
-    return error_response(exc.status, exc.message, exc.field)
+    return error_response(exc.status, exc.message, exc.field, headers=exc.headers)
 
 
 async def http_error(request: Request, exc: HTTPException) -> JSONResponse:
@@ -58,6 +61,21 @@ async def store_unavailable(request: Request, exc: StoreUnavailable) -> JSONResp
                           headers={"Retry-After": "30"})
 
 
+# OS errors that mean "the disk or the data dir cannot take this now", not "your request is bad".
+STORAGE_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EIO,
+                  errno.EFBIG, errno.EMFILE, errno.ENFILE, errno.ENOMEM}
+
+
+async def os_error(request: Request, exc: OSError) -> JSONResponse:
+    if exc.errno in STORAGE_ERRNOS:
+        log.error("storage unavailable on %s %s: %s", request.method, request.url.path,
+                  exc.strerror or exc)
+        return error_response(503, f"The server cannot store or read data right now: "
+                              f"{exc.strerror or exc}", headers={"Retry-After": "30"})
+    log.error("unexpected OS error on %s %s", request.method, request.url.path, exc_info=exc)
+    return error_response(500, "Internal server error (a bug in the server; see its log).")
+
+
 async def server_bug(request: Request, exc: Exception) -> JSONResponse:
     # Starlette's ServerErrorMiddleware calls this, then re-raises so uvicorn logs the traceback.
     return error_response(500, "Internal server error (a bug in the server; see its log).")
@@ -68,5 +86,6 @@ EXCEPTION_HANDLERS = {
     HTTPException: http_error,
     ClientDisconnect: client_disconnected,
     StoreUnavailable: store_unavailable,
+    OSError: os_error,
     Exception: server_bug,
 }

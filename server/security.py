@@ -13,6 +13,7 @@ start workers, and loads nothing from anywhere but this server.
 
 from __future__ import annotations
 
+import ipaddress
 import secrets
 from http.cookies import SimpleCookie
 
@@ -84,6 +85,13 @@ def same_origin(headers: Headers) -> bool:
     return scheme in ("http", "https") and netloc.lower() == headers.get("host", "").strip().lower()
 
 
+def _loopback_ip(name: str) -> bool:
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
 def _same(given: str | None, token: str) -> bool:
     return given is not None and secrets.compare_digest(given.encode(errors="replace"), token.encode())
 
@@ -100,7 +108,10 @@ class AccessMiddleware:
         if scope["type"] == "http" and scope["method"] not in SAFE_METHODS and not same_origin(headers):
             return await self._deny(scope, receive, send, 403, "Cross-origin request refused.")
         if not self.settings.requires_token:
-            if host_name(headers.get("host", "")) in self.settings.loopback_hosts:
+            name = host_name(headers.get("host", ""))
+            # Any loopback address written as an IP (127.0.0.2, the address bound to, say) is
+            # safe: DNS rebinding needs a name, and a page at an IP address is that origin.
+            if name in self.settings.loopback_hosts or _loopback_ip(name):
                 return await self.app(scope, receive, send)
             return await self._deny(scope, receive, send, 403,
                                     "Host not allowed: open the playground at http://127.0.0.1 or localhost.")

@@ -32,11 +32,39 @@ class Settings:
     comparisons: str = "on"  # "off": posted runs queue no server-side comparison jobs
     comparison_workers: int = 1  # worker processes; one job may use every core or the whole GPU
     comparison_runners: str = ""  # comma-separated runners to run (empty: all); others "turned off"
+    # Comparison jobs on Dask (server/comparisons.py): None starts an embedded LocalCluster of
+    # comparison_workers processes; "tcp://host:8786" uses that scheduler and its workers.
+    cluster: str | None = None
+    job_timeout_s: float = 1800.0  # a job's wall clock, enforced in the worker; then failed
+    job_memory_mb: float = 16384.0  # a job's resident memory, enforced in the worker; 0: none
+    job_retries: int = 2  # runs again after its worker died, at most this often
+    client_queue_limit: int = 50  # jobs queued or running for one client address: then 429
+    queue_limit: int = 1000  # jobs queued or running in all: then 429
+    # Caps on a job's size, checked before it is queued (server/jobcost.py); 0 turns one off.
+    max_forest_cost: float = 1e10  # rows x trees x depth
+    max_trees: int = 5000
+    max_table_cells: float = 1e8  # rows x columns of a generated data set
+    max_transformer_cost: float = 2e15  # parameters x tokens a step x steps
+    # Memory of the process that summarises one uploaded CSV (server/describe_worker.py).
+    max_parse_mb: int = 4096
+    # Stored runs: past either cap, each new run retires the oldest (0 < cap).
+    max_runs: int = 10_000
+    max_runs_mb: int = 1024  # bytes of stored run bodies (a run is at most max_json_kb)
+    # Connections: a request's headers must arrive within header_timeout_s of the connection (or
+    # of the previous response); its body may pause at most body_timeout_s between two reads.
+    header_timeout_s: float = 10.0
+    body_timeout_s: float = 30.0
+    # Open connections at once; also kept below the open-file limit (see server/connections.py).
+    # Past it, the connection idle longest (waiting for a request or a body) is closed.
+    max_connections: int = 1000
+    # The secret that lets the benchmark harness open `/?suite=NAME` without a click; generated
+    # at start when not given (written to <data_dir>/suite.key, readable by this user only).
+    suite_key: str | None = None
     # Static roots, configurable so tests can serve a tmp tree.
     web_dir: Path = PROJECT_ROOT / "web"  # index.html, ES modules, CSS
     pyodide_dir: Path = PROJECT_ROOT / "web" / "node_modules" / "pyodide"  # npm package `pyodide`
     wheels_dir: Path = PROJECT_ROOT / "web" / "build"  # the py_core wheel the page loads
-    shaders_dir: Path = PROJECT_ROOT / "shaders"  # WGSL, the single source of every kernel
+    shaders_dir: Path = PROJECT_ROOT / "py_core" / "kernels"  # WGSL: /shaders/<family>/<family>.wgsl
     # Host names accepted without a token: blocks DNS rebinding of a loopback server by a web page.
     loopback_hosts: tuple[str, ...] = field(default=LOOPBACK_NAMES)
 
@@ -45,6 +73,14 @@ class Settings:
             raise ValueError(f"comparisons must be 'on' or 'off', not {self.comparisons!r}")
         if self.comparison_workers < 1:
             raise ValueError("comparison_workers must be at least 1")
+        if self.cluster is not None and not re.fullmatch(r"(tcp|tls|ucx|inproc)://\S+", self.cluster):
+            raise ValueError(f"cluster must be a scheduler address like tcp://host:8786, "
+                             f"not {self.cluster!r}")
+        for name in ("job_timeout_s", "job_memory_mb", "job_retries", "client_queue_limit",
+                     "queue_limit", "max_forest_cost", "max_trees", "max_table_cells",
+                     "max_transformer_cost"):
+            if not getattr(self, name) >= 0:
+                raise ValueError(f"{name} must be a number >= 0 (0: no limit)")
         self.data_dir = Path(self.data_dir)
         if self.device not in DEVICES:
             raise ValueError(f"device must be one of {DEVICES}, not {self.device!r}")
@@ -55,6 +91,16 @@ class Settings:
             raise ValueError("token may hold only letters, digits and . _ ~ -")
         if self.max_json_kb < 1 or self.max_upload_mb < 1:
             raise ValueError("size limits must be at least 1")
+        if self.max_parse_mb < 64:
+            raise ValueError("max_parse_mb must be at least 64")
+        if self.max_runs < 1 or self.max_runs_mb < 1:
+            raise ValueError("max_runs and max_runs_mb must be at least 1")
+        if self.max_connections < 8:
+            raise ValueError("max_connections must be at least 8")
+        if not (self.header_timeout_s > 0 and self.body_timeout_s > 0):
+            raise ValueError("timeouts must be positive")
+        if self.suite_key is not None and not re.fullmatch(r"[A-Za-z0-9._~-]{16,128}", self.suite_key):
+            raise ValueError("suite_key must be 16 to 128 letters, digits or . _ ~ -")
 
     @property
     def db_path(self) -> Path:
@@ -118,14 +164,52 @@ def parse_args(argv: list[str] | None = None) -> Settings:
                    default=int(_env("comparison_workers", d.comparison_workers)),
                    help="worker processes for comparison jobs (default %(default)s)")
     p.add_argument("--comparison-runners", default=_env("comparison_runners", d.comparison_runners),
-                   help="comma-separated, of sklearn,cuml,py_core-cuda,py_core-native,"
-                        "py_core-reference,torch (default: all)")
+                   help="comma-separated runner names (server/runners), e.g. sklearn,xgboost,"
+                        "lightgbm,cuml,py_core-native,py_core-reference,torch (default: all)")
+    p.add_argument("--max-parse-mb", type=int, default=int(_env("max_parse_mb", d.max_parse_mb)),
+                   help="most memory, in MB, for summarising one uploaded CSV (in its own process; "
+                        "past it 413) (default %(default)s)")
+    p.add_argument("--max-runs", type=int, default=int(_env("max_runs", d.max_runs)),
+                   help="most runs kept; each new run past it retires the oldest (default %(default)s)")
+    p.add_argument("--max-runs-mb", type=int, default=int(_env("max_runs_mb", d.max_runs_mb)),
+                   help="most MB of stored runs kept, the oldest retired past it (default %(default)s)")
+    p.add_argument("--header-timeout", type=float, default=float(_env("header_timeout_s", d.header_timeout_s)),
+                   help="seconds a client has to send a request's headers (default %(default)s)")
+    p.add_argument("--body-timeout", type=float, default=float(_env("body_timeout_s", d.body_timeout_s)),
+                   help="seconds a request body may pause between reads (default %(default)s)")
+    p.add_argument("--max-connections", type=int, default=int(_env("max_connections", d.max_connections)),
+                   help="most open connections at once, kept below the open-file limit (default %(default)s)")
+    p.add_argument("--suite-key", default=_env("suite_key", None),
+                   help="secret that lets /?suite= start without a click (default: generated, "
+                        "in <data-dir>/suite.key)")
+    p.add_argument("--cluster", default=_env("cluster", None),
+                   help="Dask scheduler for comparison jobs, e.g. tcp://host:8786 (default: an "
+                        "embedded LocalCluster of --comparison-workers processes)")
+    limits = (("job_timeout_s", float, "--job-timeout", "a job's wall-clock limit, seconds"),
+              ("job_memory_mb", float, "--job-memory-mb", "a job's memory limit, MB"),
+              ("job_retries", int, "--job-retries", "runs of a job again after its worker died"),
+              ("client_queue_limit", int, "--client-queue-limit",
+               "jobs queued or running for one client before 429"),
+              ("queue_limit", int, "--queue-limit", "jobs queued or running in all before 429"),
+              ("max_forest_cost", float, "--max-forest-cost", "cap: rows x trees x depth"),
+              ("max_trees", int, "--max-trees", "cap: n_estimators"),
+              ("max_table_cells", float, "--max-table-cells", "cap: cells of a generated set"),
+              ("max_transformer_cost", float, "--max-transformer-cost",
+               "cap: parameters x tokens x steps"))
+    for name, kind, flag, what in limits:
+        p.add_argument(flag, dest=name, type=kind, default=kind(_env(name, getattr(d, name))),
+                       help=f"{what}; 0: none (default %(default)s)")
     a = p.parse_args(argv)
     try:
         return Settings(host=a.host, port=a.port, data_dir=a.data_dir, max_upload_mb=a.max_upload_mb,
                         max_json_kb=a.max_json_kb, device=a.device, token=a.token or None,
                         comparisons=a.comparisons, comparison_workers=a.comparison_workers,
-                        comparison_runners=a.comparison_runners)
+                        comparison_runners=a.comparison_runners, max_runs=a.max_runs, max_parse_mb=a.max_parse_mb,
+                        max_runs_mb=a.max_runs_mb, header_timeout_s=a.header_timeout,
+                        body_timeout_s=a.body_timeout, max_connections=a.max_connections,
+                        suite_key=a.suite_key or None,
+                        cluster=a.cluster or None,
+                        **{name: getattr(a, name) for name, *_ in limits})
     except ValueError as exc:
         p.error(str(exc))
 

@@ -43,6 +43,8 @@ _UNAVAILABLE = {
     13: "the disk is full",  # SQLITE_FULL
     14: "the database file cannot be opened",  # SQLITE_CANTOPEN
     3: "permission denied on the database",  # SQLITE_PERM
+    11: "the database file is damaged (malformed)",  # SQLITE_CORRUPT: restore or recover it
+    26: "the database file is not a database",  # SQLITE_NOTADB
 }
 
 
@@ -61,6 +63,7 @@ class Store:
     def __init__(self, path: Path | str):
         self.path = Path(path)
         self._schemas: list[str] = []
+        self._migrations: list[Callable[[sqlite3.Connection], None]] = []
         self._jobs: queue.SimpleQueue = queue.SimpleQueue()  # (fn, Future) or None to stop
         self._writer: threading.Thread | None = None
         self._readers: queue.SimpleQueue[sqlite3.Connection] = queue.SimpleQueue()
@@ -77,6 +80,15 @@ class Store:
             raise RuntimeError("add_schema must be called before open()")
         if sql not in self._schemas:
             self._schemas.append(sql)
+
+    def add_migration(self, fn: Callable[[sqlite3.Connection], None]) -> None:
+        """Register fn(conn), run at open() after the schemas, in its own write transaction:
+        it brings an older database up to date (ALTER TABLE ... ADD COLUMN, backfills) and must
+        do nothing on one that is already."""
+        if not self._closed:
+            raise RuntimeError("add_migration must be called before open()")
+        if fn not in self._migrations:
+            self._migrations.append(fn)
 
     def open(self) -> None:
         """Create the file if needed, switch to WAL, migrate, start the writer thread."""
@@ -96,6 +108,15 @@ class Store:
     def migrate(self, conn: sqlite3.Connection) -> None:
         # One transaction for all schemas: a half-created set of tables is never left behind.
         conn.executescript("BEGIN IMMEDIATE;\n" + ";\n".join(self._schemas) + ";\nCOMMIT;")
+        for fn in self._migrations:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                fn(conn)
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
 
     def close(self) -> None:
         """Finish queued writes, then close every connection."""

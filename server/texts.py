@@ -13,10 +13,12 @@ and the server's PyTorch runner read the very same characters.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import sqlite3
 import uuid
+from contextlib import asynccontextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -26,6 +28,7 @@ from starlette.responses import FileResponse, JSONResponse
 from starlette.routing import Route
 
 from py_core.transformer.text import BUILTIN_TEXTS, Vocab, builtin_text
+from server.datadir import remove_orphans
 from server.datasets import _display_name, receive_file
 from server.errors import ClientError
 
@@ -37,6 +40,17 @@ CREATE TABLE IF NOT EXISTS texts (
     summary TEXT NOT NULL      -- JSON: see _summarize
 )
 """
+log = logging.getLogger(__name__)
+
+
+@asynccontextmanager
+async def lifespan(app):
+    folder = _texts_dir(app.state.settings.data_dir)
+    for removed in await app.state.store.read(lambda conn: remove_orphans(conn, folder, "texts", ".txt")):
+        log.warning("removed %s: an upload whose database row was never committed", removed)
+    yield
+
+
 TEXT_ID_RE = re.compile(r"[0-9a-f]{32}\Z")
 PREVIEW_CHARS = 600
 MAX_VOCAB = 4096  # code points; a larger alphabet is no character-level corpus
@@ -56,25 +70,48 @@ def _summarize(text: str, name: str) -> dict:
     return {"name": name, "chars": len(text), "vocab_size": len(vocab.chars), "preview": text[:PREVIEW_CHARS]}
 
 
+CHUNK = 1 << 20  # bytes read at a time: memory stays a chunk plus the distinct characters
+
+
 def _check_text(path: Path, filename: str) -> dict:
-    data = path.read_bytes()
-    if b"\x00" in data:
-        at = data.index(b"\x00")
-        line = data.count(b"\n", 0, at) + 1
-        raise ClientError(400, f"{filename}: a NUL byte at byte {at} (line {line}): "
-                          "this looks like a binary file, not text", field="file")
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        raise ClientError(400, f"{filename}: not UTF-8 at byte {exc.start} (line {line})", field="file") from None
-    if len(text) < 2:
+    """Stream the file once: UTF-8 (a BOM is fine), no NUL, at most MAX_VOCAB distinct
+    characters; returns the summary. Memory: one chunk, the preview and the character set."""
+    import codecs
+
+    decoder = codecs.getincrementaldecoder("utf-8-sig")()
+    chars: set[str] = set()
+    preview, count, offset, lines = "", 0, 0, 1
+    with open(path, "rb") as f:
+        while True:
+            data = f.read(CHUNK)
+            final = not data
+            if b"\x00" in data:
+                at = data.index(b"\x00")
+                line = lines + data.count(b"\n", 0, at)
+                raise ClientError(400, f"{filename}: a NUL byte at byte {offset + at} (line "
+                                  f"{line}): this looks like a binary file, not text", field="file")
+            pending = len(decoder.getstate()[0])  # bytes of a character cut by the last chunk
+            try:
+                text = decoder.decode(data, final)
+            except UnicodeDecodeError as exc:
+                bad = offset - pending + exc.start
+                line = lines + data.count(b"\n", 0, max(0, bad - offset))
+                raise ClientError(400, f"{filename}: not UTF-8 at byte {bad} (line {line})",
+                                  field="file") from None
+            chars.update(text)
+            count += len(text)
+            if len(preview) < PREVIEW_CHARS:
+                preview += text[:PREVIEW_CHARS - len(preview)]
+            if len(chars) > MAX_VOCAB:
+                raise ClientError(400, f"{filename}: more than {MAX_VOCAB} distinct characters: "
+                                  "too many for a character-level model", field="file")
+            offset += len(data)
+            lines += data.count(b"\n")
+            if final:
+                break
+    if count < 2:
         raise ClientError(400, f"{filename}: the text is empty", field="file")
-    summary = _summarize(text, filename)
-    if summary["vocab_size"] > MAX_VOCAB:
-        raise ClientError(400, f"{filename}: {summary['vocab_size']} distinct characters, more than "
-                          f"{MAX_VOCAB}: too many for a character-level model", field="file")
-    return summary
+    return {"name": filename, "chars": count, "vocab_size": len(chars), "preview": preview}
 
 
 async def post_text(request: Request) -> JSONResponse:
@@ -87,13 +124,13 @@ async def post_text(request: Request) -> JSONResponse:
         text_id = uuid.uuid4().hex
         final = _texts_dir(settings.data_dir) / f"{text_id}.txt"
         final.parent.mkdir(parents=True, exist_ok=True)
-        os.replace(tmp, final)
         created = datetime.now(timezone.utc).isoformat(timespec="microseconds").replace("+00:00", "Z")
         stored = {**summary, "id": text_id, "name": name, "builtin": False, "created_at": created}
 
         def insert(conn: sqlite3.Connection) -> None:
             conn.execute("INSERT INTO texts (id, name, created_at, summary) VALUES (?, ?, ?, ?)",
                          (text_id, name, created, json.dumps(stored, ensure_ascii=False)))
+            os.replace(tmp, final)  # in the transaction: see datasets._store_upload
         try:
             await request.app.state.store.write(insert)
         except BaseException:

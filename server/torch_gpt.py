@@ -8,6 +8,7 @@ order as the run in the browser; their loss curves can be laid on each other.
 """
 from __future__ import annotations
 
+import contextlib
 import statistics
 import time
 
@@ -16,8 +17,17 @@ import torch.nn.functional as F
 from torch import nn
 
 from py_core.kernels import transformer_init as init_kernel
-from py_core.transformer import (STREAM_SAMPLE, STREAM_TRAIN, STREAM_VAL, ParamLayout,
-                                 TransformerConfig, Vocab, batch_offsets, choose, split)
+from py_core.transformer import (
+    STREAM_SAMPLE,
+    STREAM_TRAIN,
+    STREAM_VAL,
+    ParamLayout,
+    TransformerConfig,
+    Vocab,
+    batch_offsets,
+    choose,
+    split,
+)
 from py_core.transformer.config import parse_job_params
 from py_core.transformer.rng import init_key, stream_key, uniform
 
@@ -181,6 +191,32 @@ def sample_torch(model, vocab: Vocab, prompt="", n=200, temperature=0.8, top_k=2
     return vocab.decode(ids[-n:])
 
 
+# PyTorch's precisions, to compare like with like: "f32" (TF32 off), "tf32" (f32 storage, TF32
+# tensor-core matmuls on CUDA), "fp16" (autocast float16 with a GradScaler) and "bf16" (autocast
+# bfloat16). The page's precision picks the default: f32 -> "f32", mixed -> "fp16" (what the
+# page's mixed path is: f16 operands, f32 accumulation and master weights, a loss scale).
+TORCH_MODES = ("f32", "tf32", "fp16", "bf16")
+
+
+def torch_mode(params: dict) -> str:
+    """The mode of a job's params: "torch_mode" when given, else the page precision's twin."""
+    mode = params.get("torch_mode") or ("fp16" if params.get("precision") == "mixed" else "f32")
+    if mode not in TORCH_MODES:
+        raise ValueError(f"torch_mode must be one of {', '.join(TORCH_MODES)}, not {mode!r}")
+    return mode
+
+
+@contextlib.contextmanager
+def _tf32(enabled: bool):
+    """TF32 matmuls on or off for the block (PyTorch's process-wide switches, restored after)."""
+    before = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32)
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = enabled
+    try:
+        yield
+    finally:
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = before
+
+
 def _sync(device):
     if str(device).startswith("cuda"):
         torch.cuda.synchronize()
@@ -197,7 +233,19 @@ def train_torch(text: str, params: dict, device="cpu", progress=None, should_sto
 def train_torch_model(text: str, params: dict, device="cpu", progress=None, should_stop=None):
     """(result, model, vocab): train_torch's result and the trained model."""
     t_start = time.perf_counter()
+    params = dict(params or {})
+    mode = torch_mode(params)
+    params.pop("torch_mode", None)
+    with _tf32(mode == "tf32"):
+        return _train(text, params, mode, device, progress, should_stop, t_start)
+
+
+def _train(text, params, mode, device, progress, should_stop, t_start):
     cfg, sampling = parse_job_params(params)
+    kind = "cuda" if str(device).startswith("cuda") else "cpu"
+    half = {"fp16": torch.float16, "bf16": torch.bfloat16}.get(mode)
+    autocast = (lambda: torch.autocast(kind, dtype=half)) if half else contextlib.nullcontext
+    scaler = torch.amp.GradScaler(kind) if mode == "fp16" else None
     torch.manual_seed(cfg.seed)
     vocab = Vocab.from_text(text)
     train_ids, val_ids = split(vocab.encode(text), cfg.val_fraction)
@@ -220,30 +268,42 @@ def train_torch_model(text: str, params: dict, device="cpu", progress=None, shou
         for g in opt.param_groups:
             g["lr"] = lr
         x, y = get_batch(train, cfg, STREAM_TRAIN, step, device)
-        _, loss = model(x, y)
+        with autocast():
+            _, loss = model(x, y)
         opt.zero_grad(set_to_none=True)
-        loss.backward()
+        if scaler is not None:  # as PyTorch's AMP recipe: scale, unscale before clipping, step, update
+            scaler.scale(loss).backward()
+            scaler.unscale_(opt)
+        else:
+            loss.backward()
         if cfg.grad_clip > 0:
             torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
-        opt.step()
+        if scaler is not None:
+            scaler.step(opt)
+            scaler.update()
+        else:
+            opt.step()
         losses[step] = loss.detach()
         if timing:
             _sync(device)
             timed.append(time.perf_counter() - t0)
         done = step + 1
         if done % cfg.eval_interval == 0 or done == cfg.steps:
-            val_curve.append([done, estimate_loss(model, val, cfg, evals, device)])
+            with autocast():
+                val_curve.append([done, estimate_loss(model, val, cfg, evals, device)])
             evals += 1
         if progress is not None and (done % cfg.log_interval == 0 or done == cfg.steps):
             progress({"stage": "training (PyTorch)", "fraction": done / cfg.steps, "step": done,
                       "loss": losses[step].item()})
     if not val_curve or val_curve[-1][0] != done:
-        val_curve.append([done, estimate_loss(model, val, cfg, evals, device)])
+        with autocast():
+            val_curve.append([done, estimate_loss(model, val, cfg, evals, device)])
     step_s = statistics.median(timed) if timed else float("nan")
     samples = sample_torch(model, vocab, sampling["prompt"], sampling["sample_chars"], sampling["temperature"],
                            sampling["top_k"], seed=cfg.seed, device=device)
     return {"metrics": {"loss_curve": [[i, v] for i, v in enumerate(losses[:done].tolist())],
-                        "val_loss": val_curve[-1][1], "val_curve": val_curve, "n_params": n_params},
+                        "val_loss": val_curve[-1][1], "val_curve": val_curve, "n_params": n_params,
+                        "torch_mode": mode},
             "timings": {"step": step_s, "tokens_per_s": cfg.batch_size * cfg.block_size / step_s,
                         "total": time.perf_counter() - t_start},
             "samples": samples, "device": str(device)}, model, vocab

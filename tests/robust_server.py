@@ -27,7 +27,7 @@ class CliServer:
     printed, if any. Comparison jobs are off: these tests are about the HTTP layer."""
 
     def __init__(self, data_dir: Path, *args: str, host: str = "127.0.0.1",
-                 env: dict[str, str] | None = None):
+                 env: dict[str, str] | None = None, preexec_fn=None):
         self.data_dir, self.port = Path(data_dir), free_port()
         self.data_dir.mkdir(parents=True, exist_ok=True)
         # Output to a file, not a pipe: uvicorn logs every request, and a pipe nobody reads fills
@@ -38,8 +38,9 @@ class CliServer:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "server", "--data-dir", str(data_dir), "--device", "cpu",
                  "--host", host, "--port", str(self.port), *args],
-                cwd=PROJECT_ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
-        self.url = f"http://127.0.0.1:{self.port}"
+                cwd=PROJECT_ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
+                preexec_fn=preexec_fn)
+        self.url = f"http://{host if host not in ('0.0.0.0', '::') else '127.0.0.1'}:{self.port}"
         self.token = None
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and self.proc.poll() is None:

@@ -2,7 +2,6 @@
 process, unavailable runners say why, and no job is lost to a killed worker or a dead server."""
 
 import json
-import multiprocessing
 import os
 import signal
 import sqlite3
@@ -77,7 +76,7 @@ def test_regression_metrics_and_unavailable_runners(sklearn_only):
     assert set(m) == {"mse", "mae", "r2"} and 2000 < m["mse"] < 5000 and 0.2 < m["r2"] < 0.7
     assert row["params"]["max_depth"] == 6 and row["params"]["n_jobs"] == -1
     others = {c["runner"]: c for c in body["comparisons"] if c["runner"] != "sklearn"}
-    assert set(others) == {"cuml", "py_core-cuda", "py_core-native", "py_core-reference"}
+    assert set(others) == {"xgboost", "lightgbm", "cuml", "py_core-native", "py_core-reference"}
     for c in others.values():  # none vanishes; each says why it did not run
         assert c["status"] == "unavailable" and "turned off" in c["error"]
 
@@ -87,7 +86,7 @@ def test_cuml_without_cuda_says_why(settings):
     with TestClient(create_app(settings), base_url="http://127.0.0.1") as client:
         run_id = post(client, forest_job())
         _, row = wait_for(client, run_id, "cuml")
-        assert client.app.state.comparisons._pool is None  # decided without a worker
+        assert client.app.state.comparisons.client is None  # decided without a cluster
     assert row["status"] == "unavailable" and "no CUDA device" in row["error"]
 
 
@@ -95,7 +94,7 @@ def test_a_run_without_a_job_fails_at_once(settings):
     with TestClient(create_app(settings), base_url="http://127.0.0.1") as client:
         run_id = post(client, {"kind": "random_forest"}, config={"n_estimators": 10})
         body = client.get(f"/api/runs/{run_id}/comparisons").json()
-        assert client.app.state.comparisons._pool is None
+        assert client.app.state.comparisons.client is None
     assert {c["status"] for c in body["comparisons"]} == {"failed"}
     assert all("config is not its job" in c["error"] for c in body["comparisons"])
 
@@ -122,30 +121,171 @@ def test_comparisons_off(settings):
         assert client.post(f"/api/runs/{run_id}/comparisons").status_code == 409
 
 
-# A job long enough to be caught running: sklearn, 400 trees on 20,000 rows (some seconds).
+# A job long enough to be caught running: sklearn, 300 trees on 20,000 rows (some seconds).
 SLOW = forest_job("synthetic:regression?n_samples=20000&n_features=20", target="y",
-                  n_estimators=400)
+                  n_estimators=300)
 
 
-def test_killed_worker_marks_the_job_failed_and_the_queue_goes_on(sklearn_only):
+# Long enough to be caught mid-job, short enough to run twice: some seconds on 2 busy cores.
+MEDIUM = forest_job("synthetic:regression?n_samples=6000&n_features=10", target="y",
+                    n_estimators=80)
+
+
+def _job_processes():
+    """(job process, its Dask worker) pairs: server/runners/jobproc.py children of workers."""
+    import psutil
+    out = []
+    for proc in psutil.Process().children(recursive=True):
+        try:
+            if "server.runners.jobproc" in " ".join(proc.cmdline()):
+                out.append((proc, proc.parent()))
+        except psutil.Error:
+            pass
+    return out
+
+
+def _busy_worker(timeout=60):
+    """The worker whose job process is computing (the one that uses CPU)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        for proc, worker in _job_processes():
+            if proc.cpu_percent(interval=0.2) > 5:
+                return worker
+        assert time.monotonic() < deadline, "no job process is computing"
+
+
+def _computing(proc) -> bool:
+    import psutil
+    try:
+        return proc.status() != "zombie" and proc.cpu_percent(0.2) > 5
+    except psutil.Error:
+        return False
+
+
+@pytest.fixture
+def two_workers(sklearn_only):
+    sklearn_only.comparison_workers = 2
+    return sklearn_only
+
+
+def test_a_killed_worker_is_retried_on_the_other_and_stored_once(two_workers):
+    with TestClient(create_app(two_workers), base_url="http://127.0.0.1") as client:
+        slow = post(client, MEDIUM)
+        wait_for(client, slow, "sklearn", {"running"})
+        worker = _busy_worker()
+        os.kill(worker.pid, signal.SIGKILL)  # the worker and (its watchdog) its job process
+        _, row = wait_for(client, slow, "sklearn", timeout=180)
+        assert row["status"] == "done", row["error"]
+        assert row["worker"]["pid"] != worker.pid  # it ran again, on another worker
+        assert row["metrics"]["r2"] > 0.5
+    with sqlite3.connect(two_workers.db_path) as conn:
+        rows = conn.execute("SELECT status, result FROM comparisons WHERE run_id = ? AND "
+                            "runner = 'sklearn'", (slow,)).fetchall()
+    assert len(rows) == 1 and rows[0][0] == "done"
+
+
+def test_twenty_jobs_on_two_workers_run_two_at_a_time(two_workers):
+    with TestClient(create_app(two_workers), base_url="http://127.0.0.1") as client:
+        ids = [post(client, forest_job("iris", n_estimators=5, random_state=i)) for i in range(20)]
+        most = 0
+        for run_id in ids:
+            deadline = time.monotonic() + 240
+            while True:
+                rows = client.get(f"/api/runs/{run_id}/comparisons").json()["comparisons"]
+                row = {c["runner"]: c for c in rows}["sklearn"]
+                with sqlite3.connect(two_workers.db_path) as conn:
+                    most = max(most, conn.execute("SELECT COUNT(*) FROM comparisons WHERE "
+                                                  "status = 'running'").fetchone()[0])
+                if row["status"] in TERMINAL:
+                    break
+                assert time.monotonic() < deadline
+                time.sleep(0.05)
+            assert row["status"] == "done", row["error"]
+        workers = [wait_for(client, i, "sklearn")[1]["worker"] for i in ids]
+    assert most <= 2  # the server claims no more jobs than the cluster has worker threads
+    assert len({w["pid"] for w in workers}) == 2  # both workers took jobs
+    # On the workers' own clocks: never more than two jobs at once, and two at some point.
+    events = sorted([(w["started"], 1) for w in workers] + [(w["finished"], -1) for w in workers])
+    level = peak = 0
+    for _, step in events:
+        level += step
+        peak = max(peak, level)
+    assert peak == 2
+
+
+def test_caps_refuse_a_job_before_it_is_queued(sklearn_only):
+    sklearn_only.max_trees = 1000
+    with TestClient(create_app(sklearn_only), base_url="http://127.0.0.1") as client:
+        # Stored (it ran in the browser), but its comparison never runs, and says why.
+        big = post(client, forest_job("iris", n_estimators=1_000_000))
+        row = {c["runner"]: c for c in client.get(f"/api/runs/{big}/comparisons").json()
+               ["comparisons"]}["sklearn"]
+        assert row["status"] == "failed" and "max_trees" in row["error"]
+        r = client.post(f"/api/runs/{big}/comparisons", json={"runners": ["sklearn"]})
+        assert r.status_code == 422
+        assert "max_trees" in r.json()["error"]["message"]
+        assert r.json()["error"]["field"] == "config.params.n_estimators"
+        huge = post(client, forest_job("synthetic:regression?n_samples=1e9", target="y"))
+        r = client.post(f"/api/runs/{huge}/comparisons", json={"runners": ["sklearn"]})
+        assert r.status_code == 422 and "max_table_cells" in r.json()["error"]["message"]
+        gpt = post(client, {"kind": "transformer", "text": "shakespeare",
+                            "params": {"preset": "shakespeare_char", "n_layer": 1000}})
+        r = client.post(f"/api/runs/{gpt}/comparisons")
+        assert r.status_code == 422 and "max_transformer_cost" in r.json()["error"]["message"]
+
+
+def test_queue_limits_429_and_cancel(sklearn_only):
+    sklearn_only.client_queue_limit = 1
     with TestClient(create_app(sklearn_only), base_url="http://127.0.0.1") as client:
         slow = post(client, SLOW)
         wait_for(client, slow, "sklearn", {"running"})
-        deadline = time.monotonic() + 30
-        while not (workers := multiprocessing.active_children()):
-            assert time.monotonic() < deadline, "no worker process started"
-            time.sleep(0.05)
-        for proc in workers:
-            os.kill(proc.pid, signal.SIGKILL)
-        _, row = wait_for(client, slow, "sklearn")
-        assert row["status"] == "failed" and "worker process" in row["error"]
-        # A new pool takes the next job, and a failed comparison can be queued again.
-        quick = post(client, forest_job("iris"))
-        assert wait_for(client, quick, "sklearn")[1]["status"] == "done"
+        run = {"id": str(uuid.uuid4()), "kind": "random_forest", "config": forest_job()}
+        r = client.post("/api/runs", json=run)
+        assert r.status_code == 429 and int(r.headers["Retry-After"]) >= 1
+        assert "client-queue-limit" in r.json()["error"]["message"]
+        assert client.get(f"/api/runs/{run['id']}").status_code == 404  # not stored
         r = client.post(f"/api/runs/{slow}/comparisons", json={"runners": ["sklearn"]})
-        assert r.status_code == 202
-        again = {c["runner"]: c for c in r.json()["comparisons"]}["sklearn"]
-        assert again["status"] in ("queued", "running") and again["error"] is None
+        assert r.status_code == 202  # already running: nothing more queued
+        worker = _busy_worker()
+        r = client.delete(f"/api/runs/{slow}/comparisons")
+        assert r.status_code == 200
+        row = {c["runner"]: c for c in r.json()["comparisons"]}["sklearn"]
+        assert row["status"] == "failed" and row["error"] == "cancelled"
+        deadline = time.monotonic() + 30  # the job's process is killed, its worker lives on
+        while any(_computing(p) for p, _ in _job_processes()):
+            assert time.monotonic() < deadline, "the cancelled job kept computing"
+        assert worker.is_running()
+        assert client.post("/api/runs", json=run).status_code == 201  # room again
+        assert wait_for(client, run["id"], "sklearn")[1]["status"] == "done"
+        assert wait_for(client, slow, "sklearn")[1]["error"] == "cancelled"  # never re-queued
+        assert client.delete(f"/api/runs/{uuid.uuid4()}/comparisons").status_code == 404
+
+
+def test_the_global_queue_limit(sklearn_only):
+    sklearn_only.queue_limit = 1
+    sklearn_only.comparison_workers = 1
+    with TestClient(create_app(sklearn_only), base_url="http://127.0.0.1") as client:
+        slow = post(client, SLOW)
+        r = client.post("/api/runs", json={"id": str(uuid.uuid4()), "kind": "random_forest",
+                                           "config": forest_job()})
+        assert r.status_code == 429 and "queue-limit" in r.json()["error"]["message"]
+        assert r.headers["Retry-After"].isdigit()
+        client.delete(f"/api/runs/{slow}/comparisons")
+
+
+def test_limits_kill_a_job_and_it_is_not_requeued(sklearn_only):
+    sklearn_only.job_timeout_s = 1.0
+    with TestClient(create_app(sklearn_only), base_url="http://127.0.0.1") as client:
+        slow = post(client, SLOW)
+        _, row = wait_for(client, slow, "sklearn")
+        assert row["status"] == "failed" and "time limit of 1 s" in row["error"]
+        time.sleep(1.5)  # a re-queued job would be running again by now
+        assert wait_for(client, slow, "sklearn")[1]["status"] == "failed"
+    sklearn_only.job_timeout_s, sklearn_only.job_memory_mb = 600, 40
+    with TestClient(create_app(sklearn_only), base_url="http://127.0.0.1") as client:
+        run_id = post(client, SLOW)
+        _, row = wait_for(client, run_id, "sklearn")
+        assert row["status"] == "failed" and "limit of 40 MB" in row["error"]
 
 
 def _rows(settings, run_id):
@@ -161,7 +301,7 @@ def test_shutdown_requeues_and_restart_resumes(sklearn_only):
         wait_for(client, slow, "sklearn", {"running"})
     # A clean shutdown kills the job's worker and puts it back in the queue ...
     assert _rows(sklearn_only, slow)["sklearn"] == "queued"
-    assert multiprocessing.active_children() == []
+    assert _job_processes() == []
     # ... and the next start runs it (a small job instead, to keep the test short).
     with sqlite3.connect(sklearn_only.db_path) as conn:
         body = json.loads(conn.execute("SELECT body FROM runs WHERE id = ?", (slow,)).fetchone()[0])
@@ -205,50 +345,34 @@ def test_speedup_and_agreement():
     assert agreement("random_forest", "sklearn", {"mse": 80.0}, {"mse": 100.0})["within"]
     assert not agreement("random_forest", "sklearn", {"accuracy": 0.9}, {"accuracy": 0.92})["within"]
     # The same forest (py_core on another backend): equal to float tolerance, either way.
-    assert not agreement("random_forest", "py_core-cuda", {"mse": 99.0}, {"mse": 100.0})["within"]
-    assert agreement("random_forest", "py_core-cuda", {"accuracy": 0.9}, {"accuracy": 0.9})["within"]
+    assert not agreement("random_forest", "py_core-native", {"mse": 99.0}, {"mse": 100.0})["within"]
+    assert agreement("random_forest", "py_core-native", {"accuracy": 0.9}, {"accuracy": 0.9})["within"]
     assert agreement("transformer", "torch", {"val_loss": 2.0}, {"val_loss": 2.03})["within"]
     assert agreement("random_forest", "sklearn", {}, {"mse": 1.0}) is None
 
 
-def test_workers_ignore_the_terminals_signals_but_not_a_dead_server(tmp_path):
-    """Ctrl-C reaches the whole process group: workers leave their lifetime to the server. And
-    a worker whose server died without cleaning up (SIGKILL) ends within seconds."""
+def test_a_job_process_ends_when_its_worker_dies(tmp_path):
+    """A worker killed mid-job (SIGKILL) leaves no orphan computing: its job process ends."""
     import subprocess
     import sys
     import textwrap
-    from concurrent.futures import ProcessPoolExecutor
-
-    from server.runners import worker_init
-
-    with ProcessPoolExecutor(1, multiprocessing.get_context("spawn"), initializer=worker_init,
-                             initargs=(os.getpid(),)) as pool:
-        pid = pool.submit(os.getpid).result()
-        job = pool.submit(time.sleep, 1.0)
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            os.kill(pid, sig)
-        assert job.result(timeout=30) is None  # finished, not interrupted
 
     script = textwrap.dedent("""
-        import multiprocessing, os, sys, time
-        from concurrent.futures import ProcessPoolExecutor
-        from server.runners import worker_init
-        if __name__ == "__main__":
-            pool = ProcessPoolExecutor(1, multiprocessing.get_context("spawn"),
-                                       initializer=worker_init, initargs=(os.getpid(),))
-            print(pool.submit(os.getpid).result(), flush=True)
-            pool.submit(time.sleep, 600)
-            time.sleep(0.5)
-            os.kill(os.getpid(), 9)  # the server dies without a word to its workers
+        import os, time
+        from server.runners.task import JobProcess
+        p = JobProcess()
+        print(p.proc.pid, flush=True)
+        time.sleep(1.0)
+        os.kill(os.getpid(), 9)  # the worker dies without a word to its job process
     """)
-    (tmp_path / "server_dies.py").write_text(script)
-    out = subprocess.run([sys.executable, str(tmp_path / "server_dies.py")], capture_output=True,
+    (tmp_path / "worker_dies.py").write_text(script)
+    out = subprocess.run([sys.executable, str(tmp_path / "worker_dies.py")], capture_output=True,
                          text=True, timeout=60, cwd=os.getcwd(),
                          env={**os.environ, "PYTHONPATH": os.getcwd()})
-    worker = int(out.stdout.split()[0])
+    child = int(out.stdout.split()[0])
     deadline = time.monotonic() + 10
-    while os.path.exists(f"/proc/{worker}") and "zombie" not in _state(worker):
-        assert time.monotonic() < deadline, "the orphaned worker kept running"
+    while os.path.exists(f"/proc/{child}") and "zombie" not in _state(child):
+        assert time.monotonic() < deadline, "the orphaned job process kept running"
         time.sleep(0.1)
 
 

@@ -6,8 +6,7 @@ import importlib.util
 import pytest
 
 from server.builtins import export_builtins
-from server.runners import RUNNERS, execute, runners_for
-from server.runners import common, cuml_runner
+from server.runners import RUNNERS, common, cuml_runner, execute, runners_for
 
 
 @pytest.fixture(scope="module")
@@ -24,9 +23,9 @@ def forest_job(dataset="wine", target="target", **params):
 
 
 def test_registry():
-    assert list(RUNNERS) == ["sklearn", "cuml", "py_core-cuda", "py_core-native",
+    assert list(RUNNERS) == ["sklearn", "xgboost", "lightgbm", "cuml", "py_core-native",
                              "py_core-reference", "torch"]
-    assert [r.name for r in runners_for("transformer")] == ["py_core-cuda", "py_core-native", "torch"]
+    assert [r.name for r in runners_for("transformer")] == ["py_core-native", "torch"]
     assert runners_for("selftest") == []
 
 
@@ -85,33 +84,36 @@ def test_pycore_runner_without_a_job_module_says_so(data_dir, monkeypatch):
     assert out["status"] == "unavailable" and "not available yet" in out["error"]
 
 
-@pytest.mark.skipif(importlib.util.find_spec("py_core.forest_job") is None,
-                    reason="py_core's random_forest job (py_core/forest_job.py) is not there yet")
-@pytest.mark.parametrize("runner", ["py_core-reference", "py_core-cuda"])
+@pytest.mark.skipif(importlib.util.find_spec("py_core.jobs.forest_job") is None,
+                    reason="py_core's random_forest job (py_core/jobs/forest_job.py) is not there yet")
+@pytest.mark.parametrize("runner", ["py_core-reference",
+                                    pytest.param("py_core-native", marks=pytest.mark.native)])
 def test_pycore_forest_runners(data_dir, runner):
     job = forest_job("iris", n_estimators=3, max_depth=4)
     out = execute(runner, job, str(data_dir), "cpu")
     assert out["status"] == "done", out
     r = out["result"]
-    assert r["device"] == "cpu" and {"fit", "total"} <= set(r["timings"])
+    assert r["device"] == "cpu" and {"fit", "total"} <= set(r["timings"])  # lavapipe: a CPU
     assert r["metrics"]["accuracy"] > 0.8
+    if runner == "py_core-native":  # labelled with the adapter it ran on
+        assert r["hardware"] == f"{r['adapter']['device']} ({r['adapter']['backend_type']})"
 
 
 MICRO = {"kind": "transformer", "text": "shakespeare",
          "params": {"preset": "micro", "steps": 3, "eval_steps": 1, "seed": 5, "sample_chars": 8}}
 
 
-def test_torch_and_pycore_cuda_train_the_same_model(data_dir):
-    """The PyTorch twin and py_core on the cuda backend start from the same weights and batches."""
+@pytest.mark.native
+def test_torch_and_pycore_native_train_the_same_model(data_dir):
+    """The PyTorch twin and py_core's WGSL on wgpu-native start from the same weights and batches."""
     torch_out = execute("torch", MICRO, str(data_dir), "cpu")
     assert torch_out["status"] == "done", torch_out
-    ours = execute("py_core-cuda", MICRO, str(data_dir), "cpu")
+    ours = execute("py_core-native", MICRO, str(data_dir), "cpu")
     assert ours["status"] == "done", ours
     a, b = torch_out["result"]["metrics"], ours["result"]["metrics"]
     assert [s for s, _ in a["loss_curve"]] == [s for s, _ in b["loss_curve"]] == [0, 1, 2]
     assert b["loss_curve"][0][1] == pytest.approx(a["loss_curve"][0][1], rel=1e-4)
     assert b["val_loss"] == pytest.approx(a["val_loss"], rel=1e-3)
-    assert "reference_kernels" not in ours["result"]  # every transformer kernel ran in torch
     assert torch_out["result"]["timings"]["step"] > 0
 
 

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import sklearn.datasets
 
-from py_core.data import parse_csv
+from py_core.data import features_and_target, parse_csv
 from server.builtins import BUILTINS, builtin_path, export_builtins, main
 
 
@@ -26,7 +26,7 @@ def test_builtin_matches_sklearn(data_dir, name):
     np.testing.assert_array_equal(X, bunch.data)  # exact: numbers are written round-trip
     np.testing.assert_array_equal(np.asarray(table.column("target").values), bunch.target)
     assert table.column("target").task == task
-    _, y, info = table.features_and_target("target")
+    _, y, info = features_and_target(table, "target")
     if task == "classification":
         assert info["classes"] == sorted(set(bunch.target.tolist()))
         np.testing.assert_array_equal(np.asarray(y), bunch.target)

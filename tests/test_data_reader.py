@@ -8,9 +8,9 @@ import pytest
 from py_core.data import DataError, detect_delimiter, parse_csv, read_rows
 from py_core.data.reader import FIELD_LIMIT
 
-PEER = Path(__file__).resolve().parents[2] / "shared" / "peer"
-SPECTRUM = PEER / "csv-spectrum"
-TEST_DATA = PEER / "csv-test-data"
+DATA = Path(__file__).resolve().parent / "data"  # tests/data/README.md: what and from where
+SPECTRUM = DATA / "csv-spectrum"
+TEST_DATA = DATA / "csv-test-data"  # fetched by make test-deps (tools/fetch_test_data.py)
 
 
 def _cases(folder: Path, pattern: str) -> list[str]:
@@ -20,7 +20,8 @@ def _cases(folder: Path, pattern: str) -> list[str]:
 needs_spectrum = pytest.mark.skipif(not SPECTRUM.is_dir(),
                                     reason=f"csv-spectrum corpus not found at {SPECTRUM}")
 needs_test_data = pytest.mark.skipif(not TEST_DATA.is_dir(),
-                                     reason=f"csv-test-data corpus not found at {TEST_DATA}")
+                                     reason=f"csv-test-data corpus not at {TEST_DATA}: make test-deps "
+                                            "(tools/fetch_test_data.py) fetches it")
 
 
 def error_of(data, **kw) -> DataError:
@@ -138,9 +139,11 @@ def test_errors_past_the_first_chunk_name_the_right_line():
     assert (err.line, err.column) == (200_002, 2)
 
 
-def test_not_utf8_names_byte_and_line():
-    err = error_of(b"a,b\n1,2\n3,caf\xe9\n")
-    assert err.line == 3 and "not UTF-8 at byte 13" in err.message
+def test_fitting_no_encoding_names_byte_and_line():
+    # not UTF-8 at byte 13 (latin-1 would do), but 0x81 at byte 17 is no cp1252 character
+    err = error_of(b"a,b\n1,2\n3,caf\xe9\n4,\x81\n")
+    assert err.line == 4 and "not UTF-8 at byte 13" in err.message
+    assert "byte 0x81 at byte offset 17" in err.message and err.message.startswith("data.csv")
 
 
 def test_nul_byte_refused():
@@ -158,8 +161,7 @@ def test_no_header_and_no_rows():
 
 
 @pytest.mark.parametrize("data, column, words", [
-    (b"a,,c\n1,2,3\n", 2, "empty column name"),
-    (b"a, ,c\n1,2,3\n", 2, "empty column name"),
+    (b"a,,Unnamed: 1\n1,2,3\n", 3, "duplicate column name 'Unnamed: 1'"),
     (b"a,b,a\n1,2,3\n", 3, "duplicate column name 'a' in the header (also column 1)"),
     (b"a,b, a \n1,2,3\n", 3, "duplicate column name 'a'"),
 ])

@@ -7,9 +7,16 @@ from collections import Counter
 
 import pytest
 
-from py_core.data import (GENERATORS, generate, make_blobs, make_friedman1, make_moons,
-                          make_regression, make_spirals, train_test_split)
-
+from py_core.data import (
+    GENERATORS,
+    generate,
+    make_blobs,
+    make_friedman1,
+    make_moons,
+    make_regression,
+    make_spirals,
+    train_test_split,
+)
 
 # --- train_test_split ---
 
@@ -62,10 +69,10 @@ def test_stratified_split_leftovers_and_tiny_classes():
 # --- generators ---
 
 PINNED = {  # sha256 of the columns' bytes at the default params with n_samples=500; Pyodide agrees
-    "blobs": "417b8f931407fd3e1c37bc8528dd53af0e410aa1789b51a0f086db18f7700e13",
+    "blobs": "125dde1cdb666999238eff54bb54651b1aa39582662c0f1a9a1f570b1e59af34",
     "friedman1": "c99ced96104d4138017f49af5c518d644ad03d9749bd854ed28dd0ce1868476d",
     "moons": "68b6625cef23647af326ea96b56cd87fe17a1a7f19152a998cc4bd4e43412e3a",
-    "regression": "b2d9b45eb6bf270567e59bce2765a2b22eaecc11e3ce423f45d3b2dec3ba4180",
+    "regression": "af83f1da62cd3e056eba483ac643a4e5a1d52d2b1ac8ef777fbcabc5b5406c18",
     "spirals": "9188fd6eb14ed8c40044d0fa1d5bca89610c3dc674333b95b89c453e2268fbe2",
 }
 
@@ -131,7 +138,7 @@ def test_make_friedman1_recipe():
 def test_make_blobs_recipe():
     t = make_blobs(n_samples=301, n_features=3, centers=3, cluster_std=0.5, seed=0)
     y = list(t.column("y").values)
-    assert Counter(y) == {0.0: 101, 1.0: 100, 2.0: 100}
+    assert Counter(y) == {0.0: 100, 1.0: 112, 2.0: 89}  # each row's blob drawn uniformly
     for k in range(3):  # each blob's spread is cluster_std around its own centre
         xs = [v for v, c in zip(t.column("x0").values, y) if c == k]
         m = sum(xs) / len(xs)
@@ -148,3 +155,28 @@ def test_make_moons_and_spirals_without_noise_lie_on_their_curves():
     assert Counter(t.column("y").values) == {0.0: 30, 1.0: 30, 2.0: 30}
     assert max(math.hypot(a, b) for a, b in zip(t.column("x0").values, t.column("x1").values)) \
         == pytest.approx(1.0)
+
+
+def test_counter_based_normals():
+    """inverse_normal is Acklam's approximation (relative error < 1.2e-9 against the exact
+    quantile); the uniforms never reach 0 or 1; the normals have mean 0 and variance 1; value i
+    of a stream does not depend on how many are drawn; streams and seeds differ."""
+    from statistics import NormalDist
+
+    from py_core.data.synthetic import inverse_normal, normal_column, stream_key, uniform_at
+    exact = NormalDist()
+    k1, k2 = stream_key(7, 3)
+    for i in range(5000):
+        p = uniform_at(k1, k2, i)
+        assert 0 < p < 1
+        x = inverse_normal(p)
+        assert abs(x - exact.inv_cdf(p)) <= 1.2e-9 * max(1.0, abs(x))
+    for p in (2 ** -54, 1e-12, 0.02425, 0.5, 0.97575, 1 - 2 ** -53):
+        assert inverse_normal(p) == pytest.approx(exact.inv_cdf(p), rel=1.2e-9, abs=1e-12)
+    z = normal_column(0, 0, 50_000)
+    mean = math.fsum(z) / len(z)
+    assert abs(mean) < 0.02 and math.fsum((v - mean) ** 2 for v in z) / len(z) == \
+        pytest.approx(1.0, abs=0.03)
+    assert normal_column(0, 0, 100) == z[:100]
+    assert normal_column(0, 1, 100) != z[:100] and normal_column(1, 0, 100) != z[:100]
+

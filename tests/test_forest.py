@@ -146,6 +146,108 @@ def test_one_tree_without_bootstrap_is_sklearns_tree(task):
     assert np.allclose(np.array(got, dtype=float), want, rtol=1e-5, atol=1e-5)
 
 
+def _plain_tree(X, y, classes: int, seed: int = 0):
+    """A fully grown tree (no bootstrap, every feature) in plain Python, as the forest's spec
+    says: at each node with two or more rows (and, for classes, not pure) the split with the
+    largest score, sum_side (sum of y)^2 / rows (regression) or sum_side sum_k count_k^2 / rows
+    (gini), in exact arithmetic, over every feature and every threshold between neighbouring
+    distinct values; ties go to the feature first in the node's random permutation (scikit-learn
+    keeps the first best of its random order), then to the lowest threshold; the threshold is the
+    largest f32 at or below the midpoint. Nodes are numbered level by level as the forest numbers
+    them (children in the order of their parents' slots; the child with fewer rows first), since
+    a node's permutation is keyed by its number. A node is (feature, threshold, left, right) or
+    ("leaf",)."""
+    from fractions import Fraction
+
+    from py_core.kernels.forest import feature_rank, half_bits, hash3, mid_down
+
+    F = len(X[0])
+
+    def stats(rows):
+        if classes:
+            counts = [0] * classes
+            for r in rows:
+                counts[y[r]] += 1
+            return sum(c * c for c in counts), counts
+        s = sum(Fraction(y[r]) for r in rows)
+        return s * s, None
+
+    def is_open(rows):
+        return len(rows) >= 2 and not (classes and max(stats(rows)[1]) == len(rows))
+
+    def best_split(rows, node):
+        key = hash3(seed, 1, node)
+        best = None
+        for f in range(F):
+            rank = feature_rank(key, f, half_bits(F), F)
+            order = sorted(rows, key=lambda r: X[r][f])
+            for i in range(1, len(order)):
+                a, b = X[order[i - 1]][f], X[order[i]][f]
+                if a == b:
+                    continue
+                left, right = order[:i], order[i:]
+                score = stats(left)[0] / Fraction(len(left)) + stats(right)[0] / Fraction(len(right))
+                if best is None or (score, -rank) > (best[0], -best[1]):
+                    best = (score, rank, f, mid_down(a, b), left, right)
+        return best
+
+    nodes, level, next_id = {}, [(0, list(range(len(y))))], 1
+    while level:
+        following = []
+        for node, rows in level:
+            found = best_split(rows, node)
+            if found is None:
+                continue
+            _, _, f, t, left, right = found
+            nodes[node] = (f, t, next_id)
+            small = 0 if len(left) <= len(right) else 1
+            for side in (small, 1 - small):
+                child = (left, right)[side]
+                if is_open(child):
+                    following.append((next_id + side, child))
+            next_id += 2
+        level = following
+
+    def nested(node):
+        if node not in nodes:
+            return ("leaf",)
+        f, t, child = nodes[node]
+        return (f, t, nested(child), nested(child + 1))
+
+    return nested(0) if is_open(list(range(len(y)))) else ("leaf",)
+
+
+def _as_nested(tree, node=0):
+    if tree["feature"][node] < 0:
+        return ("leaf",)
+    return (tree["feature"][node], tree["threshold"][node], _as_nested(tree, tree["left"][node]),
+            _as_nested(tree, tree["right"][node]))
+
+
+@pytest.mark.parametrize("task", ["regression", "gini"])
+def test_deep_trees_match_a_plain_python_tree(native_backend, reference_backend, task):
+    """max_depth=None (the default), min_samples_leaf=1: every tree grown to its leaves, on the
+    reference and native backends, is the plain-Python tree, node for node."""
+    if task == "regression":
+        X, y = load_diabetes(return_X_y=True)
+        X, y = X[:120], [round(v) for v in y[:120]]
+        make = lambda b: RandomForestRegressor(n_estimators=1, bootstrap=False, max_features=None,
+                                               random_state=0, backend=b)
+    else:
+        X, y = load_diabetes(return_X_y=True)
+        X, y = X[:150], [int(v // 100) for v in y[:150]]  # three classes, hard to separate
+        make = lambda b: RandomForestClassifier(n_estimators=1, bootstrap=False, max_features=None,
+                                                random_state=0, backend=b)
+    X32 = X.astype(np.float32).tolist()
+    want = _plain_tree(X32, y, max(y) + 1 if task == "gini" else 0)
+    for backend in (reference_backend, native_backend):
+        forest = run(make(backend).fit(X.tolist(), y))
+        tree = forest.to_dict()["trees"][0]
+        assert _as_nested(tree) == want, backend.name
+    depth = lambda t: 0 if t == ("leaf",) else 1 + max(depth(t[2]), depth(t[3]))
+    assert depth(want) > 10  # deep: past the levels grown before the first readback
+
+
 def _forest(kind, **kw):
     return (RandomForestRegressor if kind == "regression" else RandomForestClassifier)(**kw)
 
@@ -195,21 +297,18 @@ def test_workgroup_kernels_and_levels_in_passes_grow_the_same_forest(
     sizes, plan_sizes = [], builder.plan_sizes
     monkeypatch.setattr(builder, "plan_sizes", lambda *a: sizes.append(plan_sizes(*a)) or sizes[-1])
 
-    def trees(backend):
-        f = run(_forest(kind, random_state=7, backend=backend, **kw).fit(X, y))
+    def trees(backend, parallel_bins=None):
+        f = run(_forest(kind, random_state=7, backend=backend, **kw).fit(X, y, parallel_bins=parallel_bins))
         return f.to_dict()["trees"], run(f.predict(X[:40]))
 
     want, want_pred = trees(native_backend)
-    monkeypatch.setattr(builder, "PARALLEL_BINS", True)
-    assert trees(native_backend) == (want, want_pred)
-    monkeypatch.setattr(builder, "PARALLEL_BINS", None)
+    assert trees(native_backend, parallel_bins=True) == (want, want_pred)
     limits = dict(native_backend.limits)
     try:
         native_backend.limits["maxStorageBufferBindingSize"] = 2**18
         assert trees(native_backend) == (want, want_pred)
         assert sizes[-1].S_h < sizes[-1].S and sizes[-1].Tb == 1  # each level in passes
-        monkeypatch.setattr(builder, "PARALLEL_BINS", True)
-        assert trees(native_backend) == (want, want_pred)
+        assert trees(native_backend, parallel_bins=True) == (want, want_pred)
     finally:
         native_backend.limits.update(limits)
     monkeypatch.setattr(builder, "REFERENCE_BUDGET", 2**18)
@@ -232,6 +331,20 @@ def test_export_round_trip_through_json(diabetes, native_backend):
     data["trees"][0]["left"][0] = 10**6
     with pytest.raises(ValueError, match="tree 0"):
         RandomForestRegressor.from_dict(data)
+
+
+def test_export_round_trip_through_the_binary_format(diabetes, native_backend):
+    X, y = diabetes
+    names = ["a", "b", "c"]
+    f = run(RandomForestClassifier(n_estimators=5, random_state=4).fit(X, [names[int(v) % 3] for v in y]))
+    raw = f.to_bytes({"data": {"note": "kept"}})
+    assert raw[:8] == b"PCFOREST" and len(raw) < len(json.dumps(f.to_dict()))
+    g = RandomForestClassifier.from_bytes(raw, backend=native_backend)
+    assert g.to_dict() == f.to_dict() and g.classes_ == names
+    assert run(g.predict_proba(X[:30])) == run(f.predict_proba(X[:30]))
+    for bad, match in ((raw[:-4], "length"), (b"JSON" + raw[4:], "signature")):
+        with pytest.raises(ValueError, match=match):
+            RandomForestClassifier.from_bytes(bad)
 
 
 def test_classifier_attributes_and_string_labels():
@@ -292,8 +405,22 @@ def test_a_forest_too_big_for_the_adapter_is_refused_clearly(native_backend):
         native_backend.limits.update(native_backend_limits)
 
 
+def test_a_deep_forest_too_big_for_the_adapter_is_refused_before_it_starts(native_backend):
+    """max_depth=None, min_samples_leaf=1: the node arrays are checked against the adapter's
+    buffers before any data goes up, and the message names the limit and what fits."""
+    X = [[float(i), float(i % 7)] for i in range(3000)]
+    f = RandomForestRegressor(n_estimators=50, backend=native_backend)
+    limits = dict(native_backend.limits)
+    try:
+        native_backend.limits["maxBufferSize"] = 2**20
+        with pytest.raises(LimitError, match=r"nodes of 50 trees .* maxBufferSize.*at most 5 here"):
+            run(f.fit(X, [float(i % 13) for i in range(3000)]))
+    finally:
+        native_backend.limits.update(limits)
+
+
 def test_progress_and_stop(diabetes):
-    from py_core.jobs import Stopped
+    from py_core.errors import Stopped
     X, y = diabetes
     seen = []
     run(RandomForestRegressor(n_estimators=3, max_depth=3).fit(X, y, progress=seen.append))

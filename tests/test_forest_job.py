@@ -11,8 +11,9 @@ import pytest
 from sklearn.datasets import load_diabetes, load_iris
 from sklearn.metrics import f1_score, log_loss, mean_absolute_error, r2_score
 
-from py_core import forest_job
-from py_core.jobs import Context, JobError, Stopped, run_job
+from py_core.forest import RandomForestRegressor
+from py_core.jobs import Context, JobError, Stopped, forest_job, run_job
+from py_core.jobs.jobs import encode_result
 
 
 def run(coro):
@@ -48,7 +49,14 @@ def test_regression_job(datasets, native_backend):
            "params": {"n_estimators": 20, "max_depth": 8, "random_state": 0, "oob_score": True},
            "split": {"test_size": 0.2, "seed": 42}}
     result = run(run_job(job, native_backend, context(datasets, seen.append)))
-    json.dumps(result, allow_nan=False)  # what the page posts
+    text, parts = encode_result(result)  # what the worker hands the page: JSON and typed arrays
+    model = json.loads(text)["model"]
+    assert model["binary"] == {"$binary": 0, "dtype": "u8"} and len(parts) == 1
+    assert len(text) < 200_000 and model["n_trees"] == 20 and "trees" not in model
+    back = RandomForestRegressor.from_bytes(parts[0])  # the compact format: the same forest
+    want = RandomForestRegressor.from_bytes(result["model"]["binary"]).to_dict()
+    assert back.to_dict() == want and len(want["trees"]) == 20
+    assert back.to_dict()["trees"][0]["threshold"][0] != 0.0
     m = result["metrics"]
     assert m["n_train"] == 353 and m["n_test"] == 89 and m["n_features"] == 10
     assert 2500 < m["mse"] < 4500 and 0.2 < m["r2"] < 0.6 and 0 < m["oob_score"] < 0.6

@@ -3,7 +3,7 @@
 A random forest is grown on the reference backend from random data and parameters; at a random
 level, the inputs of one dispatch of the kernel under test are captured, replayed on the native
 backend, and every buffer the kernel may write is compared: integers and split scores exactly,
-leaf values and predictions within float tolerance. The self-test cases (`forest_cases`) run too.
+leaf values and predictions within float tolerance. The self-test cases (`py_core/kernels/forest/cases.py`) run too.
 """
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from array import array
 import pytest
 
 from py_core.forest import RandomForestClassifier, RandomForestRegressor
+from py_core.gpu import Dispatch
 from py_core.gpu.reference import ReferenceBackend
 from py_core.kernels import forest as fk
 from py_core.selftest import CASES, _load_families, max_error
@@ -32,10 +33,10 @@ class CapturingBackend(ReferenceBackend):
 
     async def _run(self, plan, repeat):
         for op in plan.ops:
-            if op[0] == "dispatch" and op[1].entry == self.entry:
+            if isinstance(op, Dispatch) and op.kernel.entry == self.entry:
                 if self.left == 0:
-                    self.captured = (op[3], [(b.dtype, b.uniform, array(b.handle.typecode, b.handle))
-                                             for b in op[2]])
+                    self.captured = (op.grid, [(b.dtype, b.uniform, array(b.handle.typecode, b.handle))
+                                               for b in op.buffers])
                 self.left -= 1
             sub = self.plan()
             sub.ops.append(op)
@@ -67,11 +68,12 @@ def random_forest(rng, task, backend, bootstrap=None):
 
 
 ENTRIES = ["check_finite", "targets", "bin_features", "bootstrap", "init_trees", "hist_build",
-           "hist_prefix", "split_scan", "hist_prefix_wg", "split_scan_wg", "split_pick", "alloc",
+           "hist_prefix", "split_vary", "split_scan", "hist_prefix_wg", "split_vary_wg", "split_scan_wg",
+           "split_pick", "alloc",
            "hist_clear", "route_rows", "finalize", "importance", "oob", "predict"]
 # Workgroup-per-(tree, slot, feature) variants: replayed on the inputs of the looping kernel.
-VARIANTS = {"hist_prefix_wg": "hist_prefix", "split_scan_wg": "split_scan"}
-PER_LEVEL = {"hist_build", "hist_prefix", "split_scan", "hist_prefix_wg", "split_scan_wg",
+VARIANTS = {"hist_prefix_wg": "hist_prefix", "split_vary_wg": "split_vary", "split_scan_wg": "split_scan"}
+PER_LEVEL = {"hist_build", "hist_prefix", "split_vary", "split_scan", "hist_prefix_wg", "split_vary_wg", "split_scan_wg",
              "split_pick", "alloc", "hist_clear", "route_rows"}  # the others run once a fit or a batch: capture their first dispatch
 
 
@@ -217,3 +219,53 @@ def test_targets_are_exact_fixed_point(native_backend, rng):
         want = [round(Fraction(v) * Fraction(2) ** e) - M for v in y]
         assert got == want and run(native_backend.read(flags))[0] == 0
         assert max(map(abs, want)) < 2 ** 23
+
+
+def test_exact_division_and_midpoints_are_the_cpus_bits(native_backend, rng):
+    """div_rn (split scores, leaf values) and mid_down (thresholds) are integer steps in WGSL, so
+    every GPU gets the same bits: against the CPU's correctly rounded f32 division and the exact
+    largest f32 at or below the real midpoint, on random and awkward operands."""
+    import struct
+
+    def bits(x):
+        return struct.unpack("<I", struct.pack("<f", x))[0]
+
+    def f32(x):
+        return struct.unpack("<f", struct.pack("<f", x))[0]
+
+    ops = []
+    for i in range(3000):
+        kind = i % 5
+        if kind == 0:    # integer-valued squares and counts, as the scores have
+            a = f32(float(rng.randrange(1, 2**47)) ** 2 if rng.random() < 0.5 else rng.randrange(2**24))
+        elif kind == 1:  # values on a decimal grid, as real features
+            a = f32(round(rng.uniform(-50, 50), 1))
+        elif kind == 2:  # anything finite, sign and exponent at random
+            a = f32(rng.uniform(1, 2) * 2.0 ** rng.randrange(-140, 120) * rng.choice([-1, 1]))
+        elif kind == 3:
+            a = f32(rng.choice([0.0, 1e-45, -1e-45, 1.0, -1.0, 3.4e38, -3.4e38, 1e-38]))
+        else:
+            a = f32(rng.uniform(-1e6, 1e6))
+        b = a + abs(a) * rng.choice([1e-7, 1e-3, 1.0, 1e20]) + rng.choice([0.0, 1e-45, 0.1, 1e30])
+        b = f32(b) if b < 3.4e38 else a
+        if not b > a:  # the next f32 up
+            b = struct.unpack("<f", struct.pack("<I", bits(a) + (1 if a > 0 else -1)))[0] if a != 0 else 1e-45
+        ops += [bits(a), bits(b), rng.choice([1, 2, 3, 7, rng.randrange(1, 2**24)])]
+    n = len(ops) // 3
+    out = []
+    for backend in (ReferenceBackend(), native_backend):
+        kern = run(backend.kernel("forest", "exact_ops"))
+        P = backend.buffer("u32", uniform=True, data=fk.PARAMS.pack(**{k: 0 for k, _ in fk.PARAMS.fields} | {"n": n}))
+        src = backend.buffer("u32", data=array("I", ops))
+        dst = backend.buffer("u32", 2 * n)
+        run(backend.run(backend.plan().dispatch(kern, [P, src, dst], fk.grid(-(-n // 256)))))
+        out.append(run(backend.read(dst)).tolist())
+    want, got = out
+    assert got == want, [(ops[3 * (j // 2):3 * (j // 2) + 3], got[j], want[j])
+                         for j in range(2 * n) if got[j] != want[j]][:5]
+    for i in range(0, n, 7):  # the reference itself: mid_down is the largest f32 <= the midpoint
+        a, b = (struct.unpack("<f", struct.pack("<I", v))[0] for v in ops[3 * i:3 * i + 2])
+        from fractions import Fraction
+        t = struct.unpack("<f", struct.pack("<I", want[2 * i + 1]))[0]
+        mid = (Fraction(a) + Fraction(b)) / 2
+        assert a <= t < b and Fraction(t) <= mid

@@ -91,7 +91,20 @@ def test_matmul_reference_is_a_matrix_product(reference_backend, rng):
 def test_selftest_on_native_passes(native_backend):
     result = run(run_selftest(native_backend))
     assert result["metrics"]["all_ok"], result
-    assert all(k["time_s"] > 0 for k in result["metrics"]["kernels"])
+    assert all(k["time_s"] > 0 for k in result["metrics"]["kernels"] if not k.get("skipped"))
+
+
+def test_plan_ops_are_typed_and_extend_keeps_labels():
+    from py_core.gpu import Clear, Copy, Dispatch, Kernel, Plan
+    from py_core.gpu.backend import Buffer
+    k = Kernel("matmul", "matmul", {})
+    a, b = Buffer(None, 1, "f32", 4, False), Buffer(None, 2, "f32", 4, False)
+    first = Plan().dispatch(k, [a], (2,), label="scores").clear(a)
+    second = Plan().copy(a, b, 2, dst_offset=1).dispatch(k, [a, b], (1, 2), label="values")
+    joined = Plan().extend(first, second)
+    assert [type(op) for op in joined.ops] == [Dispatch, Clear, Copy, Dispatch]
+    assert joined.ops[0].grid == (2, 1, 1) and joined.ops[2] == Copy(a, 0, b, 1, 2)
+    assert [joined.label(i) for i in range(4)] == ["scores", "clear", "copy", "values"]
 
 
 # -- ownership: scopes free what runs make, and the backend counts what is alive -----------------
@@ -159,23 +172,20 @@ def test_runs_leave_live_memory_where_it_started(backend, kind):
     """Ten runs in one process (three on the reference backend) leave the live buffers, bytes
     and plans where they started: exactly, but for the one kept transformer model (its weights
     and sampler), whose bytes the result states; closing it returns to the start."""
-    from py_core import transformer_job
-    from py_core.jobs import Context, Stopped, run_job
+    from py_core.jobs import Context, Session, Stopped
     from py_core.transformer import builtin_text
-    if transformer_job.last_model is not None:
-        transformer_job.last_model.close()
-        transformer_job.last_model = None
+    session = Session(backend)
     runs = 10 if backend.name == "native" else 3
     start = _live(backend)
     kept = []
     for i in range(runs):
         if kind == "forest":
-            res = run(run_job(FOREST_JOB, backend, Context()))
+            res = run(session.run(FOREST_JOB, Context()))
             assert res["metrics"]["r2"] > 0
         elif kind == "selftest":
             if backend.name == "reference" and i:
                 break  # the reference checks itself slowly: once is enough there
-            assert run(run_job({"kind": "selftest", "seed": i}, backend, Context()))["metrics"]["all_ok"]
+            assert run(session.run({"kind": "selftest", "seed": i}, Context()))["metrics"]["all_ok"]
         else:
             calls = []
             stop = (lambda: calls.append(1) or len(calls) > 1) if kind == "stopped" else None
@@ -183,17 +193,17 @@ def test_runs_leave_live_memory_where_it_started(backend, kind):
             job = TRANSFORMER_JOB if kind == "transformer" else {
                 **TRANSFORMER_JOB, "params": {**TRANSFORMER_JOB["params"], "steps": 50}}
             try:
-                res = run(run_job(job, backend, ctx))
+                res = run(session.run(job, ctx))
                 kept.append(res["metrics"]["kept_bytes"])
             except Stopped:
-                kept.append(transformer_job.last_model.gpu_bytes)
+                kept.append(session.last_model.gpu_bytes)
         buffers, nbytes, plans = _live(backend)
         if kind in ("forest", "selftest"):
             assert (buffers, nbytes, plans) == start, f"run {i}"
         else:  # the kept model: the weights, the sampler's buffers and its plan
-            assert nbytes - start[1] == transformer_job.last_model.gpu_bytes == kept[-1] > 0, f"run {i}"
+            assert nbytes - start[1] == session.last_model.gpu_bytes == kept[-1] > 0, f"run {i}"
             assert plans - start[2] <= 1
     if kind in ("transformer", "stopped"):
         assert len(set(kept)) == 1
-        transformer_job.last_model.close()
+        session.last_model.close()
         assert _live(backend) == start

@@ -8,7 +8,9 @@ import json
 import uuid
 
 import pytest
-from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hsettings
+from hypothesis import strategies as st
 
 from server.jsonbody import MAX_ITEMS
 

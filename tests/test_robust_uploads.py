@@ -10,7 +10,9 @@ import time
 
 import httpx
 import pytest
-from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hsettings
+from hypothesis import strategies as st
 
 from robust_server import CliServer
 from server.datasets import FORM_OVERHEAD, MAX_PARTS
@@ -76,7 +78,7 @@ def test_malformed_multipart_is_a_fast_400(live_server, settings, content_type, 
 
 def test_client_leaving_mid_upload_leaves_no_file(live_server, settings):
     with open_upload(live_server, f"multipart/form-data; boundary={BOUNDARY}", 2**20,
-                     FILE_HEAD + b"a,b\n" + b"1,2\n" * 60_000) as s:  # 240 KB of 1 MB
+                     FILE_HEAD + b"a,b\n" + b"1,2\n" * 60_000):  # 240 KB of 1 MB
         deadline = time.monotonic() + 10
         while not uploads(settings):  # the upload is under way: its temp file exists
             assert time.monotonic() < deadline, "no temp file appeared"

@@ -1,11 +1,11 @@
 """server.datasets through its HTTP API: uploads, the size cap, refusals, listing, built-ins."""
 
 import pytest
+from starlette.testclient import TestClient  # conftest imported it quietly already
 
 from server import app as app_module
 from server import datasets, runs
 from server.app import create_app
-from starlette.testclient import TestClient  # conftest imported it quietly already
 
 CSV = b"x,color,y\n1.5,red,10\n2.5,blue,NA\n,red,30\n4,green,40\n"
 
@@ -56,7 +56,8 @@ def test_upload_get_and_file(client, settings):
 def test_upload_name_defaults_to_file_name_and_delimiter_field(client):
     r = upload(client, b"a;b\n1,5;2\n", filename="C:\\tmp\\euro.csv", delimiter=";")
     assert r.status_code == 201 and r.json()["name"] == "euro.csv"
-    assert r.json()["preview"] == [["1,5", 2]]
+    assert r.json()["preview"] == [[1.5, 2]]  # a decimal comma in a ';' file
+    assert r.json()["columns"][0]["format"] == {"decimal": ","}
     newest_first = [d["name"] for d in client.get("/api/datasets").json()["datasets"]
                     if not d["builtin"]]
     upload(client, CSV, name="second")
@@ -67,7 +68,9 @@ def test_upload_name_defaults_to_file_name_and_delimiter_field(client):
 @pytest.mark.parametrize("data, line, column, words", [
     (b"a,b\n1,2\n3\n", 3, 2, "1 field, expected 2"),
     (b'a,b\n1,"open\n', 2, 2, "unterminated quote"),
-    (b"a,b\n1,\xff\n", 2, None, "not UTF-8"),
+    (b"a,b\n1,\xff\n2,\x81\n", 3, None, "fits no encoding"),
+    (b"a,b\n1,\x002\n", 2, None, "NUL byte at byte offset 6"),
+    (b"a,,a\n1,2,3\n", 1, 3, "duplicate column name 'a'"),
     (b"a,b\n", 1, None, "no data rows"),
 ])
 def test_bad_file_is_400_with_line_and_nothing_stored(client, settings, data, line, column,
@@ -80,6 +83,40 @@ def test_bad_file_is_400_with_line_and_nothing_stored(client, settings, data, li
     assert words in err["message"] and err["message"].startswith("bad.csv")
     assert set(err) == {"message", "line", "column", "field"}
     assert client.get("/api/datasets").json() == before and stored_files(settings) == []
+
+
+def test_upload_r_write_csv(client):
+    data = (b'"","speed","dist","fast"\n"1",4,2,FALSE\n"2",4,10,FALSE\n"3",7,NA,TRUE\n'
+            b'"4",7,22,TRUE\n')
+    r = upload(client, data, filename="cars.csv")
+    assert r.status_code == 201
+    got = client.get(f"/api/datasets/{r.json()['id']}").json()
+    assert got["index"] == "Unnamed: 0" and got["encoding"] == "UTF-8"
+    assert [(c["name"], c["type"], c["missing"]) for c in got["columns"]] == [
+        ("Unnamed: 0", "numeric", 0), ("speed", "numeric", 0), ("dist", "numeric", 1),
+        ("fast", "boolean", 0)]
+    assert got["columns"][0]["index"] is True and got["preview"][2] == [3, 7, None, "TRUE"]
+
+
+def test_upload_excel_cp1252_decimal_comma(client):
+    data = "Stadt;Umsatz €;Datum\r\nKöln;1.234,50;2024-03-01\r\nMünchen;-0,75;#N/A\r\n"
+    r = upload(client, data.encode("cp1252"), filename="umsatz.csv")
+    assert r.status_code == 201
+    got = r.json()
+    assert got["encoding"] == "cp1252" and got["delimiter"] == ";" and got["index"] is None
+    assert [(c["name"], c["type"], c["missing"]) for c in got["columns"]] == [
+        ("Stadt", "categorical", 0), ("Umsatz €", "numeric", 0), ("Datum", "date", 1)]
+    assert got["columns"][1]["format"] == {"decimal": ",", "thousands": "."}
+    assert got["preview"] == [["Köln", 1234.5, "2024-03-01"], ["München", -0.75, None]]
+    stored = client.get(f"/api/datasets/{got['id']}/file").content
+    assert stored == data.encode("cp1252")  # kept as uploaded; the tab reads it the same way
+
+
+def test_upload_utf16_excel_unicode_text(client):
+    data = "name\tvalue\r\nZoë\t1,5\r\nŁódź\t2\r\n".encode("utf-16")
+    got = upload(client, data, filename="unicode.txt").json()
+    assert got["encoding"] == "UTF-16 (BOM)" and got["delimiter"] == "\t"
+    assert got["preview"] == [["Zoë", 1.5], ["Łódź", 2]]
 
 
 def test_cap_is_413_with_content_length(client, settings):

@@ -4,7 +4,9 @@ import json
 import uuid
 
 import pytest
-from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hsettings
+from hypothesis import strategies as st
 
 from server.jsonbody import MAX_DEPTH, MAX_ITEMS
 
@@ -90,7 +92,7 @@ def test_list_newest_first_with_filters(client):
     assert [r["id"] for r in client.get("/api/runs?limit=2&offset=1").json()["runs"]] == newest_first[1:3]
     tf = client.get("/api/runs?kind=transformer").json()["runs"]
     assert [r["id"] for r in tf] == [ids[3], ids[1]]
-    assert client.get("/api/runs?kind=nothing").json() == {"runs": []}
+    assert client.get("/api/runs?kind=nothing").json() == {"runs": [], "next": None}
 
 
 @pytest.mark.parametrize("query, field", [
@@ -165,7 +167,7 @@ def test_malformed_json_is_400(client, body, field):
 def test_lone_surrogate_run_is_refused_not_stored(client):
     r = post_raw(client, json.dumps(make_run(metrics={"s": "\ud800"})).encode())
     assert r.status_code == 400
-    assert client.get("/api/runs").json() == {"runs": []}
+    assert client.get("/api/runs").json() == {"runs": [], "next": None}
 
 
 def test_nul_in_values_and_unicode_round_trip(client):

@@ -109,5 +109,6 @@ def test_real_web_folder(tmp_path):
         if wasm.exists():
             r = client.get("/pyodide/pyodide.asm.wasm")
             assert r.status_code == 200 and r.headers["content-type"] == "application/wasm"
-        for path in sorted((PROJECT_ROOT / "shaders").glob("*.wgsl")):
-            assert client.get(f"/shaders/{path.name}").headers["content-type"] == "text/wgsl; charset=utf-8"
+        for path in sorted((PROJECT_ROOT / "py_core" / "kernels").glob("*/*.wgsl")):
+            url = f"/shaders/{path.parent.name}/{path.name}"
+            assert client.get(url).headers["content-type"] == "text/wgsl; charset=utf-8"

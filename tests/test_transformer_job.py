@@ -5,8 +5,7 @@ import asyncio
 
 import pytest
 
-from py_core import transformer_job
-from py_core.jobs import Context, JobError, Stopped, run_job
+from py_core.jobs import Context, JobError, Session, Stopped, run_job, transformer_job
 from py_core.transformer import builtin_text, import_weights
 
 JOB = {"kind": "transformer", "text": "shakespeare",
@@ -18,7 +17,8 @@ JOB = {"kind": "transformer", "text": "shakespeare",
 def test_job_result_and_progress(native_backend):
     seen = []
     ctx = Context(load_text=lambda i: builtin_text(i), progress=seen.append)
-    res = asyncio.run(run_job(JOB, native_backend, ctx))
+    session = Session(native_backend)
+    res = asyncio.run(session.run(JOB, ctx))
     m, t = res["metrics"], res["timings"]
     assert [s for s, _ in m["loss_curve"]] == list(range(30))
     assert [s for s, _ in m["val_curve"]] == [15, 30] and m["val_loss"] == m["val_curve"][-1][1]
@@ -37,27 +37,32 @@ def test_job_result_and_progress(native_backend):
     assert training[-1]["eta_s"] == 0
     assert training[-1]["fraction"] == 1.0 and training[-1]["val_loss"] == m["val_loss"]
 
-    # the model stays for the page: stream a sample, export the weights
+    # the model stays in the session for the page: stream a sample, export the weights
+    model = session.last_model
+    assert model is not None and Session(native_backend).last_model is None
     chars = []
 
     async def on_char(ch):
         chars.append(ch)
 
-    text = asyncio.run(transformer_job.sample(None, "ROMEO:", 12, 0.8, 10, seed=1, on_char=on_char))
+    text = asyncio.run(transformer_job.sample(model, "ROMEO:", 12, 0.8, 10, seed=1, on_char=on_char))
     assert "".join(chars) == text and len(text) == 12
-    again = asyncio.run(transformer_job.sample(None, "ROMEO:", 12, 0.8, 10, seed=1))
+    again = asyncio.run(transformer_job.sample(model, "ROMEO:", 12, 0.8, 10, seed=1))
     assert again == text  # same seed, same text
-    cfg, vocab, flat = import_weights(asyncio.run(transformer_job.export()))
+    cfg, vocab, flat = import_weights(asyncio.run(transformer_job.export(model)))
+    with pytest.raises(JobError, match="no trained transformer"):
+        asyncio.run(transformer_job.export(None))
     assert cfg.steps == 30 and len(flat) == m["n_params"] and len(vocab) == 67
 
 
 @pytest.mark.native
 def test_profile_of_the_step(native_backend):
     params = {**JOB["params"], "steps": 4, "eval_interval": 4, "sample_chars": 2, "tiles": "wide"}
-    asyncio.run(run_job({**JOB, "params": params}, native_backend, Context(load_text=builtin_text)))
-    unprofiled = asyncio.run(transformer_job.export())
+    session = Session(native_backend)
+    asyncio.run(session.run({**JOB, "params": params}, Context(load_text=builtin_text)))
+    unprofiled = asyncio.run(transformer_job.export(session.last_model))
     job = {**JOB, "params": {**params, "profile": 1}}
-    res = asyncio.run(run_job(job, native_backend, Context(load_text=builtin_text)))
+    res = asyncio.run(session.run(job, Context(load_text=builtin_text)))
     prof = res["metrics"]["profile"]
     labels = {k[0]: k for k in prof["kernels"]}
     assert {"adamw", "ln fwd", "get batch", "att softmax fwd", "embed bwd wte"} <= set(labels)
@@ -65,7 +70,7 @@ def test_profile_of_the_step(native_backend):
     assert any(k.startswith("qkv fwd (matmul") for k in labels)
     assert prof["sum_ms"] > 0 and all(k[1] >= 0 for k in prof["kernels"])
     # the profiled runs leave the trained model as it was
-    assert asyncio.run(transformer_job.export()) == unprofiled
+    assert asyncio.run(transformer_job.export(session.last_model)) == unprofiled
     with pytest.raises(JobError, match="tiles"):
         asyncio.run(run_job({**JOB, "params": {**JOB["params"], "tiles": "huge"}}, native_backend, Context()))
 
@@ -77,16 +82,17 @@ def test_stop_is_clean(native_backend):
     calls, seen = [], []
     ctx = Context(should_stop=lambda: calls.append(1) or len(calls) > 5, progress=seen.append)
     before = native_backend.memory()
+    session = Session(native_backend)
     with pytest.raises(Stopped, match=r"stopped at step (\d+) of 30: the model as trained so far is kept") as info:
-        asyncio.run(run_job(JOB, native_backend, ctx))  # a context without a loader: built-in text
+        asyncio.run(session.run(JOB, ctx))  # a context without a loader: built-in text
     assert len(calls) == 6
     steps = [p["step"] for p in seen if p["stage"] == "training"]
     assert len(steps) == 5 and f"step {steps[-1]} of 30" in str(info.value)  # no step after Stop
-    kept = transformer_job.last_model
+    kept = session.last_model
     after = native_backend.memory()
     assert after["bytes"] - before["bytes"] <= kept.gpu_bytes and after["plans"] == before["plans"]
-    assert len(asyncio.run(transformer_job.sample(None, "ROMEO:", 5, 0.8, 10, seed=1))) == 5
-    cfg, _, flat = import_weights(asyncio.run(transformer_job.export()))
+    assert len(asyncio.run(transformer_job.sample(kept, "ROMEO:", 5, 0.8, 10, seed=1))) == 5
+    cfg, _, flat = import_weights(asyncio.run(transformer_job.export(kept)))
     assert len(flat) == kept.gpt.n_params
     # sampling made the sampler's buffers and plan, owned by the kept model
     assert native_backend.memory()["bytes"] - before["bytes"] <= kept.gpu_bytes

@@ -10,11 +10,23 @@ from array import array
 import pytest
 
 from py_core.gpu import LimitError
-from py_core.kernels import transformer_init as init_kernel
 from py_core.gpu.reference import ReferenceBackend
+from py_core.kernels import transformer_init as init_kernel
 from py_core.kernels.transformer_embedding import SCHED
-from py_core.transformer import (PRESETS, STREAM_TRAIN, ParamLayout, Trainer, TransformerConfig, Vocab,
-                                 batch_offsets, builtin_text, choose, init_weights, memory_bytes, split)
+from py_core.transformer import (
+    PRESETS,
+    STREAM_TRAIN,
+    ParamLayout,
+    Trainer,
+    TransformerConfig,
+    Vocab,
+    batch_offsets,
+    builtin_text,
+    choose,
+    init_weights,
+    memory_bytes,
+    split,
+)
 from py_core.transformer.model import GPT, Activations
 from py_core.transformer.rng import normals, stream_key
 

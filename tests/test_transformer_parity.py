@@ -13,8 +13,15 @@ import numpy as np
 import pytest
 import torch
 
-from py_core.transformer import (ParamLayout, Trainer, TransformerConfig, builtin_text,
-                                 export_weights, import_weights, init_weights)
+from py_core.transformer import (
+    ParamLayout,
+    Trainer,
+    TransformerConfig,
+    builtin_text,
+    export_weights,
+    import_weights,
+    init_weights,
+)
 from py_core.transformer.model import GPT
 from py_core.transformer.sample import _Sampler
 from server.torch_gpt import GPT as TorchGPT

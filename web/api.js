@@ -33,6 +33,16 @@ export async function postRun(run, attempts = 4) {
 
 export const getRuns = async (params = {}) =>
   json(await fetch(`/api/runs?${new URLSearchParams(params)}`));
+// The newest `n` runs of a kind, whole (the listing gives summaries; each run is fetched by id).
+export async function getRecentRuns(kind, n = 10) {
+  const { runs } = await getRuns({ kind, limit: n });
+  return Promise.all(runs.map((r) => getRun(r.id)));
+}
+export const getRunFacets = async () => json(await fetch("/api/runs/facets"));
+export const deleteRun = async (id) => {
+  const res = await fetch(`/api/runs/${encodeURIComponent(id)}`, { method: "DELETE" });
+  if (!res.ok) await json(res);
+};
 export const getRun = async (id) => json(await fetch(`/api/runs/${encodeURIComponent(id)}`));
 export const getHealth = async () => json(await fetch("/api/health"));
 

@@ -4,7 +4,9 @@
 //   await playground.run(job, opts) -> the stored run (the job runs in the worker, its result is
 //                                      posted to the server, and the server's copy comes back)
 import { postRun } from "./api.js";
+import { forestJSON } from "./forest_model.js";
 import { $, el } from "./ui.js";
+import { initial, save } from "./state.js";
 import { mountDataPanel } from "./panels/data.js";
 import { mountForestPanel } from "./panels/forest.js";
 import { mountGpuPanel } from "./panels/gpu.js";
@@ -26,7 +28,11 @@ const state = { info: null, listeners: new Set() };
 worker.onmessage = (ev) => {
   const m = ev.data;
   if (m.type === "loading") {
-    $("#boot-bar").style.width = `${Math.round(m.fraction * 100)}%`;
+    const pct = Math.round(m.fraction * 100);
+    $("#boot-bar").style.width = `${pct}%`;
+    $("#boot-progress").setAttribute("aria-valuenow", String(pct));
+    $("#boot-progress").setAttribute("aria-valuetext", m.stage);
+    $("#boot-progress").dataset.bytes = m.bytes ? m.bytes.join("/") : "";
     $("#boot-stage").textContent = m.stage;
   } else if (m.type === "ready") {
     state.info = m;
@@ -59,14 +65,28 @@ worker.postMessage({ type: "init", webgpu: forced !== "reference" && "gpu" in na
 
 function showBackend(info) {
   const chip = $("#backend-chip");
-  if (info.backend === "webgpu") {
-    chip.textContent = `WebGPU · ${info.adapter.vendor || "GPU"}${info.adapter.is_fallback_adapter ? " (software)" : ""}`;
+  const software = info.backend === "webgpu" && isSoftware(info.adapter);
+  if (software) {
+    // A CPU emulating a GPU (SwiftShader, llvmpipe, WARP): WebGPU works but slowly; say so.
+    chip.textContent = `WebGPU · software adapter (${info.adapter.vendor || info.adapter.architecture || "CPU"})`;
+    chip.className = "chip software";
+    const banner = $("#gpu-problem");
+    banner.hidden = false;
+    banner.dataset.reason = "software";
+    const url = new URL(location.href);
+    url.searchParams.set("backend", "reference");
+    banner.replaceChildren(el("strong", {}, "This WebGPU adapter is software: "),
+      "a CPU emulates the GPU, so training is slow (small models are sized down and each Train shows its estimate). ",
+      "For a small forest the plain-Python CPU path is often faster: ",
+      el("a", { href: url.pathname + url.search, id: "use-cpu" }, "use the CPU path"), ".");
+  } else if (info.backend === "webgpu") {
+    chip.textContent = `WebGPU · ${info.adapter.vendor || "GPU"}`;
     chip.className = "chip gpu";
   } else {
-    chip.textContent = "CPU (no WebGPU)";
+    chip.textContent = forced === "reference" ? "CPU (chosen)" : "CPU (no WebGPU)";
     chip.className = "chip cpu";
   }
-  if (info.problem) {
+  if (info.problem && forced !== "reference") {
     const banner = $("#gpu-problem");
     banner.hidden = false;
     banner.replaceChildren(el("strong", {}, "WebGPU is not available: "), info.problem.message,
@@ -116,6 +136,12 @@ async function run(job, opts = {}) {
   const { id, done } = compute(job, opts);
   const result = await done;
   const extra = { ...(result.extra || {}), ...(opts.extra || {}) };
+  // Kept with the run, for its own page (/runs/<id>): the baseline and the plots (when small).
+  if (result.baseline) extra.baseline = result.baseline;
+  if (result.plots) {
+    const plots = compactPlots(result.plots);
+    if (JSON.stringify(plots).length < 200_000) extra.plots = plots;
+  }
   const stored = await postRun({
     id, kind: job.kind, config: job, backend: result.backend, adapter: result.adapter,
     metrics: result.metrics, timings: result.timings, env: environment(),
@@ -125,35 +151,116 @@ async function run(job, opts = {}) {
   return Object.assign(stored, { result });
 }
 
+// A software adapter: the browser says so (isFallbackAdapter), or its name gives it away.
+export function isSoftware(adapter) {
+  if (!adapter) return false;
+  if (adapter.is_fallback_adapter) return true;
+  const name = `${adapter.vendor || ""} ${adapter.architecture || ""} ${adapter.device || ""} ${adapter.description || ""}`.toLowerCase();
+  return /swiftshader|llvmpipe|lavapipe|softpipe|warp|microsoft basic render/.test(name);
+}
+
+// Says a line to screen readers (the polite live region) without moving focus.
+function announce(text) {
+  const region = $("#announce");
+  if (region) region.textContent = text;
+}
+
+// The plots as kept with a stored run: at most 300 points a scatter, 5 significant digits, the
+// residuals left out (the run page derives them from predicted against actual).
+const STORED_POINTS = 300;
+function compactPlots(plots) {
+  const round = (v) => (typeof v === "number" && Number.isFinite(v) ? Number(v.toPrecision(5)) : v);
+  const thin = (points) => {
+    const step = Math.max(1, Math.ceil(points.length / STORED_POINTS));
+    return points.filter((_, i) => i % step === 0).map((p) => p.map(round));
+  };
+  const out = { ...plots };
+  delete out.residuals;
+  if (out.pred_vs_actual) out.pred_vs_actual = thin(out.pred_vs_actual);
+  if (out.surface) out.surface = { ...out.surface, points: thin(out.surface.points), levels: out.surface.levels?.map(round),
+                                   grid: { ...out.surface.grid, x: out.surface.grid.x.map(round), y: out.surface.grid.y.map(round) } };
+  if (out.importances) out.importances = out.importances.map((f) => ({ ...f, importance: round(f.importance) }));
+  return out;
+}
+
 window.playground = {
   ready, run, compute, stop, pause, call,
   selection: null,   // the data set, target, features and split chosen in the Data tab
   events: new EventTarget(),   // "selection" when it changes
   post: (run) => postRun({ env: environment(), ...run }),
   onRun: (fn) => state.listeners.add(fn),
+  forestJSON: (model) => forestJSON(model.binary),   // a forest job's model as the JSON export
   get info() { return state.info; },
+  announce,
+  isSoftware: () => state.info?.backend === "webgpu" && isSoftware(state.info.adapter),
 };
+
+// --- keyboard reach ------------------------------------------------------------------------
+// A box that scrolls must take the focus, or a keyboard user cannot scroll it (WCAG 2.1.1):
+// every scrolling box any panel makes gets tabindex=0.
+const SCROLLERS = ".scroll, pre.preview, pre.sample, pre.snippet, .features";
+function focusableScrollers(root) {
+  for (const node of root.querySelectorAll?.(SCROLLERS) || []) if (!node.hasAttribute("tabindex")) node.tabIndex = 0;
+}
+new MutationObserver((records) => {
+  for (const r of records) for (const n of r.addedNodes) if (n.nodeType === 1) {
+    if (n.matches(SCROLLERS) && !n.hasAttribute("tabindex")) n.tabIndex = 0;
+    focusableScrollers(n);
+  }
+}).observe(document.body, { childList: true, subtree: true });
+
+// --- share -------------------------------------------------------------------------------
+// The URL holds the set-up (state.js); Share copies it, and shows it in case copying is refused.
+$("#share").addEventListener("click", async () => {
+  const link = location.href;
+  let copied = false;
+  try { await navigator.clipboard.writeText(link); copied = true; } catch (e) { /* not allowed here */ }
+  let box = $("#share-box");
+  if (!box) {
+    box = el("div", { id: "share-box", class: "banner share" }, el("label", { for: "share-link" }, "Link to this set-up: "),
+      el("input", { id: "share-link", readonly: true }),
+      el("button", { class: "secondary", type: "button", onclick: () => box.remove() }, "Close"));
+    $("#tabs").before(box);
+  }
+  $("#share-link").value = link;
+  $("#share-link").select();
+  announce(copied ? "Link copied." : "Link shown: copy it from the box.");
+});
 
 // --- panels --------------------------------------------------------------------------------
 const panels = [];
 export function addPanel(id, title, mount) {
-  const section = el("section", { class: "panel", id: `panel-${id}`, role: "tabpanel" });
-  const button = el("button", { role: "tab", "aria-selected": "false", id: `tab-${id}`,
-                                onclick: () => select(id) }, title);
+  const section = el("section", { class: "panel", id: `panel-${id}`, role: "tabpanel", "aria-labelledby": `tab-${id}` });
+  const button = el("button", { role: "tab", "aria-selected": "false", id: `tab-${id}`, "aria-controls": `panel-${id}`,
+                                tabindex: "-1", onclick: () => select(id) }, title);
   $("#tabs").append(button);
   $("#panels").append(section);
   panels.push({ id, section, button });
   mount(section, window.playground);
-  if (panels.length === 1 || params.get("tab") === id) select(id);
+  if (panels.length === 1 || initial("tab") === id) select(id, { keepUrl: true });
 }
 
-function select(id) {
+function select(id, { keepUrl = false, focus = false } = {}) {
   for (const p of panels) {
     const on = p.id === id;
     p.section.classList.toggle("active", on);
     p.button.setAttribute("aria-selected", String(on));
+    p.button.tabIndex = on ? 0 : -1;
+    if (on && focus) p.button.focus();
   }
+  if (!keepUrl) save({ tab: id === panels[0]?.id ? null : id });
+  window.dispatchEvent(new Event("resize"));   // charts in a panel that was hidden take its width
 }
+
+// Arrow keys, Home and End move between tabs (the ARIA tabs pattern).
+$("#tabs").addEventListener("keydown", (ev) => {
+  const i = panels.findIndex((p) => p.button === document.activeElement);
+  if (i < 0) return;
+  const to = { ArrowRight: i + 1, ArrowLeft: i - 1, Home: 0, End: panels.length - 1 }[ev.key];
+  if (to === undefined) return;
+  ev.preventDefault();
+  select(panels[(to + panels.length) % panels.length].id, { focus: true });
+});
 
 // A self-driven suite (`?suite=`) needs no panels; it is also what runs on the lent GPU machine,
 // whose headless shell has no fontconfig and aborts when form controls and canvas text lay out.
@@ -165,10 +272,41 @@ if (!params.get("suite")) {
   addPanel("runs", "Runs", mountRunsPanel);
 }
 
+// A link alone never starts a suite (another site could navigate this tab to `/?suite=full`): it
+// runs at once only with the server's per-start key (the benchmark harness passes it, see
+// server/suite.py), else after the person clicks "Run it".
+async function suiteAuthorized(key) {
+  if (!key) return false;
+  try {
+    const res = await fetch("/api/suite/authorize", { method: "POST", headers: { "Content-Type": "application/json" },
+                                                      body: JSON.stringify({ key }) });
+    return res.ok;
+  } catch (e) { return false; }
+}
+
 if (params.get("suite")) {
-  const status = el("div", { id: "suite-status", class: "banner warn" }, "Benchmark suite starting…");
+  const name = params.get("suite");
+  const only = params.get("only");
+  const key = params.get("suite_key");
+  if (key) {  // keep the key out of the address bar and the history
+    params.delete("suite_key");
+    history.replaceState(null, "", `${location.pathname}?${params}`);
+  }
+  const status = el("div", { id: "suite-status", class: "banner warn", role: "status" }, "Benchmark suite starting…");
   $("#panels").before(status);
-  import("./suite.js").then(({ runSuite }) => runSuite(params.get("suite"), window.playground,
-    (line) => { status.textContent = line; console.log(`[suite] ${line}`); }, params.get("only")))
-    .catch((e) => { status.textContent = `Suite failed: ${e.message}`; console.error(e); });
+  const start = () => {
+    status.replaceChildren("Benchmark suite starting…");
+    import("./suite.js").then(({ runSuite }) => runSuite(name, window.playground,
+      (line) => { status.textContent = line; console.log(`[suite] ${line}`); }, only))
+      .catch((e) => { status.textContent = `Suite failed: ${e.message}`; console.error(e); });
+  };
+  suiteAuthorized(key).then((ok) => {
+    if (ok) { start(); return; }
+    const run = el("button", { id: "suite-confirm", onclick: start }, "Run it");
+    const cancel = el("button", { id: "suite-cancel", class: "secondary",
+                                  onclick: () => { location.search = ""; } }, "Cancel");
+    status.replaceChildren(el("p", {}, `This link asks to run the benchmark suite "${name}"${only ? ` (jobs: ${only})` : ""}: `
+      + "minutes of GPU work in this tab, every run stored on this server, and jobs queued on it. "
+      + "Run it only if you opened this link yourself."), el("div", { class: "row" }, run, cancel));
+  });
 }

@@ -1,33 +1,318 @@
-// Canvas charts, no dependencies: scatter (with a y = x line), bars, a matrix heat map (confusion
-// matrices), a decision surface under points, and lines (loss curves). Each takes a canvas and
-// data, sizes the canvas to its CSS box at the device pixel ratio, and draws axes with ticks.
+// Charts. Lines and scatters are uPlot (npm `uplot`, served from node_modules at /vendor/uplot/):
+// hover read-outs in the legend, drag to zoom (double-click resets), resized with their box, cheap
+// to update live. Horizontal bars, the confusion matrix and the decision surface stay on a plain
+// canvas with the same colours. Every chart:
+// - takes a container element (a <div>) and fills it: a role="img" box with an aria-label that
+//   says what it shows, plus a "Data" <details> table (the text alternative);
+// - follows the page's colours (CSS variables, dark mode included) and redraws when its box
+//   changes size or the colour scheme changes;
+// - returns a handle {update(...same arguments), destroy()}.
+import uPlot from "/vendor/uplot/uPlot.esm.js";
+import { el, fmtNumber } from "./ui.js";
 
-const COLORS = ["#2f6fde", "#e07a1f", "#1f8a4c", "#c23b22", "#8a4fd1", "#0f9aa8", "#b8860b", "#d1478a"];
-const PAD = { l: 52, r: 14, t: 22, b: 34 };
+export const COLORS = ["#2f6fde", "#e07a1f", "#1f8a4c", "#c23b22", "#8a4fd1", "#0f9aa8", "#b8860b", "#d1478a"];
+const DARK_COLORS = ["#6ea0ff", "#f39a4a", "#4cc27e", "#ff6f5a", "#b48cff", "#3cc7d4", "#e0b030", "#ff7ab6"];
+const HEIGHT = 260;
+const TABLE_ROWS = 50;   // rows shown in a chart's data table
 
-function setup(canvas, title) {
-  const dpr = window.devicePixelRatio || 1;
-  const w = canvas.clientWidth || 400, h = canvas.clientHeight || 260;
-  canvas.width = w * dpr; canvas.height = h * dpr;
-  const ctx = canvas.getContext("2d");
-  ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
-  ctx.clearRect(0, 0, w, h);
-  ctx.font = "11px system-ui, sans-serif";
-  ctx.fillStyle = "#1d1f23";
-  if (title) { ctx.font = "600 12px system-ui, sans-serif"; ctx.fillText(title, PAD.l, 14); ctx.font = "11px system-ui, sans-serif"; }
-  return { ctx, w, h };
+const dark = () => window.matchMedia?.("(prefers-color-scheme: dark)").matches;
+export const palette = () => (dark() ? DARK_COLORS : COLORS);
+
+function theme() {
+  const css = getComputedStyle(document.documentElement);
+  const v = (name, fallback) => css.getPropertyValue(name).trim() || fallback;
+  return { ink: v("--ink", "#1d1f23"), muted: v("--muted", "#6b7079"), line: v("--line", "#e2e3e0"),
+           panel: v("--panel", "#fff"), colors: palette() };
 }
 
-function extent(values) {
-  let lo = Infinity, hi = -Infinity;
-  for (const v of values) if (Number.isFinite(v)) { if (v < lo) lo = v; if (v > hi) hi = v; }
-  if (lo === Infinity) return [0, 1];
-  if (lo === hi) return [lo - 1, hi + 1];
-  const pad = (hi - lo) * 0.04;
-  return [lo - pad, hi + pad];
+// Live charts, redrawn when the colour scheme changes.
+const live = new Set();
+window.matchMedia?.("(prefers-color-scheme: dark)").addEventListener?.("change", () => {
+  for (const c of [...live]) (c.box.isConnected ? c.redraw() : live.delete(c));
+});
+
+// The common frame: a labelled role="img" box and the data table under it.
+function frame(container, label) {
+  container.replaceChildren();
+  container.classList.add("chart-box");
+  const box = el("div", { class: "chart", role: "img", "aria-label": label });
+  const data = el("details", { class: "chart-data" }, el("summary", {}, "Data"));
+  container.append(box, data);
+  return { box, data };
 }
 
-function ticks(lo, hi, n = 5) {
+function dataTable(details, headers, rows) {
+  const shown = rows.slice(0, TABLE_ROWS);
+  const fmt = (v) => (typeof v === "number" ? fmtNumber(v, 5) : v ?? "–");
+  details.replaceChildren(el("summary", {}, `Data (${rows.length} ${rows.length === 1 ? "row" : "rows"}` +
+    `${rows.length > shown.length ? `, first ${shown.length} shown` : ""})`),
+  el("div", { class: "scroll" }, el("table", {},
+    el("thead", {}, el("tr", {}, headers.map((h) => el("th", { scope: "col" }, h)))),
+    el("tbody", {}, shown.map((r) => el("tr", {}, r.map((c) => el("td", {}, fmt(c)))))))));
+}
+
+function watchSize(handle) {
+  let last = handle.box.clientWidth;
+  const ro = new ResizeObserver(() => {
+    const w = handle.box.clientWidth;
+    if (w && Math.abs(w - last) >= 1) { last = w; handle.resize(); }
+  });
+  ro.observe(handle.box);
+  return ro;
+}
+
+// --- uPlot charts --------------------------------------------------------------------------
+function axis(t, label, { integer = false } = {}) {
+  return { label, stroke: t.muted, labelSize: 18, labelFont: "12px system-ui, sans-serif",
+           font: "11px system-ui, sans-serif", size: 44,
+           grid: { stroke: t.line, width: 1 }, ticks: { stroke: t.line, width: 1 },
+           ...(integer ? { incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000],
+                           values: (u, vals) => vals.map((v) => String(Math.round(v))) } : {}) };
+}
+
+function makePlot(handle, opts, data) {
+  handle.plot?.destroy();
+  const width = Math.max(200, handle.box.clientWidth || 400);
+  handle.plot = new uPlot({ width, height: handle.height, ...opts }, data, handle.box);
+}
+
+// series: [{name, points: [[x, y], ...]}, ...] sharing nothing: the union of their x values is
+// the x axis (gaps where a series has no point). opts: xName, yName, integerX (whole-number x
+// ticks: steps, run numbers), points (draw points: true where a series may have one point).
+export function lineChart(container, series, opts = {}) {
+  const { xName = "x", yName = "y", title = `${yName} against ${xName}` } = opts;
+  const { box, data } = frame(container, title);
+  const handle = { box, height: opts.height || HEIGHT, plot: null, series, opts };
+  const build = () => {
+    const t = theme();
+    const xs = [...new Set(handle.series.flatMap((s) => s.points.map((p) => p[0])))].sort((a, b) => a - b);
+    const index = new Map(xs.map((x, i) => [x, i]));
+    const columns = handle.series.map((s) => {
+      const col = new Array(xs.length).fill(null);
+      for (const [x, y] of s.points) col[index.get(x)] = y;
+      return col;
+    });
+    const single = handle.series.some((s) => s.points.length < 3) || opts.points;
+    makePlot(handle, {
+      legend: { live: true },
+      cursor: { drag: { x: true, y: false } },
+      scales: { x: { time: false } },
+      axes: [axis(t, xName, { integer: opts.integerX }), axis(t, yName)],
+      series: [{ label: xName, value: (u, v) => (v == null ? "–" : fmtNumber(v, 6)) },
+        ...handle.series.map((s, i) => ({
+          label: s.name, stroke: t.colors[i % t.colors.length], width: 1.6, spanGaps: true,
+          points: { show: single, size: 6, fill: t.colors[i % t.colors.length] },
+          value: (u, v) => (v == null ? "–" : fmtNumber(v, 5)),
+        }))],
+    }, [xs, ...columns]);
+    box.setAttribute("aria-label", `${title}: ` + handle.series.map((s) => {
+      const last = s.points[s.points.length - 1];
+      return `${s.name}, ${s.points.length} points` + (last ? `, last ${fmtNumber(last[1], 4)} at ${xName} ${fmtNumber(last[0], 6)}` : "");
+    }).join("; "));
+    dataTable(data, [xName, ...handle.series.map((s) => s.name)],
+      xs.map((x, i) => [x, ...columns.map((c) => c[i])]));
+  };
+  handle.redraw = build;
+  handle.resize = () => handle.plot?.setSize({ width: Math.max(200, box.clientWidth), height: handle.height });
+  handle.update = (next) => {
+    const sameShape = handle.plot && next.length === handle.series.length
+      && next.every((s, i) => s.name === handle.series[i].name);
+    handle.series = next;
+    if (!sameShape) return build();
+    // Live update: one x column (union), cheap setData; the data table is refreshed too.
+    const xs = [...new Set(next.flatMap((s) => s.points.map((p) => p[0])))].sort((a, b) => a - b);
+    const index = new Map(xs.map((x, i) => [x, i]));
+    const columns = next.map((s) => {
+      const col = new Array(xs.length).fill(null);
+      for (const [x, y] of s.points) col[index.get(x)] = y;
+      return col;
+    });
+    handle.plot.setData([xs, ...columns]);
+    box.setAttribute("aria-label", `${title}: ` + next.map((s) => {
+      const last = s.points[s.points.length - 1];
+      return `${s.name}, ${s.points.length} points` + (last ? `, last ${fmtNumber(last[1], 4)}` : "");
+    }).join("; "));
+    if (data.open) dataTable(data, [xName, ...next.map((s) => s.name)], xs.map((x, i) => [x, ...columns.map((c) => c[i])]));
+  };
+  handle.destroy = () => { handle.ro.disconnect(); handle.plot?.destroy(); live.delete(handle); };
+  build();
+  handle.ro = watchSize(handle);
+  live.add(handle);
+  return handle;
+}
+
+// points: [[x, y], ...] drawn as dots; opts.diagonal adds y = x, opts.zero adds y = 0. Hovering
+// reads out the point nearest the cursor's x.
+export function scatterChart(container, points, opts = {}) {
+  const { xName = "x", yName = "y", title = `${yName} against ${xName}` } = opts;
+  const { box, data } = frame(container, title);
+  const handle = { box, height: opts.height || HEIGHT, plot: null, points };
+  const build = () => {
+    const t = theme();
+    const sorted = handle.points.filter((p) => Number.isFinite(p[0]) && Number.isFinite(p[1]))
+      .sort((a, b) => a[0] - b[0]);
+    const xs = sorted.map((p) => p[0]), ys = sorted.map((p) => p[1]);
+    const series = [{ label: xName, value: (u, v) => (v == null ? "–" : fmtNumber(v, 5)) },
+      { label: yName, stroke: t.colors[0], fill: t.colors[0], paths: () => null,
+        points: { show: true, size: 5, stroke: t.colors[0], fill: t.colors[0] },
+        value: (u, v) => (v == null ? "–" : fmtNumber(v, 5)) }];
+    const columns = [xs, ys];
+    if (opts.diagonal || opts.zero) {
+      series.push({ label: opts.diagonal ? "y = x" : "y = 0", stroke: t.muted, width: 1, dash: [4, 4],
+                    points: { show: false }, value: () => "" });
+      columns.push(xs.map((x) => (opts.diagonal ? x : 0)));
+    }
+    const scales = { x: { time: false } };
+    if (opts.diagonal && xs.length) {
+      const lo = Math.min(xs[0], ...ys), hi = Math.max(xs[xs.length - 1], ...ys);
+      const pad = (hi - lo) * 0.04 || 1;
+      scales.x.range = () => [lo - pad, hi + pad];
+      scales.y = { range: () => [lo - pad, hi + pad] };
+    }
+    makePlot(handle, { legend: { live: true }, cursor: { drag: { x: true, y: true } }, scales,
+                       axes: [axis(t, xName), axis(t, yName)], series }, columns);
+    box.setAttribute("aria-label", `${title}: ${sorted.length} points` +
+      (xs.length ? `, ${xName} from ${fmtNumber(xs[0], 4)} to ${fmtNumber(xs[xs.length - 1], 4)}` : ""));
+    dataTable(data, [xName, yName], sorted);
+  };
+  handle.redraw = build;
+  handle.resize = () => handle.plot?.setSize({ width: Math.max(200, box.clientWidth), height: handle.height });
+  handle.update = (next) => { handle.points = next; build(); };
+  handle.destroy = () => { handle.ro.disconnect(); handle.plot?.destroy(); live.delete(handle); };
+  build();
+  handle.ro = watchSize(handle);
+  live.add(handle);
+  return handle;
+}
+
+// --- canvas charts -------------------------------------------------------------------------
+function canvasChart(container, title, draw) {
+  const { box, data } = frame(container, title);
+  const canvas = el("canvas", { class: "chart-canvas" });
+  box.append(canvas);
+  const handle = { box, canvas, data };
+  handle.redraw = () => {
+    const t = theme();
+    const dpr = window.devicePixelRatio || 1;
+    const w = box.clientWidth || 400;
+    const h = draw.height?.() ?? HEIGHT;
+    canvas.style.height = `${h}px`;
+    canvas.width = w * dpr; canvas.height = h * dpr;
+    const ctx = canvas.getContext("2d");
+    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+    ctx.clearRect(0, 0, w, h);
+    ctx.font = "11px system-ui, sans-serif";
+    draw(ctx, w, h, t);
+  };
+  handle.resize = handle.redraw;
+  handle.destroy = () => { handle.ro.disconnect(); live.delete(handle); };
+  requestAnimationFrame(() => handle.redraw());
+  handle.redraw();
+  handle.ro = watchSize(handle);
+  live.add(handle);
+  return handle;
+}
+
+// items: [[name, value], ...] drawn as horizontal bars, largest first, values written at the end.
+export function bars(container, items, { title = "Bar chart", unit = "" } = {}) {
+  const sorted = [...items].sort((a, b) => b[1] - a[1]).slice(0, 20);
+  const draw = (ctx, w, h, t) => {
+    const max = Math.max(...sorted.map((s) => s[1]), 1e-12);
+    const left = Math.min(Math.max(60, w * 0.4), Math.max(0, ...sorted.map((s) => ctx.measureText(s[0]).width)) + 12);
+    sorted.forEach(([name, v], i) => {
+      const y = 6 + i * 20;
+      const len = Math.max(0, ((w - left - 64) * v) / max);
+      ctx.fillStyle = t.ink; ctx.fillText(fit(ctx, name, left - 8), 4, y + 11);
+      ctx.fillStyle = t.colors[0]; ctx.fillRect(left, y + 2, len, 13);
+      ctx.fillStyle = t.muted; ctx.fillText(fmtNumber(v, 3) + unit, left + len + 4, y + 12);
+    });
+  };
+  draw.height = () => Math.max(60, 12 + sorted.length * 20);
+  const handle = canvasChart(container, `${title}: ` + sorted.slice(0, 5).map(([n, v]) => `${n} ${fmtNumber(v, 3)}${unit}`).join(", ")
+    + (sorted.length > 5 ? `, and ${sorted.length - 5} more` : ""), draw);
+  dataTable(handle.data, ["Name", "Value"], sorted);
+  return handle;
+}
+
+function fit(ctx, text, width) {
+  let s = String(text);
+  if (ctx.measureText(s).width <= width) return s;
+  while (s.length > 1 && ctx.measureText(`${s}…`).width > width) s = s.slice(0, -1);
+  return `${s}…`;
+}
+
+// matrix[i][j]: count of true class i predicted as j.
+export function confusion(container, matrix, names, { title = "Confusion matrix" } = {}) {
+  const n = matrix.length;
+  const total = matrix.flat().reduce((a, b) => a + b, 0);
+  const right = matrix.reduce((a, row, i) => a + row[i], 0);
+  const draw = (ctx, w, h, t) => {
+    const left = 84, top = 8;
+    const size = Math.min((w - left - 8) / n, (h - top - 30) / n);
+    const max = Math.max(...matrix.flat(), 1);
+    const [r, g, b] = hexRgb(t.colors[0]);
+    ctx.textAlign = "center";
+    for (let i = 0; i < n; i++) {
+      for (let j = 0; j < n; j++) {
+        const v = matrix[i][j];
+        ctx.fillStyle = `rgba(${r}, ${g}, ${b}, ${0.08 + 0.92 * (v / max)})`;
+        ctx.fillRect(left + j * size, top + i * size, size - 1, size - 1);
+        if (size > 18) {
+          ctx.fillStyle = v / max > 0.5 ? "#fff" : t.ink;
+          ctx.fillText(String(v), left + j * size + size / 2, top + i * size + size / 2 + 4);
+        }
+      }
+      ctx.fillStyle = t.ink; ctx.textAlign = "right";
+      ctx.fillText(String(names[i]).slice(0, 12), left - 4, top + i * size + size / 2 + 4);
+      ctx.textAlign = "center";
+    }
+    ctx.fillStyle = t.muted;
+    ctx.fillText("predicted class →", left + (n * size) / 2, Math.min(h - 6, top + n * size + 16));
+    ctx.textAlign = "left";
+  };
+  const handle = canvasChart(container, `${title}: ${n} classes, ${right} of ${total} test rows on the diagonal (predicted right)`, draw);
+  dataTable(handle.data, ["true \\ predicted", ...names.map(String)], matrix.map((row, i) => [String(names[i]), ...row]));
+  return handle;
+}
+
+// grid: {x: [x0, x1], y: [y0, y1], n: cells per side, values: n*n class ids (row-major, y up)},
+// points: [[x, y, class], ...] drawn on top. opts.legend: names of the class ids (or levels).
+export function surface(container, grid, points, { title = "Decision surface", xName = "x", yName = "y", legend } = {}) {
+  const pad = { l: 50, r: 10, t: 8, b: 36 };
+  const draw = (ctx, w, h, t) => {
+    const [x0, x1] = grid.x, [y0, y1] = grid.y;
+    const X = (v) => pad.l + ((v - x0) / (x1 - x0)) * (w - pad.l - pad.r);
+    const Y = (v) => h - pad.b - ((v - y0) / (y1 - y0)) * (h - pad.t - pad.b);
+    const n = grid.n;
+    const cw = (X(x1) - X(x0)) / n, ch = (Y(y0) - Y(y1)) / n;
+    ctx.globalAlpha = 0.28;
+    for (let r = 0; r < n; r++) for (let c = 0; c < n; c++) {
+      ctx.fillStyle = t.colors[grid.values[r * n + c] % t.colors.length];
+      ctx.fillRect(X(x0) + c * cw, Y(y0) - (r + 1) * ch, cw + 0.5, ch + 0.5);
+    }
+    ctx.globalAlpha = 0.9;
+    for (const [x, y, k] of points) {
+      ctx.fillStyle = t.colors[k % t.colors.length];
+      ctx.beginPath(); ctx.arc(X(x), Y(y), 2.6, 0, 2 * Math.PI); ctx.fill();
+    }
+    ctx.globalAlpha = 1;
+    ctx.fillStyle = t.muted; ctx.strokeStyle = t.line;
+    ctx.strokeRect(X(x0), Y(y1), X(x1) - X(x0), Y(y0) - Y(y1));
+    for (const v of niceTicks(x0, x1)) ctx.fillText(fmtNumber(v, 3), X(v) - 8, h - pad.b + 14);
+    for (const v of niceTicks(y0, y1)) ctx.fillText(fmtNumber(v, 3), 2, Y(v) + 3);
+    ctx.fillStyle = t.ink;
+    ctx.fillText(xName, X((x0 + x1) / 2) - ctx.measureText(xName).width / 2, h - 6);
+    ctx.save(); ctx.translate(10, pad.t + (h - pad.t - pad.b) / 2 + ctx.measureText(yName).width / 2);
+    ctx.rotate(-Math.PI / 2); ctx.fillText(yName, 0, 0); ctx.restore();
+  };
+  const classes = [...new Set(grid.values)].sort((a, b) => a - b);
+  const handle = canvasChart(container, `${title} over ${xName} and ${yName}: ${classes.length} predicted ` +
+    `${legend ? "regions" : "classes"}, ${points.length} test rows drawn on top`, draw);
+  dataTable(handle.data, [xName, yName, "true class"], points.map(([x, y, k]) => [x, y, legend ? legend[k] : k]));
+  return handle;
+}
+
+function niceTicks(lo, hi, n = 5) {
   const step = Math.pow(10, Math.floor(Math.log10((hi - lo) / n)));
   const err = (hi - lo) / n / step;
   const s = step * (err >= 7.5 ? 10 : err >= 3.5 ? 5 : err >= 1.5 ? 2 : 1);
@@ -36,104 +321,7 @@ function ticks(lo, hi, n = 5) {
   return out;
 }
 
-const label = (v) => (Math.abs(v) >= 1e4 || (Math.abs(v) < 1e-2 && v !== 0) ? v.toExponential(1) : String(v));
-
-function axes(ctx, w, h, [x0, x1], [y0, y1], xName, yName) {
-  const X = (v) => PAD.l + ((v - x0) / (x1 - x0)) * (w - PAD.l - PAD.r);
-  const Y = (v) => h - PAD.b - ((v - y0) / (y1 - y0)) * (h - PAD.t - PAD.b);
-  ctx.strokeStyle = "#e2e3e0"; ctx.fillStyle = "#6b7079"; ctx.lineWidth = 1;
-  for (const t of ticks(x0, x1)) { ctx.beginPath(); ctx.moveTo(X(t), PAD.t); ctx.lineTo(X(t), h - PAD.b); ctx.stroke(); ctx.fillText(label(t), X(t) - 10, h - PAD.b + 13); }
-  for (const t of ticks(y0, y1)) { ctx.beginPath(); ctx.moveTo(PAD.l, Y(t)); ctx.lineTo(w - PAD.r, Y(t)); ctx.stroke(); ctx.fillText(label(t), 4, Y(t) + 3); }
-  if (xName) ctx.fillText(xName, w - PAD.r - ctx.measureText(xName).width, h - 4);
-  if (yName) { ctx.save(); ctx.translate(11, PAD.t + 60); ctx.rotate(-Math.PI / 2); ctx.fillText(yName, 0, 0); ctx.restore(); }
-  return { X, Y };
-}
-
-// points: [[x, y], ...]; opts.diagonal draws y = x; opts.zero draws y = 0.
-export function scatter(canvas, points, { title, xName, yName, diagonal = false, zero = false, colors } = {}) {
-  const { ctx, w, h } = setup(canvas, title);
-  const xs = points.map((p) => p[0]), ys = points.map((p) => p[1]);
-  let xr = extent(xs), yr = extent(ys);
-  if (diagonal) { const r = extent(xs.concat(ys)); xr = r; yr = r; }
-  const { X, Y } = axes(ctx, w, h, xr, yr, xName, yName);
-  ctx.strokeStyle = "#999";
-  if (diagonal) { ctx.beginPath(); ctx.moveTo(X(xr[0]), Y(xr[0])); ctx.lineTo(X(xr[1]), Y(xr[1])); ctx.stroke(); }
-  if (zero) { ctx.beginPath(); ctx.moveTo(X(xr[0]), Y(0)); ctx.lineTo(X(xr[1]), Y(0)); ctx.stroke(); }
-  ctx.globalAlpha = points.length > 500 ? 0.5 : 0.8;
-  points.forEach((p, i) => {
-    ctx.fillStyle = colors ? COLORS[colors[i] % COLORS.length] : COLORS[0];
-    ctx.beginPath(); ctx.arc(X(p[0]), Y(p[1]), 2.5, 0, 2 * Math.PI); ctx.fill();
-  });
-  ctx.globalAlpha = 1;
-}
-
-// items: [[name, value], ...] drawn as horizontal bars, largest first.
-export function bars(canvas, items, { title } = {}) {
-  const sorted = [...items].sort((a, b) => b[1] - a[1]).slice(0, 20);
-  canvas.style.height = `${Math.max(120, 26 + sorted.length * 20)}px`;
-  const { ctx, w } = setup(canvas, title);
-  const max = Math.max(...sorted.map((s) => s[1]), 1e-12);
-  const left = Math.min(180, Math.max(...sorted.map((s) => ctx.measureText(s[0]).width)) + 12);
-  sorted.forEach(([name, v], i) => {
-    const y = 24 + i * 20;
-    ctx.fillStyle = "#1d1f23"; ctx.fillText(name, 4, y + 11);
-    ctx.fillStyle = COLORS[0]; ctx.fillRect(left, y + 2, ((w - left - 60) * v) / max, 13);
-    ctx.fillStyle = "#6b7079"; ctx.fillText(v.toFixed(3), left + ((w - left - 60) * v) / max + 4, y + 12);
-  });
-}
-
-// matrix[i][j]: count of true class i predicted as j.
-export function confusion(canvas, matrix, names, { title } = {}) {
-  const n = matrix.length;
-  const { ctx, w, h } = setup(canvas, title);
-  const size = Math.min((w - 90) / n, (h - 50) / n);
-  const max = Math.max(...matrix.flat(), 1);
-  ctx.textAlign = "center";
-  for (let i = 0; i < n; i++) {
-    for (let j = 0; j < n; j++) {
-      const v = matrix[i][j];
-      ctx.fillStyle = `rgba(47, 111, 222, ${0.08 + 0.92 * (v / max)})`;
-      ctx.fillRect(80 + j * size, 24 + i * size, size - 1, size - 1);
-      if (size > 18) { ctx.fillStyle = v / max > 0.5 ? "#fff" : "#1d1f23"; ctx.fillText(String(v), 80 + j * size + size / 2, 24 + i * size + size / 2 + 4); }
-    }
-    ctx.fillStyle = "#1d1f23"; ctx.textAlign = "right";
-    ctx.fillText(String(names[i]).slice(0, 12), 76, 24 + i * size + size / 2 + 4);
-    ctx.textAlign = "center";
-  }
-  ctx.fillStyle = "#6b7079";
-  ctx.fillText("predicted →", 80 + (n * size) / 2, Math.min(h - 4, 24 + n * size + 14));
-  ctx.textAlign = "left";
-}
-
-// grid: {x: [x0, x1], y: [y0, y1], n: cells per side, values: n*n class ids (row-major, y up)},
-// points: [[x, y, class], ...] drawn on top.
-export function surface(canvas, grid, points, { title, xName, yName } = {}) {
-  const { ctx, w, h } = setup(canvas, title);
-  const { X, Y } = axes(ctx, w, h, grid.x, grid.y, xName, yName);
-  const n = grid.n;
-  const cw = (X(grid.x[1]) - X(grid.x[0])) / n, ch = (Y(grid.y[0]) - Y(grid.y[1])) / n;
-  ctx.globalAlpha = 0.25;
-  for (let r = 0; r < n; r++) for (let c = 0; c < n; c++) {
-    ctx.fillStyle = COLORS[grid.values[r * n + c] % COLORS.length];
-    ctx.fillRect(X(grid.x[0]) + c * cw, Y(grid.y[0]) - (r + 1) * ch, cw + 0.5, ch + 0.5);
-  }
-  ctx.globalAlpha = 0.85;
-  for (const [x, y, k] of points) { ctx.fillStyle = COLORS[k % COLORS.length]; ctx.beginPath(); ctx.arc(X(x), Y(y), 2.5, 0, 2 * Math.PI); ctx.fill(); }
-  ctx.globalAlpha = 1;
-}
-
-// series: [{name, points: [[x, y], ...]}, ...]
-export function lines(canvas, series, { title, xName, yName } = {}) {
-  const { ctx, w, h } = setup(canvas, title);
-  const all = series.flatMap((s) => s.points);
-  const { X, Y } = axes(ctx, w, h, extent(all.map((p) => p[0])), extent(all.map((p) => p[1])), xName, yName);
-  series.forEach((s, i) => {
-    ctx.strokeStyle = COLORS[i % COLORS.length]; ctx.lineWidth = 1.6;
-    ctx.beginPath();
-    s.points.forEach(([x, y], j) => (j ? ctx.lineTo(X(x), Y(y)) : ctx.moveTo(X(x), Y(y))));
-    ctx.stroke();
-    ctx.fillStyle = ctx.strokeStyle;
-    ctx.fillText(s.name, w - PAD.r - 150, PAD.t + 12 + i * 14);
-  });
-  ctx.lineWidth = 1;
+function hexRgb(hex) {
+  const m = /^#?([0-9a-f]{2})([0-9a-f]{2})([0-9a-f]{2})$/i.exec(hex);
+  return m ? [1, 2, 3].map((i) => parseInt(m[i], 16)) : [47, 111, 222];
 }

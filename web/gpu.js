@@ -13,6 +13,35 @@ export const LIMITS = [
 export const FEATURES = ["subgroups", "shader-f16", "timestamp-query",
   "chromium-experimental-subgroup-matrix"];
 
+// What the mixed-precision path (py_core/kernels/matmul_f16: f16 operands on tensor cores)
+// needs; py_core.transformer.model.mixed_unavailable checks the same from the adapter below.
+export const TENSOR_CORE_FEATURES = ["shader-f16", "subgroups", "chromium-experimental-subgroup-matrix"];
+const TENSOR_CORE_WORKGROUP_BYTES = 28672;  // matmul_f16.WORKGROUP_BYTES
+export const NVIDIA_F16_FLAG = "--enable-dawn-features=vulkan_enable_f16_on_nvidia";
+
+// {available, why}: whether this adapter runs the mixed-precision (tensor core) path, and why.
+export function tensorCores(features, adapter, limits) {
+  const missing = TENSOR_CORE_FEATURES.filter((f) => !features.includes(f));
+  const nvidia = /nvidia/i.test(`${adapter.vendor} ${adapter.architecture} ${adapter.description}`);
+  if (missing.length) {
+    const hint = nvidia && missing.includes("shader-f16")
+      ? ` (Chrome on NVIDIA offers shader-f16 only when started with ${NVIDIA_F16_FLAG})` : "";
+    return { available: false, why: `this adapter lacks ${missing.join(", ")}${hint}` };
+  }
+  const configs = adapter.subgroup_matrix_configs || [];
+  if (!configs.some((c) => c.component === "f16" && c.result === "f32" && c.M === 16 && c.N === 16 && c.K === 16)) {
+    return { available: false, why: "this adapter has no f16 x f16 -> f32 16x16x16 subgroup-matrix configuration" };
+  }
+  if (adapter.subgroup_min_size !== 32 || adapter.subgroup_max_size !== 32) {
+    return { available: false, why: `the f16 kernels are written for subgroups of 32, this adapter's are ` +
+      `${adapter.subgroup_min_size}-${adapter.subgroup_max_size}` };
+  }
+  if ((limits.maxComputeWorkgroupStorageSize || 0) < TENSOR_CORE_WORKGROUP_BYTES) {
+    return { available: false, why: `the f16 kernels need ${TENSOR_CORE_WORKGROUP_BYTES} bytes of workgroup memory` };
+  }
+  return { available: true, why: "f16 x f16 -> f32 16x16x16 subgroup matrices (tensor cores)" };
+}
+
 const QUERIES_PER_SET = 2048;  // dispatches a query set stamps (WebGPU allows 4096 queries a set)
 
 export class GPUUnavailable extends Error {
@@ -52,14 +81,17 @@ function describeAdapter(adapter, device, features) {
   const info = adapter.info || {};
   const limits = {};
   for (const name of LIMITS) limits[name] = device.limits[name];
-  return {
-    adapter: {
-      vendor: info.vendor || "", architecture: info.architecture || "", device: info.device || "",
-      description: info.description || "",
-      is_fallback_adapter: Boolean(info.isFallbackAdapter ?? adapter.isFallbackAdapter ?? false),
-    },
-    limits, features,
+  const described = {
+    vendor: info.vendor || "", architecture: info.architecture || "", device: info.device || "",
+    description: info.description || "",
+    is_fallback_adapter: Boolean(info.isFallbackAdapter ?? adapter.isFallbackAdapter ?? false),
+    subgroup_min_size: info.subgroupMinSize ?? null, subgroup_max_size: info.subgroupMaxSize ?? null,
+    // chromium-experimental-subgroup-matrix: the matrix shapes and types the adapter multiplies
+    subgroup_matrix_configs: [...(info.subgroupMatrixConfigs ?? [])].map((c) => ({
+      component: c.componentType, result: c.resultComponentType, M: c.M, N: c.N, K: c.K })),
   };
+  described.tensor_cores = tensorCores(features, described, limits);
+  return { adapter: described, limits, features };
 }
 
 export class GPURuntime {
@@ -147,39 +179,64 @@ export class GPURuntime {
     }
     const constants = JSON.parse(constantsJSON);
     this.device.pushErrorScope("validation");
-    let pipeline;
+    let pipeline, failure = null;
     try {
       pipeline = await this.device.createComputePipelineAsync({
         label: `${family}.${entry}`, layout: "auto",
         compute: { module, entryPoint: entry, constants },
       });
-    } finally {
-      const err = await this.device.popErrorScope();
-      if (err) throw new Error(`${family}.${entry}: ${err.message}`);
+    } catch (e) {
+      failure = e;
     }
+    const err = await this.device.popErrorScope();  // the validation message says more, when any
+    if (err) throw new Error(`${family}.${entry}: ${err.message}`);
+    if (failure) throw failure;
     const id = this.nextId++;
     this.kernels.set(id, pipeline);
     return id;
   }
 
-  // ops: ["d", kernel, [buffers], x, y, z, name] | ["c", buffer] | ["cp", src, srcOff, dst, dstOff, bytes]
+  // ops (py_core/gpu/webgpu.py): {kind: "dispatch", kernel, buffers, grid: [x, y, z], name} |
+  // {kind: "clear", buffer} | {kind: "copy", src, srcOffset, dst, dstOffset, bytes}, ids and bytes.
+  // A dispatch's bind group is made here, once; clears and copies keep their buffer ids.
   createPlan(opsJSON) {
     this.check();
     const steps = JSON.parse(opsJSON).map((op) => {
-      if (op[0] !== "d") return op;
-      const [, kid, bufs, x, y, z, name] = op;
-      const pipeline = this.kernels.get(kid);
+      if (op.kind !== "dispatch") return op;
+      const pipeline = this.kernels.get(op.kernel);
       this.device.pushErrorScope("validation");
       const group = this.device.createBindGroup({
-        label: name, layout: pipeline.getBindGroupLayout(0),
-        entries: bufs.map((b, i) => ({ binding: i, resource: { buffer: this.buffers.get(b) } })),
+        label: op.name, layout: pipeline.getBindGroupLayout(0),
+        entries: op.buffers.map((b, i) => ({ binding: i, resource: { buffer: this.buffers.get(b) } })),
       });
-      this.device.popErrorScope().then((err) => { if (err) this.error ??= `${name}: ${err.message}`; });
-      return ["d", pipeline, group, x, y, z, name];
+      this.device.popErrorScope().then((err) => { if (err) this.error ??= `${op.name}: ${err.message}`; });
+      return { kind: "dispatch", pipeline, group, grid: op.grid, name: op.name };
     });
     const id = this.nextId++;
     this.plans.set(id, steps);
     return id;
+  }
+
+  // The one encoder of plan steps: consecutive dispatches share a compute pass, except those for
+  // which stamp(step, i) gives timestampWrites (a pass of their own, stamped at start and end).
+  encode(enc, steps, stamp = null) {
+    let pass = null;
+    steps.forEach((s, i) => {
+      if (s.kind === "dispatch") {
+        const timestampWrites = stamp && stamp(s, i);
+        if (timestampWrites && pass) { pass.end(); pass = null; }
+        const p = timestampWrites ? enc.beginComputePass({ timestampWrites }) : (pass ??= enc.beginComputePass());
+        p.setPipeline(s.pipeline);
+        p.setBindGroup(0, s.group);
+        p.dispatchWorkgroups(...s.grid);
+        if (timestampWrites) p.end();
+        return;
+      }
+      if (pass) { pass.end(); pass = null; }
+      if (s.kind === "clear") enc.clearBuffer(this.buffers.get(s.buffer));
+      else enc.copyBufferToBuffer(this.buffers.get(s.src), s.srcOffset, this.buffers.get(s.dst), s.dstOffset, s.bytes);
+    });
+    if (pass) pass.end();
   }
 
   runPlan(id, repeat = 1) { this.runPlans([id], repeat); }
@@ -192,47 +249,24 @@ export class GPURuntime {
     const enc = this.device.createCommandEncoder();
     const prof = this.prof;
     const first = prof ? prof.names.length : 0;
+    // Profiling (profileStart): each dispatch stamped, while the query sets have room.
+    const stamp = prof && ((s) => {
+      if (prof.names.length >= prof.capacity) return null;
+      const q = prof.names.length;
+      const set = prof.sets[Math.floor(q / QUERIES_PER_SET)] ?? this.addQuerySet(prof);
+      const at = 2 * (q % QUERIES_PER_SET);
+      prof.names.push(s.name);
+      return { querySet: set.qs, beginningOfPassWriteIndex: at, endOfPassWriteIndex: at + 1 };
+    });
     for (let r = 0; r < repeat; r++) {
       for (const id of ids) {
         const steps = this.plans.get(id);
         if (!steps) throw new Error(`plan ${id} was freed or never made`);
-        this.encode(enc, steps, prof);
+        this.encode(enc, steps, stamp);
       }
     }
     if (prof && prof.names.length > first) prof.submits.push([first, prof.names.length]);
     this.device.queue.submit([enc.finish()]);
-  }
-
-  encode(enc, steps, prof) {
-    let pass = null;
-    for (const s of steps) {
-      if (s[0] === "d" && prof && prof.names.length < prof.capacity) {
-        // Profiling: each dispatch in a pass of its own, stamped at its start and end.
-        if (pass) { pass.end(); pass = null; }
-        const q = prof.names.length;
-        const set = prof.sets[Math.floor(q / QUERIES_PER_SET)] ?? this.addQuerySet(prof);
-        const at = 2 * (q % QUERIES_PER_SET);
-        const timed = enc.beginComputePass({ timestampWrites: {
-          querySet: set.qs, beginningOfPassWriteIndex: at, endOfPassWriteIndex: at + 1 } });
-        timed.setPipeline(s[1]);
-        timed.setBindGroup(0, s[2]);
-        timed.dispatchWorkgroups(s[3], s[4], s[5]);
-        timed.end();
-        prof.names.push(s[6]);
-        continue;
-      }
-      if (s[0] === "d") {
-        pass ??= enc.beginComputePass();
-        pass.setPipeline(s[1]);
-        pass.setBindGroup(0, s[2]);
-        pass.dispatchWorkgroups(s[3], s[4], s[5]);
-        continue;
-      }
-      if (pass) { pass.end(); pass = null; }
-      if (s[0] === "c") enc.clearBuffer(this.buffers.get(s[1]));
-      else enc.copyBufferToBuffer(this.buffers.get(s[1]), s[2], this.buffers.get(s[3]), s[4], s[5]);
-    }
-    if (pass) pass.end();
   }
 
   // The one profiling mechanism (py_core's Backend.profile_start/profile_stop/profile): while a

@@ -46,3 +46,25 @@ export function table(headers, rows, attrs = {}) {
     el("thead", {}, el("tr", {}, headers.map((h) => el("th", {}, h)))),
     el("tbody", {}, rows.map((r) => el("tr", {}, r.map((c) => el("td", {}, c))))));
 }
+
+// A progress bar people and screen readers can read: role=progressbar with aria-valuenow.
+export function progressBar(label, attrs = {}) {
+  return el("div", { class: "bar wide", role: "progressbar", "aria-label": label, "aria-valuemin": "0",
+                     "aria-valuemax": "100", "aria-valuenow": "0", ...attrs }, el("div", { class: "fill" }));
+}
+
+export function setProgress(bar, fraction, text) {
+  const pct = Math.max(0, Math.min(100, Math.round((fraction ?? 0) * 100)));
+  bar.firstChild.style.width = `${pct}%`;
+  bar.setAttribute("aria-valuenow", String(pct));
+  if (text) bar.setAttribute("aria-valuetext", text);
+  else bar.removeAttribute("aria-valuetext");
+}
+
+// A keyboard-operable file picker: a real button that opens the (hidden) file input.
+export function filePicker(input, text, attrs = {}) {
+  input.hidden = true;
+  input.tabIndex = -1;
+  const button = el("button", { type: "button", class: "secondary", ...attrs, onclick: () => input.click() }, text);
+  return el("span", { class: "picker-wrap" }, button, input);
+}

@@ -3,8 +3,16 @@
 //               {type: "call", id, fn, args}: a function of py_core.browser, with hooks last
 // Messages out: {type: "loading", stage, fraction} · {type: "ready", ...} · {type: "progress", id, info}
 //               {type: "result", id, result} · {type: "failed", id, error: {message, stopped}}
-import { loadPyodide } from "/pyodide/pyodide.mjs";
+// A job's result comes from Python as JSON text plus its binary parts (py_core.jobs.encode_result),
+// which become typed arrays in the result, transferred to the page without a copy.
+// Nothing a job does can end this worker or its queue: every failure (Python, this glue, the
+// result's way to the page, a lost device) becomes that job's "failed" message, and the next job runs.
+import { loadPyodide, version as pyodideVersion } from "/pyodide/pyodide.mjs";
 import { GPUUnavailable, openGPU } from "./gpu.js";
+import { parseNumericFromPython } from "./csvparse.js";
+import { kernels as syntheticKernels } from "./synthetic.js";
+import { columnStats } from "./colstats.js";
+import { prefetch } from "./loader.js";
 
 let pyodide = null;
 let browserGlue = null;          // the py_core.browser module (a PyProxy)
@@ -12,15 +20,30 @@ let stopFlag = null;             // Int32Array over a SharedArrayBuffer when the
 let stopRequested = false;       // fallback flag, seen while Python awaits the GPU
 let paused = false;             // Pause: the job waits at its next pause point
 let queue = Promise.resolve();   // jobs run one at a time, in order
+let runtime = null;              // the GPU runtime (gpu.js), reopened after a device loss
+let current = null;              // the id of the job running now
+const settled = new Set();       // ids already answered (a late error must not answer twice)
 
-const post = (msg) => self.postMessage(msg);
-const loading = (stage, fraction) => post({ type: "loading", stage, fraction });
+const post = (msg, transfer = []) => self.postMessage(msg, transfer);
+const loading = (stage, fraction, bytes) => post({ type: "loading", stage, fraction, bytes });
+const mib = (n) => `${(n / 2 ** 20).toFixed(1)} MB`;
+
+// py_core's CSV reader hands plain numeric files to web/csvparse.js (py_core.browser.init).
+self.pyCoreParseNumeric = parseNumericFromPython;
+self.pyCoreSynthetic = syntheticKernels;  // and synthetic data sets' bulk kernels to web/synthetic.js
+self.pyCoreColumnStats = columnStats;  // and big numeric columns' summaries to web/colstats.js
 
 async function init({ webgpu, stopBuffer }) {
   const t0 = performance.now();
   if (stopBuffer) stopFlag = new Int32Array(stopBuffer);
-  loading("Loading Python (Pyodide)", 0.05);
-  pyodide = await loadPyodide({ indexURL: "/pyodide/" });
+  // The versioned URL is cached for good by the browser (server/static.py).
+  const indexURL = `/pyodide/v${pyodideVersion}/`;
+  loading("Downloading Python (Pyodide)", 0.02);
+  await prefetch(["pyodide.asm.wasm", "python_stdlib.zip", "pyodide.asm.mjs", "pyodide-lock.json"].map((f) => indexURL + f),
+    (got, total) => loading(`Downloading Python (Pyodide): ${mib(got)} of ${mib(total)}`,
+      0.02 + 0.48 * (total ? got / total : 0), [got, total]));
+  loading("Starting Python (Pyodide)", 0.5);
+  pyodide = await loadPyodide({ indexURL });
   const tPyodide = performance.now();
   loading("Loading py_core", 0.6);
   const manifest = await (await fetch("/wheels/manifest.json", { cache: "no-store" })).json();
@@ -29,7 +52,6 @@ async function init({ webgpu, stopBuffer }) {
   const tCore = performance.now();
 
   loading("Opening the GPU", 0.85);
-  let runtime = null;
   let problem = null;
   if (webgpu) {
     try {
@@ -63,7 +85,87 @@ function finalError(text) {
     .replace(/^(?:[A-Za-z_]\w*\.)+(?=\w+: )/, "").replace(/^(\w+: )Error: /, "$1");
 }
 
-function runJob(id, job) {
+// Answers job `id` as failed, once; never throws.
+function fail(id, err) {
+  if (settled.has(id)) return;
+  settled.add(id);
+  const text = String(err?.message ?? err ?? "unknown error");
+  const stopped = /\bStopped\b/.test(text);
+  try {
+    post({ type: "failed", id, error: { message: stopped ? "stopped" : finalError(text), stopped, detail: text } });
+  } catch (e) {
+    self.postMessage({ type: "failed", id, error: { message: `the job failed (${e.message})`, stopped: false } });
+  }
+}
+
+function answer(id, result, transfer) {
+  if (settled.has(id)) return;
+  post({ type: "result", id, result }, transfer);
+  settled.add(id);
+}
+
+// The result of py_core.browser.run, a PyProxy of (JSON text, [bytes]): the parts become typed
+// arrays where the JSON says {"$binary": i, "dtype": ...}.
+const TYPED = { u8: Uint8Array, u32: Uint32Array, i32: Int32Array, f32: Float32Array, f64: Float64Array };
+function unpackResult(out) {
+  try {
+    const text = out.get(0);
+    const list = out.get(1);
+    const parts = [];
+    try {
+      for (let i = 0; i < list.length; i++) {
+        const item = list.get(i);
+        const view = item.getBuffer("u8");
+        parts.push(view.data.slice());  // a copy that owns its ArrayBuffer, so it can be transferred
+        view.release();
+        item.destroy();
+      }
+    } finally {
+      list.destroy();
+    }
+    const result = JSON.parse(text, (key, v) => {
+      if (v === null || typeof v !== "object" || !("$binary" in v)) return v;
+      const u8 = parts[v.$binary];
+      const Type = TYPED[v.dtype] || Uint8Array;
+      return Type === Uint8Array ? u8 : new Type(u8.buffer, 0, u8.byteLength / Type.BYTES_PER_ELEMENT);
+    });
+    return { result, transfer: parts.map((p) => p.buffer) };
+  } finally {
+    out.destroy();
+  }
+}
+
+// After a failure: if the GPU device was lost, open a new one for the next jobs.
+async function recoverDevice() {
+  if (!runtime?.lostInfo) return "";
+  const why = runtime.lostInfo.message || runtime.lostInfo.reason || "lost";
+  try {
+    runtime = await openGPU();
+    browserGlue.init(runtime);
+    return ` (the GPU device was lost: ${why}; a new one is open for the next job)`;
+  } catch (e) {
+    runtime = null;
+    browserGlue.init(undefined);
+    return ` (the GPU device was lost: ${why}; no new one could be opened, so jobs now run on the CPU)`;
+  }
+}
+
+async function runJob(id, job) {
+  current = id;
+  try {
+    const out = await startJob(id, job);
+    const { result, transfer } = unpackResult(out);
+    answer(id, result, transfer);
+  } catch (err) {
+    let note;
+    try { note = await recoverDevice(); } catch (e) { note = ` (${e.message})`; }
+    fail(id, note ? new Error(String(err?.message ?? err) + note) : err);
+  } finally {
+    current = null;
+  }
+}
+
+function startJob(id, job) {
   stopRequested = false;
   paused = false;
   if (stopFlag) { Atomics.store(stopFlag, 0, 0); Atomics.store(stopFlag, 1, 0); }
@@ -80,33 +182,73 @@ function runJob(id, job) {
       }
       return new Uint8Array(await res.arrayBuffer());
     },
+    // A data set's file streamed into a Python bytearray made by `alloc(size)`, so that no
+    // whole copy of it lives in JavaScript (py_core.browser); a Uint8Array when its size is
+    // not known in advance (no Content-Length, or a compressed response).
+    fetchInto: async (url, alloc) => {
+      const res = await fetch(url);
+      if (!res.ok) {
+        let msg = `${res.status} ${res.statusText}`;
+        try { msg = (await res.json()).error.message; } catch (e) { /* keep the status */ }
+        throw new Error(`could not load ${url}: ${msg}`);
+      }
+      const size = Number(res.headers.get("content-length") ?? NaN);
+      if (!res.body || res.headers.get("content-encoding") || !Number.isSafeInteger(size)) {
+        return new Uint8Array(await res.arrayBuffer());
+      }
+      const target = alloc(size);
+      let offset = 0;
+      try {
+        const reader = res.body.getReader();
+        for (;;) {
+          const { done, value } = await reader.read();
+          if (done) break;
+          if (offset + value.length > size) throw new Error(`could not load ${url}: more bytes than its Content-Length`);
+          const view = target.getBuffer("u8");  // each time: Python's memory may have grown
+          try { view.data.set(value, offset); } finally { view.release(); }
+          offset += value.length;
+        }
+      } finally {
+        target.destroy();
+      }
+      if (offset !== size) throw new Error(`could not load ${url}: ${offset} of ${size} bytes`);
+      return size;
+    },
   };
-  return browserGlue.run(JSON.stringify(job), hooks).then(
-    (json) => post({ type: "result", id, result: JSON.parse(json) }),
-    (err) => {
-      const text = String(err.message || err);
-      const stopped = text.includes("Stopped");
-      post({ type: "failed", id, error: { message: stopped ? "stopped" : finalError(text), stopped, detail: text } });
-    });
+  return browserGlue.run(JSON.stringify(job), hooks);
 }
+
+// Anything that escapes (a rejected promise nobody awaited, an error thrown in a callback) fails
+// the job running now rather than leaving the page waiting.
+self.addEventListener("unhandledrejection", (ev) => {
+  ev.preventDefault();
+  if (current) fail(current, ev.reason);
+});
+self.addEventListener("error", (ev) => {
+  ev.preventDefault();
+  if (current) fail(current, ev.error ?? ev.message);
+});
 
 self.onmessage = (ev) => {
   const msg = ev.data;
   if (msg.type === "init") {
     init(msg).catch((e) => post({ type: "init-failed", message: String(e.message || e) }));
   } else if (msg.type === "run") {
-    queue = queue.then(() => runJob(msg.id, msg.job));
+    queue = queue.then(() => runJob(msg.id, msg.job)).catch((e) => fail(msg.id, e));
   } else if (msg.type === "call") {
     // A quick py_core.browser function (parse a file, describe a generator), queued like jobs.
     queue = queue.then(async () => {
+      current = msg.id;
       const hooks = { progress: (json) => post({ type: "progress", id: msg.id, info: JSON.parse(json) }) };
       try {
         const out = await browserGlue[msg.fn](...msg.args, hooks);
-        post({ type: "result", id: msg.id, result: JSON.parse(out) });
+        answer(msg.id, JSON.parse(out), []);
       } catch (e) {
-        post({ type: "failed", id: msg.id, error: { message: finalError(String(e.message || e)), detail: String(e) } });
+        fail(msg.id, e);
+      } finally {
+        current = null;
       }
-    });
+    }).catch((e) => fail(msg.id, e));
   } else if (msg.type === "stop") {
     stopRequested = true;
     paused = false;

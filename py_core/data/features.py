@@ -1,6 +1,6 @@
 """From a Table to the models' inputs: a row-major feature matrix, encoded targets, imputation.
 
-    X, y, info = table.features_and_target("target")
+    X, y, info = features_and_target(table, "target")
     train, test = train_test_split(info["n_rows"], stratify=y if info["classes"] else None)
     imputer = MedianImputer().fit(X, info["n_features"], rows=train)
     X_train = imputer.transform(take_rows(X, info["n_features"], train), info["n_features"])
@@ -16,7 +16,7 @@ from itertools import compress
 
 from .reader import DataError
 from .split import train_test_split
-from .table import MISSING_CATEGORY, Table
+from .table import CODED, DATE_PARTS, DATES, MISSING_CATEGORY, Table
 
 TASKS = ("regression", "classification")
 MAX_CLASSES = 1000  # a classification target with more distinct values is refused
@@ -28,7 +28,10 @@ def features_and_target(table: Table, target: str, features: list[str] | None = 
 
     X: array('d'), row-major, n_rows x n_features: numeric columns as they are (NaN where
     missing, for `MedianImputer`), categorical columns as ordinal codes (`Column.codes`).
-    features: default every column but the target that is not text; text columns are refused.
+    features: default every column but the target, the row index (`Table.index`), text and
+    date columns; text columns are refused; a date or datetime column listed here is expanded to
+    its parts NAME.year, NAME.month, NAME.day, NAME.weekday (`Column.date_part`), which are the
+    feature names in info['features']. Boolean columns are coded like categorical ones.
     task: 'regression' or 'classification', default `Column.task` of the target.
     y: array('d') for regression; array('i') of class codes 0..k-1 for classification, the code
     being the index in info['classes'] (sorted distinct target values).
@@ -36,8 +39,11 @@ def features_and_target(table: Table, target: str, features: list[str] | None = 
     """
     tcol = table.column(target)
     if features is None:
-        features = [c.name for c in table.columns if c.name != target and c.kind != "text"]
-    features = list(features)
+        features = [c.name for c in table.columns if c.name != target and not c.index
+                    and c.kind not in ("text",) + DATES]
+    features = [f"{f}.{part}" if table.column(f).kind in DATES else f
+                for f in features for part in (DATE_PARTS if table.column(f).kind in DATES
+                                               else (None,))]
     cols = [table.column(f) for f in features]
     for c in cols:
         if c.name == target:
@@ -87,7 +93,8 @@ def features_and_target(table: Table, target: str, features: list[str] | None = 
         X[j::nf] = vals if keep is None else array("d", compress(vals, keep))
     info = {"target": target, "task": task, "features": features, "n_features": nf,
             "n_rows": n, "n_dropped": table.n_rows - n, "classes": classes,
-            "kinds": [c.kind for c in cols], "categories": categories}
+            "kinds": ["categorical" if c.kind in CODED else c.kind for c in cols],
+            "categories": categories}
     return X, y, info
 
 

@@ -22,6 +22,7 @@ Rules (see `py_core.data` for the whole policy):
 """
 from __future__ import annotations
 
+import codecs
 import csv
 import io
 import re
@@ -116,14 +117,12 @@ class CsvSource:
     def __init__(self, data: bytes | str, *, name: str = "data.csv",
                  delimiter: str | None = None, strict: bool = True, progress=None):
         if isinstance(data, str):
-            data = data.encode("utf-8")
-        elif not isinstance(data, bytes):
-            data = bytes(data)
+            data, self.encoding = data.encode("utf-8"), "UTF-8"
+        else:
+            if not isinstance(data, (bytes, bytearray)):
+                data = bytes(data)
+            data, self.encoding = to_utf8(data, name)  # a bytearray is read in place
         self.data, self.name, self.strict, self.progress = data, name, strict, progress
-        nul = data.find(b"\x00")
-        if nul >= 0:
-            raise data_error(name, f"NUL byte at byte offset {nul}: this is not a text file",
-                             line=_line_of(data, nul))
         if delimiter is None:
             sample = data[:_SAMPLE_BYTES].decode("utf-8-sig", errors="ignore")
             if len(data) > _SAMPLE_BYTES:  # leave out the record cut in two
@@ -132,7 +131,8 @@ class CsvSource:
         else:
             self.delimiter = resolve_delimiter(delimiter)
         csv.field_size_limit(FIELD_LIMIT)  # process-wide; set, never restored (threads share it)
-        self._raw = io.BytesIO(data)
+        self._raw = io.BytesIO(data) if isinstance(data, bytes) else \
+            io.BufferedReader(_BytesView(data))  # BytesIO would copy a bytearray
         self._keep: list[str] = []
         self._text = io.TextIOWrapper(self._raw, encoding="utf-8-sig", newline="")
         self._max_fields = COLUMN_LIMIT  # per line; the header's length once it is read
@@ -234,6 +234,90 @@ class CsvSource:
         return data_error(self.name, f"row has more than {self._max_fields} fields, expected "
                           f"{len(self.header)} like the header on line {self.header_line}",
                           line=line)
+
+
+_UTF8_CHECK_STEP = 1 << 20  # validate UTF-8 a megabyte at a time: no 100 MB str made for it
+_CP1252_UNDEFINED = re.compile(rb"[\x81\x8d\x8f\x90\x9d]")  # no character in cp1252
+
+
+def to_utf8(data: bytes | bytearray, name: str = "data.csv") -> tuple[bytes | bytearray, str]:
+    """(the file as UTF-8 bytes, the name of the encoding it was read in). Tried in this order:
+    UTF-16 with a byte-order mark ('UTF-16 (BOM)'), UTF-8 with a BOM ('UTF-8 (BOM)', the BOM kept:
+    the reader skips it) or without ('UTF-8', ASCII included), then the single-byte encodings
+    Excel writes on Windows: 'cp1252' when a byte 0x80-0x9f is there (curly quotes, the euro
+    sign), else 'latin-1' (the same characters for every other byte). Line structure is kept,
+    so lines and columns are the file's own. Refused (DataError naming the byte offset and line):
+    a NUL byte, a broken UTF-16 file, and a file that is not UTF-8 and has a byte that is no
+    character in cp1252 (0x81, 0x8d, 0x8f, 0x90, 0x9d: a C1 control code in latin-1)."""
+    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        try:
+            text = data.decode("utf-16")
+        except UnicodeDecodeError as e:
+            raise data_error(name, f"not UTF-16 at byte offset {e.start} (counted from 0; the "
+                             f"file starts with a UTF-16 byte-order mark): {e.reason}") from None
+        nul = text.find("\x00")
+        if nul >= 0:
+            raise data_error(name, f"NUL character at byte offset {2 * nul}: this is not a "
+                             f"text file", line=_line_of(text[:nul].encode("utf-8"), nul))
+        return text.encode("utf-8"), "UTF-16 (BOM)"
+    nul = data.find(b"\x00")
+    if nul >= 0:
+        raise data_error(name, f"NUL byte at byte offset {nul}: this is not a text file",
+                         line=_line_of(data, nul))
+    label = "UTF-8 (BOM)" if data.startswith(codecs.BOM_UTF8) else "UTF-8"
+    if data.isascii():
+        return data, label
+    bad = _utf8_error_offset(data)
+    if bad is None:
+        return data, label
+    undefined = _CP1252_UNDEFINED.search(data)
+    if undefined is not None:
+        at = undefined.start()
+        raise data_error(name, f"fits no encoding this reader knows (UTF-8, UTF-16 with a "
+                         f"byte-order mark, cp1252/latin-1): not UTF-8 at byte {bad} (counted "
+                         f"from 0; byte 0x{data[bad]:02x}, line {_line_of(data, bad)}), and byte "
+                         f"0x{data[at]:02x} at byte offset {at} is no character in cp1252 (a "
+                         f"control code in latin-1); save the file as UTF-8",
+                         line=_line_of(data, at))
+    encoding = "cp1252" if re.search(rb"[\x80-\x9f]", data) else "latin-1"
+    return data.decode("cp1252").encode("utf-8"), encoding
+
+
+def _utf8_error_offset(data: bytes) -> int | None:
+    """Byte offset of the first byte that is not UTF-8, or None; a megabyte at a time, each
+    piece cut before a continuation byte so that no character is split."""
+    start, n = 0, len(data)
+    while start < n:
+        end = min(n, start + _UTF8_CHECK_STEP)
+        back = 0
+        while end < n and back < 3 and data[end] & 0xC0 == 0x80:
+            end, back = end - 1, back + 1
+        try:
+            data[start:end].decode("utf-8")
+        except UnicodeDecodeError as e:
+            return start + e.start
+        start = end
+    return None
+
+
+class _BytesView(io.RawIOBase):
+    """A raw stream over a bytes-like object that reads it in place (io.BytesIO copies whatever
+    is not bytes: the tab streams a fetched file into a bytearray to hold it only once)."""
+
+    def __init__(self, data):
+        self._view, self._pos = memoryview(data).cast("B"), 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        n = min(len(buffer), len(self._view) - self._pos)
+        buffer[:n] = self._view[self._pos:self._pos + n]
+        self._pos += n
+        return n
+
+    def tell(self) -> int:
+        return self._pos
 
 
 def _line_of(data: bytes, offset: int) -> int:

@@ -11,7 +11,7 @@ from array import array
 from random import Random
 
 
-def train_test_split(n_rows: int, test_size: float | int = 0.2, seed: int = 42,
+def train_test_split(n_rows: int, test_size: float = 0.2, seed: int = 42,
                      stratify=None) -> tuple[array, array]:
     """(train_idx, test_idx): array('i') of row indices, each sorted ascending.
 
@@ -53,7 +53,7 @@ def train_test_split(n_rows: int, test_size: float | int = 0.2, seed: int = 42,
     return array("i", sorted(train)), array("i", sorted(test))
 
 
-def _test_count(n_rows: int, test_size: float | int) -> int:
+def _test_count(n_rows: int, test_size: float) -> int:
     if isinstance(test_size, float):
         if not 0.0 < test_size < 1.0:
             raise ValueError(f"test_size {test_size} must be a fraction in (0, 1) or a count")

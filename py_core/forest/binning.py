@@ -18,6 +18,8 @@ import math
 from array import array
 from bisect import bisect_left, bisect_right
 
+from ..kernels.forest import mid_down
+
 SUBSAMPLE = 100_000  # rows the thresholds are computed from (HistGradientBoosting: 200,000)
 INF = float("inf")
 
@@ -29,14 +31,10 @@ def sample_shape(n: int) -> tuple[int, int, int]:
     return step, m, 1 << max(0, (m - 1).bit_length())
 
 
-def _f32(x: float) -> float:
-    return array("f", [x])[0]
-
-
 def midpoint(a: float, b: float) -> float:
-    """An f32 m with a <= m < b, halfway when the rounding allows (a < b, both f32)."""
-    m = _f32((a + b) / 2)
-    return m if a <= m < b else a
+    """The largest f32 m <= (a + b) / 2 (a < b, both f32), so a <= m < b: an f32 value goes to
+    the same side of m as of the real midpoint (scikit-learn's f64 threshold)."""
+    return mid_down(a, b)
 
 
 def distinct_upto(values, limit: int) -> list[float] | None:

@@ -1,6 +1,6 @@
 """Growing a forest on a backend: buffers, the recorded plan of each level, one readback.
 
-The method (kernels in `shaders/forest.wgsl`):
+The method (kernels in `py_core/kernels/forest/forest.wgsl`):
 
 1. The data go up as they are (f64 values are rounded to f32 by the kernels, as the CPU would).
    `check_finite` refuses NaN and infinities, `targets` turns regression y into exact fixed point,
@@ -12,19 +12,21 @@ The method (kernels in `shaders/forest.wgsl`):
 3. Level by level, all trees of the batch at once, a plan recorded once per level runs:
    `hist_clear` (zeroes the histograms this level builds), `hist_build` (integer atomics into
    (tree, slot, feature, bin): only the smaller child of each split, or the root), `hist_prefix`
-   (built histograms made cumulative along the bins), `split_scan` (per slot and feature: the
-   larger child's histogram as parent - sibling, then the feature's best split, f32 gain in a
-   fixed order), `split_pick` (per slot: the best over its random feature subset), `alloc` (per
+   (built histograms made cumulative along the bins), `split_vary` (per slot and feature: the
+   larger child's histogram as parent - sibling, and whether the feature varies in the node),
+   `split_scan` (the best split of each of the first max_features varying features of the node's
+   random permutation, as scikit-learn draws them; f32 gain, correctly rounded), `split_pick` (per slot: the best over its random feature subset), `alloc` (per
    tree, a prefix sum numbers the children and gives the open ones slots of the next level) and
    `route_rows` (each row moves to its child's slot). On GPUs, hist_prefix and split_scan run
    as their `_wg` versions (`parallel_bins`). Nothing is read back between levels: the number
    of slots a level can need is bounded from n, min_samples_split and min_samples_leaf, so
    every grid is fixed, and a batch of trees of depth <= 16 is one submission.
-   Memory: two levels of histograms, Tb x S x NB x C words each, sized to the histogram budget
-   and the adapter's binding limit; the trees are grown in batches of Tb. Where one tree's level
-   does not fit a buffer (128 MiB adapters, deep trees on wide data), a level's slots are done in
-   passes of S_h slots with one histogram buffer; every open child is then built by atomics (no
-   parent to subtract from) and the forest is the same.
+   Memory: two levels of histograms, Tb x S_h x NB x C words each, sized to the histogram budget
+   and the adapter's binding limit; the trees are grown in batches of Tb. A level with more
+   slots than a buffer holds (S_h: 128 MiB adapters, deep trees, many classes on wide data) is
+   done in passes of S_h slots; its children, and those of the level before it, are all built by
+   atomics (no whole parent level to subtract from); every other level keeps the subtraction
+   trick, and the forest is the same either way.
 4. `finalize` turns nodes into the (feature, threshold, left child, value) arrays that `predict`
    and `oob` walk and `importance` sums each feature's impurity decrease; all of it comes back to
    Python in one readback at the end and stays in flat arrays (`trees.Trees`).
@@ -37,11 +39,23 @@ from array import array
 from dataclasses import dataclass
 from fractions import Fraction
 
+from ..errors import Stopped
 from ..gpu import LimitError
 from ..gpu.backend import by_label
 from ..gpu.pacing import GROUP_SECONDS, Pacer
-from ..kernels.forest import (ENTROPY, HC_SLOTS, IMP_CHUNK, MSE, NOT_FINITE_X, NOT_FINITE_Y,
-                              PARAMS, SORT, WG, grid, half_bits)
+from ..kernels.forest import (
+    ENTROPY,
+    HC_SLOTS,
+    IMP_CHUNK,
+    MSE,
+    NOT_FINITE_X,
+    NOT_FINITE_Y,
+    PARAMS,
+    SORT,
+    WG,
+    grid,
+    half_bits,
+)
 from .binning import edges_from_sorted, sample_shape, sorted_columns
 from .trees import Trees, matrix_words
 
@@ -49,26 +63,22 @@ HIST_BUDGET = 2**30  # bytes of one level's histograms per batch, at most (GPU b
                      # larger batches where the adapter binds that much (2 such buffers a fit)
 REFERENCE_BUDGET = 64 * 2**20  # the reference backend keeps these in Python arrays
 NONE_DEPTH = 0xFFFFFFFF  # max_depth=None in the kernels' params
-CHECK_EVERY = 8  # levels between the small readbacks that end a deep (max_depth > 16 or None) batch
-PACED = True  # levels in groups of about GROUP_SECONDS, the GPU waited for after each (see grow)
+FIRST_LEVELS = 8  # levels a deep (max_depth > 16 or None) batch grows before reading back open slots
 MAX_ROWS = 2**24 - 1  # weights and counts stay exact in f32
 Y_BITS = 23  # regression targets as signed fixed point of this many bits (w * y fits in i32)
-DEVICE_SORT = ("webgpu", "native", "cuda")  # backends that sort the binning subsample themselves
+DEVICE_SORT = ("webgpu", "native")  # backends that sort the binning subsample themselves
 
 KERNELS = ("check_finite", "sample", "sort_pass", "targets", "bin_features", "bootstrap",
            "init_trees", "hist_clear", "hist_build", "split_pick", "alloc", "route_rows",
            "finalize", "importance", "oob")
-LOOPING = ("hist_prefix", "split_scan")  # a thread per (tree, slot, feature): CPU adapters
-PARALLEL = ("hist_prefix_wg", "split_scan_wg")  # a workgroup per (tree, slot, feature): GPUs
-PARALLEL_BINS = None  # True/False: one set or the other everywhere; None: `parallel_bins`
+LOOPING = ("hist_prefix", "split_vary", "split_scan")  # a thread per (tree, slot, feature): CPUs
+PARALLEL = ("hist_prefix_wg", "split_vary_wg", "split_scan_wg")  # a workgroup per one: GPUs
 CPU_ADAPTERS = ("swiftshader", "llvmpipe", "lavapipe")
 
 
 def parallel_bins(backend) -> bool:
     """Whether the PARALLEL kernels run: on GPUs (2.5x faster on an H200), not on CPU adapters,
     where a workgroup's barriers cost more than one thread's loop (25x slower on lavapipe)."""
-    if PARALLEL_BINS is not None:
-        return PARALLEL_BINS
     a = backend.adapter
     named = " ".join(str(a.get(k, "")) for k in ("vendor", "architecture", "device", "description"))
     return (backend.name in DEVICE_SORT and not a.get("is_fallback_adapter")
@@ -123,9 +133,7 @@ def plan_sizes(backend, n: int, F: int, NB: int, spec: GrowSpec) -> Sizes:
     s_min = max(spec.min_samples_split, 2 * spec.min_samples_leaf)
     D = spec.max_depth
     S = max(level_slots(d, n, s_min) for d in range(min(D, 64) if D else 64))
-    NC = 2 * max(1, n // spec.min_samples_leaf) - 1
-    if D is not None and D < 40:
-        NC = min(NC, 2 ** (D + 1) - 1)
+    NC = node_capacity(n, spec)
     cap = min(_cap(backend), REFERENCE_BUDGET if backend.name == "reference" else HIST_BUDGET)
     per_slot = 4 * NB * C
     if per_slot > cap:
@@ -134,12 +142,36 @@ def plan_sizes(backend, n: int, F: int, NB: int, spec: GrowSpec) -> Sizes:
             f"most {cap / 2**20:.0f} MiB fit in a buffer here: lower n_bins or use fewer features")
     T = spec.n_estimators
     S_h = S if per_slot * S <= cap else cap // per_slot  # else each level in passes of S_h slots
+    S_h = max(2, S_h - S_h % 2)  # a pass holds whole pairs of children
     Tb = max(1, min(T, cap // (per_slot * S_h)))
     backend.check_size(4 * n * Tb, f"the bootstrap state of {n} rows")
-    NW = 4 + C
-    backend.check_size(4 * T * NC * NW, f"the nodes of {T} trees of up to {NC} nodes")
-    backend.check_size(4 * T * NC * max(3, K), f"the prediction arrays of {T} trees")
+    check_fits(backend, n, spec)
     return Sizes(n, F, -(-F // 4), NB, C, K, S, S_h, NC, Tb, D)
+
+
+def node_capacity(n: int, spec: GrowSpec) -> int:
+    """The most nodes a tree can have: 2 leaves per min_samples_leaf rows, less one; 2^(D+1) - 1."""
+    NC = 2 * max(1, n // spec.min_samples_leaf) - 1
+    if spec.max_depth is not None and spec.max_depth < 40:
+        NC = min(NC, 2 ** (spec.max_depth + 1) - 1)
+    return NC
+
+
+def check_fits(backend, n: int, spec: GrowSpec) -> None:
+    """Refuses, before any data goes up, a forest whose node arrays cannot fit the adapter's
+    buffers, naming the limit and what would make it fit."""
+    K = spec.n_classes
+    C = 4 if spec.crit == MSE else K + 1
+    T, NC = spec.n_estimators, node_capacity(n, spec)
+    cap = _cap(backend)
+    for what, nbytes in ((f"the nodes of {T} trees of up to {NC} nodes", 4 * T * NC * (4 + C)),
+                         (f"the prediction arrays of {T} trees of up to {NC} nodes", 4 * T * NC * max(3, K))):
+        if nbytes > cap:
+            raise LimitError(
+                f"{what} need {nbytes / 2**20:.0f} MiB, but this adapter's buffers hold at most "
+                f"{cap / 2**20:.0f} MiB (maxStorageBufferBindingSize / maxBufferSize): use fewer "
+                f"trees (at most {max(1, T * cap // nbytes)} here), a max_depth, or a larger "
+                f"min_samples_leaf")
 
 
 def fixed_point_scale(y) -> tuple[int, int, float]:
@@ -172,248 +204,312 @@ class Grown:
 class Grower:
     """One fit's buffers and plans on one backend."""
 
-    def __init__(self, backend, spec: GrowSpec):
+    def __init__(self, backend, spec: GrowSpec, parallel_bins: bool | None = None):
         self.b, self.spec = backend, spec
+        self.wg = parallel_bins  # True/False: one kernel set or the other; None: by adapter
 
     async def grow(self, X: array, n: int, F: int, y, progress=None, should_stop=None,
                    pause=None, profile=False) -> Grown:
         """X: row-major n x F, array('f') or array('d'); y: array('d') targets (regression) or
-        array('I') class indices."""
-        b, spec = self.b, self.spec
+        array('I') class indices. The steps below, in order; every buffer they make is freed at
+        the end (also when stopped or failed) but the forest's own prediction arrays."""
+        b = self.b
         if n > MAX_ROWS:
             raise LimitError(f"{n} rows: the forest trains on at most {MAX_ROWS} rows")
-        clock, timings = time.perf_counter, {}
-        t0 = clock()
-        wg = parallel_bins(b)
-        k = {name: await b.kernel("forest", name) for name in KERNELS + (PARALLEL if wg else LOOPING)}
-        T, K = spec.n_estimators, spec.n_classes
-        step, m, SM = sample_shape(n)
-        if spec.crit == MSE:
-            ye, ym, mid = fixed_point_scale(y)
-        else:
-            ye, ym, mid = 0, 0, 0.0
-        words, xd = matrix_words(b, X, n, F, f"the {n} x {F} training matrix")
-        self.base = dict(n=n, F=F, FW=-(-F // 4), NB=0, C=0, K=K, crit=spec.crit, T=0, tree0=0,
-                         seed=spec.seed, boot=int(spec.bootstrap), mss=spec.min_samples_split,
-                         msl=spec.min_samples_leaf,
-                         max_depth=NONE_DEPTH if spec.max_depth is None else spec.max_depth,
-                         mf=spec.max_features, hb=half_bits(F), S=0, NC=0, depth=0, S_cur=1,
-                         S_next=0, T_all=T, inv_scale=math.ldexp(1.0, -ye), mid=mid, xd=xd,
-                         ye=ye, ym_lo=ym & 0xFFFFFFFF, ym_hi=(ym >> 32) & 0xFFFFFFFF, step=step,
-                         SM=SM, S_h=0, s_lo=0)
+        check_fits(b, n, self.spec)  # before any data goes up
+        self.clock, self.timings, self.t0 = time.perf_counter, {}, time.perf_counter()
+        self.n, self.F, self.T, self.K = n, F, self.spec.n_estimators, self.spec.n_classes
         # Every buffer and plan of the fit is the fit scope's, freed at the end (on Stop and
         # failure too), but for the prediction arrays, handed to the caller's scope.
         outer = b.current_scope()
         fit = b.scope("forest fit").__enter__()  # current until `finally` closes it
-        buf = b.buffer
-
         if profile:
             b.profile_start()
         try:
-            # -- data up; checks, fixed-point targets and the sorted subsample --------------------
-            P0 = buf("u32", data=PARAMS.pack(**self.base), uniform=True)
-            Xb = buf("u32", data=words)
-            flags = buf("u32", 1)
-            prep = b.plan().dispatch(k["check_finite"], [P0, Xb, flags], self._grid(n * F))
-            if spec.crit == MSE:
-                tgt = buf("u32", n)
-                yb = buf("u32", data=memoryview(y).cast("B"))
-                prep.dispatch(k["targets"], [P0, yb, tgt, flags], self._grid(n))
-            else:
-                tgt = buf("u32", data=y)
-            device_sort = b.name in DEVICE_SORT
-            if device_sort:
-                samp = buf("u32", F * SM + 1)  # the last word: a copy of the flags
-                prep.dispatch(k["sample"], [P0, Xb, samp], self._grid(F * SM))
-                for kk in (2 ** i for i in range(1, SM.bit_length())):
-                    for j in (kk >> i for i in range(1, kk.bit_length())):
-                        Ps = buf("u32", uniform=True, data=SORT.pack(j=j, k=kk, len=SM, count=F))
-                        prep.dispatch(k["sort_pass"], [Ps, samp], self._grid(F * SM // 2))
-                prep.copy(flags, samp, 1, dst_offset=F * SM)
-            timings["upload"] = clock() - t0  # kernels (compiled once), data up, plans recorded
-            await b.run(prep)
-            if device_sort:
-                got = await b.read(samp)
-                bad = got[F * SM]
-                values = array("f")
-                values.frombytes(memoryview(got)[:F * SM].cast("B"))
-                columns = [values[f * SM:f * SM + m] for f in range(F)]
-            else:
-                bad = (await b.read(flags))[0]
-            if bad & NOT_FINITE_X:
-                raise ValueError("X has NaN or infinite values (or values beyond float32): "
-                                 "impute or drop them")
-            if bad & NOT_FINITE_Y:
-                raise ValueError("y has NaN or infinite values")
-            if not device_sort:
-                columns = sorted_columns(X, n, F)
-            timings["sort"] = clock() - t0 - timings["upload"]  # checks, fixed point, the sort
-            edges, fmeta, _ = edges_from_sorted(columns, spec.n_bins)
-            timings["thresholds"] = clock() - t0
-
-            NB = sum(fmeta[1::2])
-            z = self.z = plan_sizes(b, n, F, NB, spec)
-            C, NC, S, S_h, Tb = z.C, z.NC, z.S, z.S_h, z.Tb
-            self.base.update(NB=NB, C=C, T=Tb, S=S, NC=NC, S_h=S_h)
-            b.write(P0, PARAMS.pack(**self.base))
-            eb = buf("f32", data=edges)
-            fb = buf("u32", data=fmeta)
-            binned = buf("u32", n * z.FW)
-            await b.run(b.plan().dispatch(k["bin_features"], [P0, Xb, eb, fb, binned],
-                                          self._grid(n * z.FW)))
+            await self._compile()
+            columns = await self._upload_and_sort(X, y)
+            await self._bin(columns)
+            t1 = self.t_levels = self.clock()
+            self._tree_buffers()
+            self._fixed_plans()
+            self.pacer = Pacer(GROUP_SECONDS)  # levels a submission, from the measured rate
+            self.levels_total = self.z.levels or max(1, math.ceil(math.log2(max(2, n))) + 4)
+            for done in range(0, self.T, self.z.Tb):
+                await self._grow_batch(done, min(self.z.Tb, self.T - done), progress, should_stop,
+                                       pause)
             await b.finish()
-            timings["binning"] = clock() - t0
-            t1 = clock()
-
-            # -- the trees, batch by batch, level by level ----------------------------------------
-            if spec.crit == ENTROPY:  # x ln x for every weight a node can have
-                xlogx = buf("f32", data=array("f", [0.0] + [v * math.log(v) for v in range(1, n + 1)]))
-            else:
-                xlogx = buf("f32", 1)
-            nodes = buf("u32", T * NC * (4 + C))
-            meta = buf("u32", 2 * T)
-            ptree = buf("u32", 3 * T * NC)
-            pval = buf("f32", K * T * NC)
-            oobb = buf("f32", n * (K + 1)) if spec.oob and spec.bootstrap else None
-            state = buf("u32", Tb * n)
-            passes = S_h < S  # a level's slots in several passes, one histogram buffer
-            hist = [buf("u32", Tb * S_h * NB * C) for _ in range(1 if passes else 2)]
-            prev = buf("u32", 4) if passes else None  # split_scan's parent level: not read then
-            slots = [buf("u32", Tb * S * 4) for _ in range(2)]
-            childmap = buf("u32", Tb * S * 2)
-            left = buf("u32", Tb * S * C)
-            cand = buf("u32", Tb * S * F * 4)
-
-            init = (b.plan().clear(state)
-                    .dispatch(k["bootstrap"], [P0, state], self._grid(Tb * n))
-                    .dispatch(k["init_trees"], [P0, slots[0], nodes, meta], self._grid(Tb * S)))
-            final = b.plan().dispatch(k["finalize"], [P0, nodes, meta, eb, fb, ptree, pval],
-                                      self._grid(Tb * NC))
-            if oobb is not None:
-                final.dispatch(k["oob"], [P0, Xb, ptree, pval, state, oobb], self._grid(n))
-            level_params, level_plans = [], []  # per level: [(uniform, params)], plan
-            prefix, scan = (k[name] for name in (PARALLEL if wg else LOOPING))
-
-            def per_feature(sp):  # a workgroup, or a thread, per (tree, slot of the pass, feature)
-                return grid(Tb * sp * F, wgs) if wg else self._grid(Tb * sp * F)
-            s_min = max(spec.min_samples_split, 2 * spec.min_samples_leaf)
-            batch = [0, Tb]  # first tree, trees
-            wgs = b.limits["maxComputeWorkgroupsPerDimension"]
-
-            def level(d):
-                """The recorded plan of level d: made once, run for every batch."""
-                while len(level_plans) <= d:
-                    e = len(level_plans)
-                    s_cur = level_slots(e, n, s_min)
-                    last = z.levels is not None and e == z.levels - 1
-                    s_next = 0 if last else level_slots(e + 1, n, s_min)
-                    cur, other = slots[e % 2], slots[1 - e % 2]
-                    h = hist[e % len(hist)]
-                    parent = prev if passes else hist[1 - e % 2]
-                    plan, ups = b.plan(), []
-                    for s_lo in range(0, s_cur, S_h):
-                        sp = min(S_h, s_cur - s_lo)
-                        pp = dict(depth=e, S_cur=s_cur, S_next=s_next, s_lo=s_lo)
-                        P = buf("u32", uniform=True, data=PARAMS.pack(**self._params(pp, *batch)))
-                        ups.append((P, pp))
-                        (plan.dispatch(k["hist_clear"], [P, cur, h], grid(Tb * -(-sp // HC_SLOTS), wgs))
-                         .dispatch(k["hist_build"], [P, binned, fb, tgt, state, cur, h], self._grid(Tb * n))
-                         .dispatch(prefix, [P, fb, cur, h], per_feature(sp))
-                         .dispatch(scan, [P, fb, cur, h, nodes, cand, xlogx, parent], per_feature(sp))
-                         .dispatch(k["split_pick"], [P, fb, cur, h, nodes, cand, xlogx, left],
-                                   self._grid(Tb * sp)))
-                    P = ups[0][0]
-                    plan.dispatch(k["alloc"], [P, cur, nodes, left, other, childmap, meta], grid(Tb, wgs))
-                    if not last:
-                        plan.dispatch(k["route_rows"], [P, binned, state, cur, nodes, childmap],
-                                      self._grid(Tb * n))
-                    level_params.append(ups)
-                    level_plans.append(plan)
-                return level_plans[d]
-
-            # Levels go to the GPU in groups (py_core.gpu.pacing), each one submission sized to
-            # take about GROUP_SECONDS at the measured rate; after each the fit waits for the GPU
-            # (onSubmittedWorkDone), reports the levels it has done, and honours Stop and Pause.
-            # Deeper or unbounded trees (> 16 levels) also read `meta` every CHECK_EVERY levels:
-            # is any node still open? PACED = False: a batch of fixed depth is one submission
-            # and nothing waits (the benchmark's comparison).
-            deep = z.levels is None or z.levels > 16
-            levels_total = z.levels or max(1, math.ceil(math.log2(max(2, n))) + 4)  # for progress
-            pacer = Pacer(GROUP_SECONDS) if PACED else None
-            while batch[0] < T:
-                done = batch[0]
-                batch[1] = nt = min(Tb, T - done)
-                b.write(P0, PARAMS.pack(**self._params({}, done, nt)))
-                for ups in level_params:
-                    for P, pp in ups:
-                        b.write(P, PARAMS.pack(**self._params(pp, done, nt)))
-                d = 0  # levels of this batch submitted
-                while True:
-                    end = z.levels if z.levels is not None else d + CHECK_EVERY
-                    stop_at = min(end, (d // CHECK_EVERY + 1) * CHECK_EVERY) if deep else end
-                    g = pacer.size(stop_at - d) if pacer else stop_at - d
-                    plans = ([init] if d == 0 else []) + [level(e) for e in range(d, d + g)]
-                    d += g
-                    last = z.levels is not None and d >= z.levels
-                    t_group = clock()
-                    await b.run(plans + ([final] if last else []))
-                    if pacer:
-                        await b.finish()
-                        pacer.done(g, clock() - t_group)
-                    if should_stop is not None and should_stop():
-                        from ..jobs import Stopped
-                        raise Stopped(f"stopped at level {d} of trees {done + 1}-{done + nt}, with "
-                                      f"{done} of {T} trees finished: the forest is discarded "
-                                      "(nothing is stored)")
-                    if pause is not None:
-                        await pause()  # waits while paused; raises Stopped
-                    if progress is not None:
-                        total = max(levels_total, d)
-                        fraction = (done + nt * min(1.0, d / total)) / T
-                        spent = clock() - t1
-                        progress({"stage": f"trees {done + 1}-{done + nt} of {T}: level {d}/{total}",
-                                  "trees": [done, T], "level": [d, total], "fraction": fraction,
-                                  "eta_s": spent * (1 - fraction) / fraction if pacer else None})
-                    if last:
-                        break
-                    if deep and d % CHECK_EVERY == 0:
-                        m_ = await b.read(meta)  # a few words: is any node still open?
-                        if not any(m_[2 * (done + t) + 1] for t in range(nt)):
-                            await b.run(final)
-                            break
-                batch[0] = done + nt
-            await b.finish()
-            timings["levels"] = clock() - t1
-            t1 = clock()
-
-            # -- the one readback of the fit --------------------------------------------------------
-            G = -(-NC // IMP_CHUNK)
-            imp = buf("f32", T * G * F)
-            Pi = buf("u32", uniform=True, data=PARAMS.pack(**self._params({}, 0, T)))
-            await b.run(b.plan().dispatch(k["importance"], [Pi, nodes, meta, imp],
-                                          grid(T * G * -(-F // WG), wgs)))
-            parts = await self._read_all([meta, ptree, pval, imp] + ([oobb] if oobb else []))
-            timings["readback"] = clock() - t1
-            t1 = clock()
-            counts = array("I", parts[0][0::2])
-            trees = Trees(T, NC, K, counts, parts[1], _typed("f", parts[2]))
-            importances = _importances(_typed("f", parts[3]), counts, T, G, F)
-            oob = _typed("f", parts[4]) if oobb else None
-            timings["host"] = clock() - t1
+            self.timings["levels"] = self.clock() - t1
+            grown = await self._read_back()
             if profile:
                 for name, (seconds, count) in by_label(await b.profile_stop()).items():
-                    timings["k_" + name.split(".")[-1]] = seconds
+                    grown.timings["k_" + name.split(".")[-1]] = seconds
                 profile = False
             if outer is not None:
-                outer.own(ptree, pval)
+                outer.own(grown.ptree, grown.pval)
             else:  # the caller frees them (b.free)
-                fit._forget(ptree)
-                fit._forget(pval)
-            return Grown(trees, ptree, pval, importances, oob, timings)
+                fit._forget(grown.ptree)
+                fit._forget(grown.pval)
+            return grown
         finally:  # also when stopped or failed
             if profile:
                 await b.profile_stop()
             fit.__exit__(None, None, None)
+
+    def _buf(self, *args, **kwargs):
+        """A buffer of this fit (the fit's scope frees it when the fit ends)."""
+        return self.b.buffer(*args, **kwargs)
+
+    async def _compile(self) -> None:
+        """The kernels (the parallel-bins set on GPUs) and the parameters every kernel shares."""
+        b, spec, n, F = self.b, self.spec, self.n, self.F
+        self.wide = parallel_bins(b) if self.wg is None else self.wg
+        names = KERNELS + (PARALLEL if self.wide else LOOPING)
+        self.k = {name: await b.kernel("forest", name) for name in names}
+        self.step, self.m, SM = sample_shape(n)
+        self.base = dict(n=n, F=F, FW=-(-F // 4), NB=0, C=0, K=self.K, crit=spec.crit, T=0,
+                         tree0=0, seed=spec.seed, boot=int(spec.bootstrap),
+                         mss=spec.min_samples_split, msl=spec.min_samples_leaf,
+                         max_depth=NONE_DEPTH if spec.max_depth is None else spec.max_depth,
+                         mf=spec.max_features, hb=half_bits(F), S=0, NC=0, depth=0, S_cur=1,
+                         S_next=0, T_all=self.T, inv_scale=1.0, mid=0.0, xd=0, ye=0, ym_lo=0,
+                         ym_hi=0, step=self.step, SM=SM, S_h=0, s_lo=0)
+
+    async def _upload_and_sort(self, X: array, y) -> list:
+        """Data up; finite checks, fixed-point regression targets and, on GPU backends, the
+        binning subsample sorted on the device (one submission, one readback). Returns each
+        feature's sorted sample."""
+        b, spec, n, F, k, SM = self.b, self.spec, self.n, self.F, self.k, self.base["SM"]
+        buf, clock = self._buf, self.clock
+        if spec.crit == MSE:
+            ye, ym, mid = fixed_point_scale(y)
+            self.base.update(inv_scale=math.ldexp(1.0, -ye), mid=mid, ye=ye, ym_lo=ym & 0xFFFFFFFF,
+                             ym_hi=(ym >> 32) & 0xFFFFFFFF)
+        words, self.base["xd"] = matrix_words(b, X, n, F, f"the {n} x {F} training matrix")
+        self.P0 = P0 = buf("u32", data=PARAMS.pack(**self.base), uniform=True)
+        self.Xb = Xb = buf("u32", data=words)
+        flags = buf("u32", 1)
+        prep = b.plan().dispatch(k["check_finite"], [P0, Xb, flags], self._grid(n * F))
+        if spec.crit == MSE:
+            self.tgt = buf("u32", n)
+            yb = buf("u32", data=memoryview(y).cast("B"))
+            prep.dispatch(k["targets"], [P0, yb, self.tgt, flags], self._grid(n))
+        else:
+            self.tgt = buf("u32", data=y)
+        device_sort = b.name in DEVICE_SORT
+        if device_sort:
+            samp = buf("u32", F * SM + 1)  # the last word: a copy of the flags
+            prep.dispatch(k["sample"], [P0, Xb, samp], self._grid(F * SM))
+            for kk in (2 ** i for i in range(1, SM.bit_length())):
+                for j in (kk >> i for i in range(1, kk.bit_length())):
+                    Ps = buf("u32", uniform=True, data=SORT.pack(j=j, k=kk, len=SM, count=F))
+                    prep.dispatch(k["sort_pass"], [Ps, samp], self._grid(F * SM // 2))
+            prep.copy(flags, samp, 1, dst_offset=F * SM)
+        self.timings["upload"] = clock() - self.t0  # kernels (compiled once), data up, plans
+        await b.run(prep)
+        if device_sort:
+            got = await b.read(samp)
+            bad = got[F * SM]
+            values = array("f")
+            values.frombytes(memoryview(got)[:F * SM].cast("B"))
+            columns = [values[f * SM:f * SM + self.m] for f in range(F)]
+        else:
+            bad = (await b.read(flags))[0]
+        if bad & NOT_FINITE_X:
+            raise ValueError("X has NaN or infinite values (or values beyond float32): "
+                             "impute or drop them")
+        if bad & NOT_FINITE_Y:
+            raise ValueError("y has NaN or infinite values")
+        if not device_sort:
+            columns = sorted_columns(X, n, F)
+        self.timings["sort"] = clock() - self.t0 - self.timings["upload"]  # checks, fixed point, sort
+        return columns
+
+    async def _bin(self, columns: list) -> None:
+        """Thresholds from the sorted samples, the sizes they imply, and the binned matrix."""
+        b, n = self.b, self.n
+        edges, fmeta, _ = edges_from_sorted(columns, self.spec.n_bins)
+        self.timings["thresholds"] = self.clock() - self.t0
+        NB = sum(fmeta[1::2])
+        z = self.z = plan_sizes(b, n, self.F, NB, self.spec)
+        self.base.update(NB=NB, C=z.C, T=z.Tb, S=z.S, NC=z.NC, S_h=z.S_h)
+        b.write(self.P0, PARAMS.pack(**self.base))
+        self.eb = self._buf("f32", data=edges)
+        self.fb = self._buf("u32", data=fmeta)
+        self.binned = self._buf("u32", n * z.FW)
+        await b.run(b.plan().dispatch(self.k["bin_features"], [self.P0, self.Xb, self.eb, self.fb,
+                                                               self.binned], self._grid(n * z.FW)))
+        await b.finish()
+        self.timings["binning"] = self.clock() - self.t0
+
+    def _tree_buffers(self) -> None:
+        """The forest's nodes and prediction arrays (all trees), and one batch's working set:
+        bootstrap state, histograms (two levels), slots."""
+        spec, z, n, F, T, K, buf = self.spec, self.z, self.n, self.F, self.T, self.K, self._buf
+        C, NC, S, Tb = z.C, z.NC, z.S, z.Tb
+        if spec.crit == ENTROPY:  # x ln x for every weight a node can have
+            self.xlogx = buf("f32", data=array("f", [0.0] + [v * math.log(v) for v in range(1, n + 1)]))
+        else:
+            self.xlogx = buf("f32", 1)
+        self.nodes = buf("u32", T * NC * (4 + C))
+        self.meta = buf("u32", 2 * T)
+        self.ptree = buf("u32", 3 * T * NC)
+        self.pval = buf("f32", K * T * NC)
+        self.oobb = buf("f32", n * (K + 1)) if spec.oob and spec.bootstrap else None
+        self.state = buf("u32", Tb * n)
+        # Two histogram buffers, this level's and its parent's; a level with more slots than
+        # one holds (S_h) runs in passes, and then (and just after) every child is built.
+        self.hist = [buf("u32", Tb * z.S_h * z.NB * C) for _ in range(2)]
+        self.slots = [buf("u32", Tb * S * 4) for _ in range(2)]
+        self.childmap = buf("u32", Tb * S * 2)
+        self.left = buf("u32", Tb * S * C)
+        self.cand = buf("u32", Tb * z.S_h * F * 4)  # a pass's slots
+
+    def _fixed_plans(self) -> None:
+        """The plans every batch runs as they are: `init` (bootstrap, roots) and `final` (nodes to
+        prediction arrays, out-of-bag sums); the level plans are made on first use (`_level`)."""
+        b, k, z, P0, n, Tb = self.b, self.k, self.z, self.P0, self.n, self.z.Tb
+        self.wgs = b.limits["maxComputeWorkgroupsPerDimension"]
+        self.s_min = max(self.spec.min_samples_split, 2 * self.spec.min_samples_leaf)
+        self.init = (b.plan().clear(self.state)
+                     .dispatch(k["bootstrap"], [P0, self.state], self._grid(Tb * n))
+                     .dispatch(k["init_trees"], [P0, self.slots[0], self.nodes, self.meta],
+                               self._grid(Tb * z.S)))
+        self.final = b.plan().dispatch(k["finalize"], [P0, self.nodes, self.meta, self.eb, self.fb,
+                                                       self.ptree, self.pval], self._grid(Tb * z.NC))
+        if self.oobb is not None:
+            self.final.dispatch(k["oob"], [P0, self.Xb, self.ptree, self.pval, self.state, self.oobb],
+                                self._grid(n))
+        self.level_params, self.level_plans = [], {}  # [(uniform, params)] per plan; (d, slots) -> plan
+        self.batch = (0, Tb)  # first tree, trees: what the level uniforms are packed for
+        # A batch's levels go in paced groups (_grow_batch) when its depth is fixed (<= 16).
+        # Deeper or unbounded trees run their first FIRST_LEVELS levels so, then one level a
+        # submission: a small readback of `meta` says how many slots the next level has open,
+        # and its plan covers only those (rounded up to a power of two, so plans are reused):
+        # deep levels, where few rows are left, cost what their live nodes need, not 2^depth.
+        deep = z.levels is None or z.levels > 16
+        self.head = z.levels if not deep else min(FIRST_LEVELS, z.levels or FIRST_LEVELS)
+
+    def _per_feature(self, sp: int):
+        """A workgroup (parallel bins), or a thread, per (tree, slot of the pass, feature)."""
+        threads = self.z.Tb * sp * self.F
+        return grid(threads, self.wgs) if self.wide else self._grid(threads)
+
+    def _level(self, e: int, s_cur: int):
+        """The recorded plan of level e over its first s_cur slots: made once, run for every
+        batch (its uniforms rewritten per batch)."""
+        if (e, s_cur) in self.level_plans:
+            return self.level_plans[(e, s_cur)]
+        z, k, n, Tb, wgs = self.z, self.k, self.n, self.z.Tb, self.wgs
+        prefix, vary, scan = (k[name] for name in (PARALLEL if self.wide else LOOPING))
+        last = z.levels is not None and e == z.levels - 1
+        s_next = 0 if last else level_slots(e + 1, n, self.s_min)
+        cur, other = self.slots[e % 2], self.slots[1 - e % 2]
+        h, parent = self.hist[e % 2], self.hist[1 - e % 2]
+        fb, nodes, cand, xlogx = self.fb, self.nodes, self.cand, self.xlogx
+        plan, ups = self.b.plan(), []
+        for s_lo in range(0, s_cur, z.S_h):
+            sp = min(z.S_h, s_cur - s_lo)
+            pp = dict(depth=e, S_cur=s_cur, S_next=s_next, s_lo=s_lo)
+            P = self._buf("u32", uniform=True, data=PARAMS.pack(**self._params(pp, *self.batch)))
+            ups.append((P, pp))
+            (plan.dispatch(k["hist_clear"], [P, cur, h], grid(Tb * -(-sp // HC_SLOTS), wgs))
+             .dispatch(k["hist_build"], [P, self.binned, fb, self.tgt, self.state, cur, h],
+                       self._grid(Tb * n))
+             .dispatch(prefix, [P, fb, cur, h], self._per_feature(sp))
+             .dispatch(vary, [P, fb, cur, h, nodes, cand, xlogx, parent], self._per_feature(sp))
+             .dispatch(scan, [P, fb, cur, h, nodes, cand, xlogx, parent], self._per_feature(sp))
+             .dispatch(k["split_pick"], [P, fb, cur, h, nodes, cand, xlogx, self.left],
+                       self._grid(Tb * sp)))
+        P = ups[0][0]
+        plan.dispatch(k["alloc"], [P, cur, nodes, self.left, other, self.childmap, self.meta],
+                      grid(Tb, wgs))
+        if not last:
+            plan.dispatch(k["route_rows"], [P, self.binned, self.state, cur, nodes, self.childmap],
+                          self._grid(Tb * n))
+        self.level_params.append(ups)
+        self.level_plans[(e, s_cur)] = plan
+        return plan
+
+    async def _grow_batch(self, done: int, nt: int, progress, should_stop, pause) -> None:
+        """Trees done .. done + nt - 1, level by level. The first `head` levels go to the GPU in
+        groups (py_core.gpu.pacing), each one submission sized to take about GROUP_SECONDS at
+        the measured rate, the GPU waited for after each; deep trees then go a level a
+        submission sized by the open slots (a small readback of `meta`), until none is open.
+        After every submission the fit reports what the GPU has done and honours Stop and
+        Pause: within a level on a software adapter, within a quarter second on a GPU."""
+        b, z = self.b, self.z
+        self.batch = (done, nt)
+        b.write(self.P0, PARAMS.pack(**self._params({}, done, nt)))
+        for ups in self.level_params:
+            for P, pp in ups:
+                b.write(P, PARAMS.pack(**self._params(pp, done, nt)))
+        pacer = self.pacer
+        d = 0  # levels submitted
+        while d < self.head:
+            g = pacer.size(self.head - d)
+            plans = ([self.init] if d == 0 else []) + [
+                self._level(e, level_slots(e, self.n, self.s_min)) for e in range(d, d + g)]
+            d += g
+            if d == z.levels:
+                plans.append(self.final)
+            t0 = self.clock()
+            await b.run(plans)
+            await b.finish()
+            pacer.done(g, self.clock() - t0)
+            await self._between(done, nt, d, progress, should_stop, pause)
+        if d == z.levels:
+            return
+        while True:
+            m_ = await b.read(self.meta)  # a few words: the open pairs of each tree's next level
+            pairs = max(m_[2 * (done + t) + 1] for t in range(nt))
+            if not pairs:
+                await b.run(self.final)
+                return
+            s_cur = min(level_slots(d, self.n, self.s_min), 1 << (2 * pairs - 1).bit_length())
+            plan = self._level(d, s_cur)
+            last = z.levels is not None and d == z.levels - 1
+            await b.run([plan, self.final] if last else plan)
+            d += 1
+            if last:
+                return
+            await self._between(done, nt, d, progress, should_stop, pause)
+
+    async def _between(self, done: int, nt: int, d: int, progress, should_stop, pause) -> None:
+        """After a submission the GPU has finished: Stop, Pause, and progress with an estimate."""
+        T = self.T
+        if should_stop is not None and should_stop():
+            raise Stopped(f"stopped at level {d} of trees {done + 1}-{done + nt}, with {done} of "
+                          f"{T} trees finished: the forest is discarded (nothing is stored)")
+        if pause is not None:
+            await pause()  # waits while paused; raises Stopped
+        if progress is not None:
+            total = max(self.levels_total, d)
+            fraction = (done + nt * min(1.0, d / total)) / T
+            spent = self.clock() - self.t_levels
+            progress({"stage": f"trees {done + 1}-{done + nt} of {T}: level {d}/{total}",
+                      "trees": [done, T], "level": [d, total], "fraction": fraction,
+                      "eta_s": spent * (1 - fraction) / fraction if fraction > 0 else None})
+
+    async def _read_back(self) -> Grown:
+        """Importances on the device, then the one readback of the fit: tree sizes, prediction
+        arrays, importances, out-of-bag sums."""
+        b, z, T, K, F, clock = self.b, self.z, self.T, self.K, self.F, self.clock
+        t1 = clock()
+        G = -(-z.NC // IMP_CHUNK)
+        imp = self._buf("f32", T * G * F)
+        Pi = self._buf("u32", uniform=True, data=PARAMS.pack(**self._params({}, 0, T)))
+        await b.run(b.plan().dispatch(self.k["importance"], [Pi, self.nodes, self.meta, imp],
+                                      grid(T * G * -(-F // WG), self.wgs)))
+        oobb = self.oobb
+        parts = await self._read_all([self.meta, self.ptree, self.pval, imp] + ([oobb] if oobb else []))
+        self.timings["readback"] = clock() - t1
+        t1 = clock()
+        counts = array("I", parts[0][0::2])
+        trees = Trees(T, z.NC, K, counts, parts[1], _typed("f", parts[2]))
+        importances = _importances(_typed("f", parts[3]), counts, T, G, F)
+        oob = _typed("f", parts[4]) if oobb else None
+        self.timings["host"] = clock() - t1
+        return Grown(trees, self.ptree, self.pval, importances, oob, self.timings)
 
     async def _read_all(self, bufs) -> list:
         """The buffers' words, in one readback when they fit one buffer."""

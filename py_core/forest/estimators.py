@@ -19,17 +19,6 @@ from array import array
 from ..kernels.forest import CRITERIA, MAXK
 from . import builder, export, trees
 
-_BACKENDS: dict = {}  # backends made from a name, kept for the next fit
-
-
-def _backend(backend):
-    if not isinstance(backend, str):
-        return backend
-    if backend not in _BACKENDS:
-        from ..gpu import get_backend
-        _BACKENDS[backend] = get_backend(backend)
-    return _BACKENDS[backend]
-
 
 def as_matrix(X, n_features: int | None = None) -> tuple[array, int, int]:
     """(row-major array('f') or array('d'), rows, features) from a list of rows, a flat
@@ -160,10 +149,12 @@ class _Forest:
                                 self.n_bins, bool(self.oob_score))
 
     async def fit(self, X, y, *, n_features: int | None = None, progress=None, should_stop=None,
-                  pause=None, profile: bool = False):
+                  pause=None, profile: bool = False, parallel_bins: bool | None = None):
         """Grow the forest. Between levels: progress(dict) hears of it, should_stop() -> True ends
-        the fit (raising py_core.jobs.Stopped), and `await pause()` may wait (or raise Stopped).
-        `timings_` holds the phases in seconds; with profile=True also each kernel's ("k_NAME")."""
+        the fit (raising py_core.errors.Stopped), and `await pause()` may wait (or raise Stopped).
+        `timings_` holds the phases in seconds; with profile=True also each kernel's ("k_NAME").
+        parallel_bins: True/False forces one kernel set or the other (a benchmark switch; None:
+        `builder.parallel_bins` picks by adapter)."""
         t0 = time.perf_counter()
         flat, n, F = as_matrix(X, n_features)
         if not isinstance(y, array):
@@ -172,7 +163,7 @@ class _Forest:
             raise ValueError(f"y has {len(y)} values for {n} rows of X")
         target, K = self._encode(y)
         spec = self._spec(n, F, K)
-        backend = _backend(self.backend)
+        backend = self._backend()
         self.release()  # a refit frees the previous fit's device arrays first
         t_prepare = time.perf_counter() - t0
         # The device arrays' owner: a child of the caller's current scope (a job's: freed with
@@ -180,8 +171,8 @@ class _Forest:
         scope = backend.scope(f"{type(self).__name__} model")
         try:
             with scope.use():  # the prediction arrays the fit hands back join it
-                grown = await builder.Grower(backend, spec).grow(flat, n, F, target, progress,
-                                                                 should_stop, pause, profile)
+                grown = await builder.Grower(backend, spec, parallel_bins).grow(
+                    flat, n, F, target, progress, should_stop, pause, profile)
         except BaseException:
             scope.close()
             raise
@@ -196,6 +187,16 @@ class _Forest:
             self._set_oob(grown.oob, y, n, K)
         self.timings_ = dict(grown.timings, prepare=t_prepare, fit=time.perf_counter() - t0)
         return self
+
+    def _backend(self):
+        """`backend` itself, or the backend made from its name (kept by this estimator)."""
+        if not isinstance(self.backend, str):
+            return self.backend
+        named = getattr(self, "_named", None)
+        if named is None or named[0] != self.backend:
+            from ..gpu import get_backend
+            self._named = named = (self.backend, get_backend(self.backend))
+        return named[1]
 
     @property
     def _trees(self) -> list[dict]:
@@ -221,7 +222,7 @@ class _Forest:
         if getattr(self, "_forest", None) is None:
             raise RuntimeError(f"this {type(self).__name__} is not fitted yet: await fit() first")
         flat, n, F = as_matrix(X, n_features if n_features is not None else self.n_features_in_)
-        backend = _backend(self.backend)
+        backend = self._backend()
         device = getattr(self, "_device", None)
         if device is None or device[0] is not backend or device[1].handle is None:
             self.release()
@@ -244,6 +245,17 @@ class _Forest:
     def from_dict(cls, data: dict, backend="reference"):
         """A forest from `to_dict()`'s output, ready to predict on `backend`."""
         return export.from_dict(cls, data, backend)
+
+    def to_bytes(self, extra: dict | None = None) -> bytes:
+        """The fitted forest in the compact binary format (`py_core.forest.export`)."""
+        if getattr(self, "_forest", None) is None:
+            raise RuntimeError("nothing to export: the forest is not fitted")
+        return export.to_bytes(self, extra)
+
+    @classmethod
+    def from_bytes(cls, data, backend="reference"):
+        """A forest from `to_bytes()`'s output, ready to predict on `backend`."""
+        return export.from_bytes(cls, data, backend)
 
 
 class RandomForestRegressor(_Forest):

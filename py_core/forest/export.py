@@ -20,15 +20,30 @@ Format (`to_dict`), version 1:
 
 A row's prediction is the mean over trees of the value of the leaf it reaches; a classifier
 predicts the class of the largest mean fraction (the first on ties).
+
+The same forest in binary (`to_bytes`, `from_bytes`; the page keeps and passes this one, and
+writes the JSON above only when a person downloads it, tree by tree: web/forest_model.js), all
+little-endian:
+
+    "PCFOREST" · u32 version (1) · u32 H · H bytes of JSON header (the JSON format's fields but
+    "trees", plus "n_trees": T, "n_nodes": N; padded with spaces to a multiple of 4)
+    · u32 counts[T] (nodes of each tree) · i32 feature[N] · f32 threshold[N] · i32 left[N]
+    · f32 value[N * K]          (the trees' nodes one after another; right = left + 1)
 """
 from __future__ import annotations
+
+import json
+import struct
+from array import array
 
 from .trees import Trees
 
 FORMAT, VERSION = "py_core.forest", 1
+MAGIC = b"PCFOREST"
 
 
-def to_dict(forest) -> dict:
+def header(forest) -> dict:
+    """The JSON format's fields but the trees."""
     params = {k: v for k, v in forest.get_params().items() if k != "backend"}
     out = {"format": FORMAT, "version": VERSION, "estimator": type(forest).__name__,
            "params": params, "n_features": forest.n_features_in_}
@@ -38,24 +53,87 @@ def to_dict(forest) -> dict:
     out["feature_importances"] = list(forest.feature_importances_)
     score = getattr(forest, "oob_score_", None)
     out["oob_score"] = None if score is None or score != score else score
+    return out
+
+
+def to_dict(forest) -> dict:
+    out = header(forest)
     out["trees"] = [{k: t[k] for k in ("feature", "threshold", "left", "right", "value")}
                     for t in forest._trees]
     return out
 
 
+def to_bytes(forest, extra: dict | None = None) -> bytes:
+    """The binary format; `extra` adds fields to the header (a job's "data")."""
+    trees: Trees = forest._forest
+    T, NC, K = trees.T, trees.NC, trees.K
+    feat, thr, left, val = array("I"), array("I"), array("I"), array("f")
+    for t in range(T):
+        base, m = t * NC, trees.counts[t]
+        seg = trees.ptree[3 * base:3 * (base + m)]
+        feat.extend(seg[0::3])
+        thr.extend(seg[1::3])
+        left.extend(seg[2::3])
+        val.extend(trees.pval[K * base:K * (base + m)])
+    head = dict(header(forest), **(extra or {}), n_trees=T, n_nodes=len(feat))
+    text = json.dumps(head, allow_nan=False).encode()
+    text += b" " * (-len(text) % 4)
+    parts = [MAGIC, struct.pack("<II", VERSION, len(text)), text, array("I", trees.counts).tobytes(),
+             feat.tobytes(), thr.tobytes(), left.tobytes(), val.tobytes()]
+    return b"".join(parts)
+
+
+def read_bytes(data) -> tuple[dict, Trees]:
+    """(header, trees) of the binary format, checked."""
+    data = memoryview(data).cast("B")
+    if len(data) < 16 or bytes(data[:8]) != MAGIC:
+        raise ValueError("not a py_core.forest binary export (no PCFOREST signature)")
+    version, H = struct.unpack("<II", data[8:16])
+    if version != VERSION:
+        raise ValueError(f"py_core.forest binary version {version} is not {VERSION}")
+    head = json.loads(bytes(data[16:16 + H]))
+    T, N, K = int(head["n_trees"]), int(head["n_nodes"]), int(head["n_outputs"])
+    at = 16 + H
+    if len(data) != at + 4 * (T + 3 * N + N * K) or T < 1:
+        raise ValueError("py_core.forest binary export: its length does not match its header")
+
+    def take(code, count):
+        nonlocal at
+        out = array(code)
+        out.frombytes(data[at:at + 4 * count])
+        at += 4 * count
+        return out
+
+    counts, feat, thr, left, val = take("I", T), take("I", N), take("I", N), take("I", N), take("f", N * K)
+    if sum(counts) != N or min(counts) < 1:
+        raise ValueError("py_core.forest binary export: its node counts do not add up")
+    NC = max(counts)
+    ptree, pval = array("I", bytes(12 * T * NC)), array("f", bytes(4 * K * T * NC))
+    start, F = 0, int(head["n_features"])
+    for t, m in enumerate(counts):
+        base = t * NC
+        f, lf = feat[start:start + m], left[start:start + m]
+        for node in range(m):
+            if f[node] != 0xFFFFFFFF and (f[node] >= F or not node < lf[node] < m - 1):
+                raise ValueError(f"tree {t}, node {node}: bad feature or children")
+        ptree[3 * base:3 * (base + m):3] = f
+        ptree[3 * base + 1:3 * (base + m):3] = thr[start:start + m]
+        ptree[3 * base + 2:3 * (base + m):3] = lf
+        pval[K * base:K * (base + m)] = val[K * start:K * (start + m)]
+        start += m
+    return head, Trees(T, NC, K, counts, ptree, pval)
+
+
+def from_bytes(cls, data, backend):
+    head, trees = read_bytes(data)
+    forest = _from_header(cls, head, backend)
+    forest._forest, forest._tree_dicts = trees, None
+    return forest
+
+
 def from_dict(cls, data: dict, backend):
-    if data.get("format") != FORMAT:
-        raise ValueError(f"not a {FORMAT} export (format {data.get('format')!r})")
-    if data.get("version") != VERSION:
-        raise ValueError(f"{FORMAT} version {data.get('version')!r} is not {VERSION}")
-    if data.get("estimator") != cls.__name__:
-        raise ValueError(f"this export holds a {data.get('estimator')}, not a {cls.__name__}")
-    forest = cls(**data["params"], backend=backend)
-    forest.n_features_in_ = F = int(data["n_features"])
-    forest.n_outputs_ = K = int(data["n_outputs"])
-    if "classes" in data:
-        forest.classes_ = list(data["classes"])
-        forest.n_classes_ = len(forest.classes_)
+    forest = _from_header(cls, data, backend)
+    F, K = forest.n_features_in_, forest.n_outputs_
     trees = []
     for i, t in enumerate(data["trees"]):
         m = len(t["feature"])
@@ -68,6 +146,22 @@ def from_dict(cls, data: dict, backend):
             raise ValueError(f"tree {i}: values must hold {K} class fractions")
         trees.append({k: list(t[k]) for k in ("feature", "threshold", "left", "right", "value")})
     forest._forest, forest._tree_dicts = Trees.from_dicts(trees, K), trees
+    return forest
+
+
+def _from_header(cls, data: dict, backend):
+    if data.get("format") != FORMAT:
+        raise ValueError(f"not a {FORMAT} export (format {data.get('format')!r})")
+    if data.get("version") != VERSION:
+        raise ValueError(f"{FORMAT} version {data.get('version')!r} is not {VERSION}")
+    if data.get("estimator") != cls.__name__:
+        raise ValueError(f"this export holds a {data.get('estimator')}, not a {cls.__name__}")
+    forest = cls(**data["params"], backend=backend)
+    forest.n_features_in_ = int(data["n_features"])
+    forest.n_outputs_ = int(data["n_outputs"])
+    if "classes" in data:
+        forest.classes_ = list(data["classes"])
+        forest.n_classes_ = len(forest.classes_)
     forest._device = None
     forest.feature_importances_ = list(data["feature_importances"])
     if data.get("oob_score") is not None:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from ..kernels.forest import PARAMS, WG, grid
 
+
 @dataclass
 class Trees:
     """T trees of at most NC nodes, K values a node."""

@@ -1,8 +1,8 @@
 """py_core's kernel interface and its backends (see `backend.py` for the contract)."""
-from .backend import Backend, Buffer, GPUError, Kernel, LimitError, Plan, shader_source
+from .backend import Backend, Buffer, Clear, Copy, Dispatch, GPUError, Kernel, LimitError, Plan, shader_source
 from .layout import Struct
 
-BACKENDS = ("reference", "native", "webgpu", "cuda")
+BACKENDS = ("reference", "native", "webgpu")
 
 
 def get_backend(name: str = "reference", **options) -> Backend:
@@ -16,11 +16,9 @@ def get_backend(name: str = "reference", **options) -> Backend:
     if name == "webgpu":
         from .webgpu import WebGPUBackend
         return WebGPUBackend(**options)
-    if name == "cuda":
-        from .cuda import CudaBackend  # server-side only: needs PyTorch
-        return CudaBackend(**options)
     raise ValueError(f"unknown backend {name!r}: choose one of {', '.join(BACKENDS)}")
 
 
-__all__ = ["Backend", "Buffer", "GPUError", "Kernel", "LimitError", "Plan", "Struct",
+__all__ = ["Backend", "Buffer", "Clear", "Copy", "Dispatch", "GPUError", "Kernel", "LimitError",
+           "Plan", "Struct",
            "get_backend", "shader_source", "BACKENDS"]

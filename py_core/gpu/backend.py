@@ -2,7 +2,7 @@
 
 An algorithm is written once as async Python over this interface:
 
-    k = await backend.kernel("matmul", "matmul")             # shaders/matmul.wgsl, entry point
+    k = await backend.kernel("matmul", "matmul")             # py_core/kernels/matmul/matmul.wgsl
     a = backend.buffer("f32", data=array("f", ...))          # device buffers, typed
     p = backend.buffer("u32", data=PARAMS.pack(...), uniform=True)
     plan = backend.plan()                                    # recorded once ...
@@ -14,7 +14,7 @@ Binding convention for every kernel: `@group(0) @binding(i)` is the i-th buffer 
 binding 0 is the kernel's uniform parameters when it has any. Buffers are f32, u32 or i32.
 
 Backends: `reference` (plain Python, the executable specification), `native` (wgpu-py on
-wgpu-native), `webgpu` (the browser, through Pyodide's JS FFI) and, server-side, `cuda`.
+wgpu-native, on the server's GPU or lavapipe) and `webgpu` (the browser, through Pyodide's JS FFI).
 """
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ import itertools
 import time
 from array import array
 from dataclasses import dataclass, field
-from pathlib import Path
+from typing import NamedTuple
 
 from .scope import Scope
 
@@ -77,11 +77,35 @@ class Kernel:
         return f"{self.family}.{self.entry}"
 
 
+class Dispatch(NamedTuple):
+    """Run `kernel` over a grid of (x, y, z) workgroups; buffer i is binding i."""
+    kernel: Kernel
+    buffers: list
+    grid: tuple
+
+
+class Clear(NamedTuple):
+    """Fill a buffer with zero bits."""
+    buffer: Buffer
+
+
+class Copy(NamedTuple):
+    """Copy n elements of src from src_offset to dst at dst_offset (in elements)."""
+    src: Buffer
+    src_offset: int
+    dst: Buffer
+    dst_offset: int
+    n: int
+
+
+Op = Dispatch | Clear | Copy  # what a plan records; each backend turns these into its own form
+
+
 @dataclass(eq=False)
 class Plan:
     """A recorded list of operations; backends turn it into their own form once."""
 
-    ops: list = field(default_factory=list)
+    ops: list = field(default_factory=list)  # Dispatch | Clear | Copy
     compiled: object = None  # the backend's cached form (a JS plan id, bind groups): see `run`
     labels: dict = field(default_factory=dict)  # op index -> name in profiles (default: the kernel's)
     backend: object = None   # the backend that compiled it
@@ -97,23 +121,23 @@ class Plan:
         grid = tuple(grid) + (1,) * (3 - len(grid))
         if label is not None:
             self.labels[len(self.ops)] = label
-        self.ops.append(("dispatch", kernel, list(buffers), grid))
+        self.ops.append(Dispatch(kernel, list(buffers), grid))
         self._changed()
         return self
 
     def label(self, i: int) -> str:
         """The profile name of op i: its label, else the kernel's name, else the op's kind."""
-        op = self.ops[i]
-        return self.labels.get(i) or (op[1].name if op[0] == "dispatch" else op[0])
+        return self.labels.get(i) or op_name(self.ops[i])
 
     def clear(self, buf: Buffer) -> "Plan":
         """Fill `buf` with zero bits."""
-        self.ops.append(("clear", buf))
+        self.ops.append(Clear(buf))
         self._changed()
         return self
 
     def extend(self, *plans: "Plan") -> "Plan":
-        """Append other plans' operations: several recorded steps become one submission."""
+        """Append other plans' operations (and their labels): several recorded steps become one
+        submission."""
         for other in plans:
             at = len(self.ops)
             self.ops.extend(other.ops)
@@ -124,19 +148,21 @@ class Plan:
     def copy(self, src: Buffer, dst: Buffer, n: int | None = None, src_offset=0, dst_offset=0) -> "Plan":
         """Copy `n` elements (default all of `src`)."""
         n = src.length - src_offset if n is None else n
-        self.ops.append(("copy", src, src_offset, dst, dst_offset, n))
+        self.ops.append(Copy(src, src_offset, dst, dst_offset, n))
         self._changed()
         return self
 
 
+def op_name(op) -> str:
+    """A dispatch's kernel name ("forest.hist_build"), else the op's kind ("clear", "copy")."""
+    return op.kernel.name if isinstance(op, Dispatch) else type(op).__name__.lower()
+
+
 def shader_source(family: str) -> str:
-    """WGSL text of `shaders/<family>.wgsl`: inside the wheel, or the repository's folder."""
-    here = Path(__file__).resolve().parent.parent
-    for folder in (here / "shaders", here.parent / "shaders"):
-        path = folder / f"{family}.wgsl"
-        if path.is_file():
-            return path.read_text(encoding="utf-8")
-    raise FileNotFoundError(f"no shader family {family!r} (looked for {family}.wgsl beside py_core)")
+    """The WGSL a backend compiles for `family` (`py_core.kernels.family`: the generated layouts
+    and constants, the family's file, its includes)."""
+    from ..kernels.family import shader_source as source
+    return source(family)
 
 
 class Backend(abc.ABC):
@@ -159,7 +185,7 @@ class Backend(abc.ABC):
     # -- description -------------------------------------------------------------------------
     @property
     def is_gpu(self) -> bool:
-        return self.name in ("webgpu", "native", "cuda")
+        return self.name in ("webgpu", "native")
 
     def describe(self) -> dict:
         return {"backend": self.name, "adapter": self.adapter, "limits": self.limits,
@@ -258,8 +284,8 @@ class Backend(abc.ABC):
         if plan.compiled is not None:
             return
         for op in plan.ops:
-            if op[0] == "dispatch":
-                self._check_grid(op[1], op[3])
+            if isinstance(op, Dispatch):
+                self._check_grid(op.kernel, op.grid)
         plan.backend = self
         plan.compiled = self._compile_plan(plan)
         self._live["plans"] += 1
@@ -383,7 +409,7 @@ class Profile:
                     t0 = time.perf_counter()
                     await b._submit([sub], 1)
                     await b.finish()
-                    if plan.ops[i][0] == "dispatch":
+                    if isinstance(plan.ops[i], Dispatch):
                         dt = time.perf_counter() - t0
                         self.ops.append((plan.label(i), dt))
                         self.span += dt

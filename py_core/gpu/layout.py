@@ -37,3 +37,7 @@ class Struct:
     def unpack(self, words) -> dict:
         raw = memoryview(words).cast("B")[: 4 * len(self.fields)]
         return dict(zip((n for n, _ in self.fields), struct.unpack(self._format, raw)))
+
+    def wgsl(self, name: str) -> str:
+        """The WGSL declaration of this layout: `struct Name { n: u32, lr: f32 }`."""
+        return f"struct {name} {{ " + ", ".join(f"{n}: {k}" for n, k in self.fields) + " }"

@@ -10,7 +10,7 @@ import platform
 from array import array
 
 from .. import kernels
-from .backend import TYPECODES, Backend, Buffer, Kernel, Plan
+from .backend import TYPECODES, Backend, Buffer, Clear, Copy, Dispatch, Kernel, Plan
 
 
 class ReferenceBackend(Backend):
@@ -43,12 +43,11 @@ class ReferenceBackend(Backend):
     async def _run(self, plan: Plan, repeat: int) -> None:
         for _ in range(repeat):
             for op in plan.ops:
-                if op[0] == "dispatch":
-                    _, kernel, bufs, grid = op
-                    kernel.handle([b.handle for b in bufs], grid, kernel.constants)
-                elif op[0] == "clear":
-                    h = op[1].handle
+                if isinstance(op, Dispatch):
+                    op.kernel.handle([b.handle for b in op.buffers], op.grid, op.kernel.constants)
+                elif isinstance(op, Clear):
+                    h = op.buffer.handle
                     h[:] = array(h.typecode, bytes(4 * len(h)))
-                elif op[0] == "copy":
-                    _, src, so, dst, do, n = op
+                elif isinstance(op, Copy):
+                    src, so, dst, do, n = op
                     dst.handle[do:do + n] = array(dst.handle.typecode, bytes(src.handle[so:so + n]))

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from array import array
 
-from .backend import TYPECODES, Backend, Buffer, GPUError, Kernel, Plan, shader_source
+from .backend import TYPECODES, Backend, Buffer, Clear, Dispatch, GPUError, Kernel, Plan, shader_source
 
 
 class WebGPUBackend(Backend):
@@ -54,16 +54,16 @@ class WebGPUBackend(Backend):
             raise GPUError(f"kernel {kernel.name} failed to compile: {exc}") from exc
 
     def _compile_plan(self, plan: Plan) -> int:
-        ops = []
+        ops = []  # the runtime's plan steps (web/gpu.js, createPlan), offsets in bytes
         for i, op in enumerate(plan.ops):
-            if op[0] == "dispatch":
-                _, kernel, bufs, grid = op
-                ops.append(["d", kernel.handle, [b.handle for b in bufs], *grid, plan.label(i)])
-            elif op[0] == "clear":
-                ops.append(["c", op[1].handle])
+            if isinstance(op, Dispatch):
+                ops.append({"kind": "dispatch", "kernel": op.kernel.handle, "grid": list(op.grid),
+                            "buffers": [b.handle for b in op.buffers], "name": plan.label(i)})
+            elif isinstance(op, Clear):
+                ops.append({"kind": "clear", "buffer": op.buffer.handle})
             else:
-                _, src, so, dst, do, n = op
-                ops.append(["cp", src.handle, 4 * so, dst.handle, 4 * do, 4 * n])
+                ops.append({"kind": "copy", "src": op.src.handle, "srcOffset": 4 * op.src_offset,
+                            "dst": op.dst.handle, "dstOffset": 4 * op.dst_offset, "bytes": 4 * op.n})
         return self._call("plan recording", self.rt.createPlan, json.dumps(ops))
 
     def _destroy_plan(self, plan: Plan) -> None:

@@ -1,6 +1,8 @@
-"""Plain-Python references of the WGSL kernels, one module a kernel family.
+"""The kernel families, and the plain-Python references of their WGSL kernels.
 
-`py_core/kernels/<family>.py` mirrors `shaders/<family>.wgsl`: for each entry point it registers
+A family is a package, `py_core/kernels/<family>/` (see `family.py`): its WGSL, its description
+(layouts and constants, from which the WGSL header is generated), its self-test cases (`cases.py`)
+and this reference. The reference mirrors `<family>.wgsl`: for each entry point it registers
 a function `fn(buffers, grid, constants)` that does what the whole dispatch does, over
 `array.array` buffers in binding order. These functions are the kernels' executable
 specification: the reference backend runs them, and tests hold the GPU backends to them.
@@ -13,7 +15,7 @@ _REGISTRY: dict[tuple[str, str], object] = {}
 
 
 def reference(family: str, entry: str):
-    """Register `fn` as the reference of `shaders/<family>.wgsl`'s entry point `entry`."""
+    """Register `fn` as the reference of `<family>.wgsl`'s entry point `entry`."""
     def register(fn):
         _REGISTRY[(family, entry)] = fn
         return fn

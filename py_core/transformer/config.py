@@ -129,7 +129,11 @@ SAMPLE_DEFAULTS = {"sample_chars": 200,  # characters sampled after training
                    "top_k": 200,         # nanoGPT sample.py's default (more than a char vocabulary)
                    "prompt": "",         # empty: start from a newline
                    "profile": 0,         # > 0: time every kernel of the step plan over this many runs
-                   "tiles": "auto"}      # matmul tilings (model.DEFAULT_TILES), or "64", "wide", "big"
+                   "tiles": "auto",      # matmul tilings (model.DEFAULT_TILES), or "64", "wide", "big"
+                   "precision": "f32",   # or "mixed": matmuls on tensor cores (model.PRECISIONS)
+                   # the server's PyTorch comparison in f32, tf32, fp16 or bf16 (server/torch_gpt.py);
+                   # empty: the twin of precision (f32 -> f32, mixed -> fp16). Not used in the page.
+                   "torch_mode": ""}
 
 
 def parse_job_params(params: dict | None) -> tuple[TransformerConfig, dict]:

@@ -14,6 +14,7 @@ import math
 from array import array
 
 from ..gpu.backend import LimitError
+from ..kernels import matmul_f16 as mf
 from ..kernels import transformer_adamw as adam
 from ..kernels import transformer_attention as att
 from ..kernels import transformer_elementwise as ew
@@ -23,13 +24,44 @@ from ..kernels import transformer_layernorm as ln
 from ..kernels import transformer_loss as loss
 from ..kernels import transformer_matmul as mm
 from . import rng
-from .buffers import (CHUNK, EMBED_CHUNK, Activations, activation_specs, check_fits,  # noqa: F401
-                      embed_chunks, memory_bytes, split_k)
+from .buffers import (  # noqa: F401
+    CHUNK,
+    EMBED_CHUNK,
+    Activations,
+    activation_specs,
+    check_fits,
+    embed_chunks,
+    memory_bytes,
+    split_k,
+)
 from .config import TransformerConfig
 from .params import ParamLayout
 
 WRITES = {**mm.WRITES, **ln.WRITES, **att.WRITES, **ew.WRITES, **emb.WRITES, **loss.WRITES,
-          **adam.WRITES, **init.WRITES}
+          **adam.WRITES, **init.WRITES, **mf.WRITES}
+PRECISIONS = ("f32", "mixed")
+LOSS_SCALE = 1024.0  # the mixed path's static loss scale (a power of two: exact to undo)
+
+
+def mixed_unavailable(backend) -> str:
+    """Why `backend` cannot run the mixed-precision path ("" when it can): its adapter needs f16
+    subgroup matrices (tensor cores) and the matmul_f16 kernel's workgroup memory."""
+    if backend.name == "reference":
+        return ""  # the plain-Python kernels model the f16 rounding exactly
+    missing = [f for f in mf.FEATURES if f not in backend.features]
+    if missing:
+        return "this adapter lacks " + ", ".join(missing)
+    configs = backend.adapter.get("subgroup_matrix_configs")
+    if configs is not None and not mf.supports(backend.features, configs):
+        return "this adapter has no f16 x f16 -> f32 16x16x16 subgroup-matrix configuration"
+    sizes = (backend.adapter.get("subgroup_min_size"), backend.adapter.get("subgroup_max_size"))
+    if sizes != (None, None) and sizes != (32, 32):
+        return f"matmul_f16 is written for subgroups of 32 invocations, this adapter's are {sizes}"
+    if backend.limits["maxComputeWorkgroupStorageSize"] < mf.WORKGROUP_BYTES:
+        return f"matmul_f16 needs {mf.WORKGROUP_BYTES} bytes of workgroup memory"
+    return ""
+
+
 NORM_GROUP = 4096   # gradient elements each first-pass norm workgroup squares and adds
 WORKGROUP_BYTES = 16384  # WebGPU's minimum, which every kernel here fits in (matmul_big: mm.BIG_BYTES)
 DEFAULT_TILES = "64"     # measured on an H200: 64 x 64 tiles beat 128 x 128 for every product
@@ -45,8 +77,8 @@ class _Recorder:
     def __init__(self, backend, plan):
         self.backend, self.plan = backend, plan
 
-    async def __call__(self, family, entry, struct, values, bufs, grid, label=None):
-        kern = await self.backend.kernel(family, entry)
+    async def __call__(self, family, entry, struct, values, bufs, grid, label=None, constants=None):
+        kern = await self.backend.kernel(family, entry, constants)
         if struct is not None:
             bufs = [self.backend.buffer("u32", data=struct.pack(**values), uniform=True), *bufs]
         for i in WRITES[(family, entry)]:  # WebGPU forbids a written buffer bound twice
@@ -59,8 +91,11 @@ class _Recorder:
 class GPT:
     """A GPT's parameters on `backend`, and the recording of its passes into plans."""
 
-    def __init__(self, backend, config: TransformerConfig, vocab_size: int, tiles: str = "auto"):
-        """tiles: the matmul tilings to use (mm.MODES); "auto": DEFAULT_TILES."""
+    def __init__(self, backend, config: TransformerConfig, vocab_size: int, tiles: str = "auto",
+                 precision: str = "f32"):
+        """tiles: the matmul tilings to use (mm.MODES); "auto": DEFAULT_TILES. precision: "f32",
+        or "mixed": every matmul on tensor cores (matmul_f16: f16 operands, f32 accumulation),
+        f32 master weights, f32 LayerNorm, softmax and loss, gradients under a static loss scale."""
         if not 1 <= vocab_size <= ew.MAX_GROUPS:
             raise ValueError(f"vocabulary of {vocab_size} characters: 1 to {ew.MAX_GROUPS} supported")
         self.backend, self.config, self.vocab_size = backend, config.validate(), vocab_size
@@ -79,6 +114,17 @@ class GPT:
         if mode == "big" and lim["maxComputeWorkgroupStorageSize"] < mm.BIG_BYTES:
             mode = "wide"  # matmul_big's tiles need more workgroup memory than this adapter has
         self.mode = mode
+        if precision not in PRECISIONS:
+            raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, not {precision!r}")
+        if precision == "mixed":
+            why = mixed_unavailable(backend)
+            if why:
+                raise LimitError(f"mixed precision needs tensor cores: {why}. Use precision f32.")
+        self.precision = precision
+        # the loss gradient is scaled up so that small gradients survive rounding to f16 (as
+        # in PyTorch's GradScaler, but static: gradients are stored in f32, only matmul
+        # operands are rounded, so nothing overflows at this scale); AdamW divides it out
+        self.loss_scale = LOSS_SCALE if precision == "mixed" else 1.0
         self.spare = backend.buffer("f32", 4)  # bound where a kernel's optional output is unused
 
     @property
@@ -143,6 +189,14 @@ class GPT:
     async def _mm(self, r, values: dict, bufs: list, batches: int = 1, label=None, entry=None):
         """A transformer_matmul dispatch, on the tiles its size suits (mm.pick) unless `entry`
         says. bufs: [A, B, C] and optionally bias, R, G; unused ones are bound to stand-ins."""
+        if self.precision == "mixed" and bufs[2].nbytes >= mf.MIN_C_BYTES:
+            a, b, c = bufs[:3]
+            bias = bufs[3] if len(bufs) > 3 and bufs[3] is not None else b
+            res = bufs[4] if len(bufs) > 4 and bufs[4] is not None else a
+            g = bufs[5] if len(bufs) > 5 and bufs[5] is not None else self.spare
+            return await r("matmul_f16", "matmul", mf.PARAMS, values, [a, b, c, bias, res, g],
+                           mf.grid(values["M"], values["N"], batches), label and f"{label} (f16)",
+                           mf.constants(values["flags"]))
         pick, grid = mm.pick(values["M"], values["N"], batches, self.mode)
         if entry is not None:
             pick, grid = entry, mm.entry_grid(entry, values["M"], values["N"], batches)
@@ -227,7 +281,8 @@ class GPT:
         """losses, hist[sched.slot] <- cross-entropy against tgt; logits <- its gradient."""
         r = _Recorder(self.backend, plan)
         u = dict(rows=a.rows, V=self.vocab_size, inv_rows=1.0 / a.rows, pad=0)
-        await r("transformer_loss", "cross_entropy", loss.PARAMS, u, [a.logits, a.tgt, a.losses],
+        await r("transformer_loss", "cross_entropy", loss.PARAMS, {**u, "inv_rows": self.loss_scale / a.rows},
+                [a.logits, a.tgt, a.losses],
                 _rows_grid(a.rows), "cross-entropy")
         await r("transformer_loss", "loss_mean", loss.PARAMS, u, [sched, a.losses, hist], (1, 1, 1), "loss mean")
 
@@ -366,5 +421,5 @@ class GPT:
                 flags=0), [self.norm_part, self.state], (1, 1, 1), "grad norm")
         await r("transformer_adamw", "adamw", adam.ADAM, dict(
             n=n, n_decay=self.layout.n_decay, beta1=cfg.beta1, beta2=cfg.beta2, eps=cfg.eps,
-            clip=cfg.grad_clip), [sched, self.state, self.params, self.grads, self.m1, self.m2], ew.grid_1d(n),
+            clip=cfg.grad_clip, gscale=1.0 / self.loss_scale), [sched, self.state, self.params, self.grads, self.m1, self.m2], ew.grid_1d(n),
             "adamw")

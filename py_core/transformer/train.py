@@ -25,8 +25,10 @@ from .text import Vocab, split
 class Trainer:
     """Trains a GPT on one text. `await Trainer(backend, config, text).setup()`, then `step()`."""
 
-    def __init__(self, backend, config: TransformerConfig, text: str, tiles: str = "auto"):
+    def __init__(self, backend, config: TransformerConfig, text: str, tiles: str = "auto",
+                 precision: str = "f32"):
         self.backend, self.config, self.tiles = backend, config.validate(), tiles
+        self.precision = precision  # "f32" or "mixed" (model.PRECISIONS; checked by GPT)
         if tiles not in ("auto", *MODES):
             raise ValueError(f"tiles must be auto or one of {', '.join(MODES)}, not {tiles!r}")
         self.vocab = Vocab.from_text(text)
@@ -56,7 +58,7 @@ class Trainer:
         self.model_scope = b.scope("transformer model", detached=True)
         self.scope = b.scope("transformer training")
         with self.model_scope.use():
-            self.model = GPT(b, cfg, len(self.vocab), self.tiles)
+            self.model = GPT(b, cfg, len(self.vocab), self.tiles, self.precision)
             if weights is None:
                 await self.model.init(cfg.seed)  # on the GPU: init_weights' very bits
             else:

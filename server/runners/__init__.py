@@ -1,14 +1,14 @@
 """Comparison runners: the same job the page ran, run again on the server's own hardware.
 
 Each runner is a module-level object with
-    name            what the API and the page call it ("sklearn", "py_core-cuda", ...)
+    name            what the API and the page call it ("sklearn", "py_core-native", ...)
     kinds           the job kinds it runs ("random_forest", "transformer")
     check(device)   a cheap reason it cannot run here (no heavy imports), or None
     run(job, data_dir, device) -> {"runner", "device", "versions", "timings": {"fit",
                     "predict", "total"}, "metrics", ...}; raises Unavailable(reason) when it
                     finds out only then (no adapter, no GPU) that it cannot run here
 
-`execute` is what a worker process of server/comparisons.py runs: it never raises, it returns
+`execute` is what a job's process (server/runners/jobproc.py, under a Dask worker) runs: it never raises, it returns
 {"status": "done" | "failed" | "unavailable", "result" | "error": ...}, so nothing but plain data
 crosses the process boundary.
 """
@@ -24,8 +24,8 @@ from .common import Unavailable
 
 def _registry() -> dict:
     # Imported here, not at module level, so `from server.runners import Unavailable` stays light.
-    from . import cuml_runner, pycore_runner, sklearn_runner, torch_runner
-    runners = [sklearn_runner.RUNNER, cuml_runner.RUNNER, *pycore_runner.RUNNERS,
+    from . import cuml_runner, peers, pycore_runner, sklearn_runner, torch_runner
+    runners = [sklearn_runner.RUNNER, peers.XGBOOST, peers.LIGHTGBM, cuml_runner.RUNNER, *pycore_runner.RUNNERS,
                torch_runner.RUNNER]
     return {r.name: r for r in runners}
 
@@ -52,29 +52,6 @@ def execute(name: str, job: dict, data_dir: str, device: str) -> dict:
         _release_gpu_memory()
 
 
-def worker_init(server_pid: int) -> None:
-    """Start-up of a comparison worker process: the server owns its lifetime.
-
-    Ctrl-C and a SIGTERM to the process group reach the workers too; they ignore both, so a job
-    is never cut short before the server has put it back in the queue (the server kills its
-    workers itself at shutdown). Should the server die without that (SIGKILL, a crash), a watchdog
-    ends the worker within a second rather than leave the job running as an orphan."""
-    import os
-    import signal
-    import threading
-    import time
-
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
-
-    def watch():
-        while os.getppid() == server_pid:
-            time.sleep(1.0)
-        os._exit(1)
-
-    threading.Thread(target=watch, name="server-watchdog", daemon=True).start()
-
-
 def _release_gpu_memory() -> None:
     """Hand PyTorch's cached GPU memory back between jobs: the worker process lives on, and the
     page's WebGPU may share this GPU."""
@@ -84,4 +61,4 @@ def _release_gpu_memory() -> None:
         torch.cuda.empty_cache()
 
 
-__all__ = ["RUNNERS", "Unavailable", "execute", "runners_for", "worker_init"]
+__all__ = ["RUNNERS", "Unavailable", "execute", "runners_for"]

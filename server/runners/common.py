@@ -35,8 +35,11 @@ class Runner:
 # -- data --------------------------------------------------------------------------------------
 
 def server_context(data_dir: Path) -> Context:
-    """A py_core job context that loads data sets and texts from the server's data dir."""
+    """A py_core job context that loads data sets and texts from the server's data dir;
+    synthetic sets are generated with numpy's kernels (server/synthetic_numpy.py)."""
     from server.datasets import dataset_path
+    from server.synthetic_numpy import install
+    install()
 
     def load_dataset(dataset_id: str) -> bytes:
         try:
@@ -81,11 +84,11 @@ def as_numpy(prep):
 
 
 def forest_metrics(task: str, y_true, pred=None, proba=None, n_classes: int = 0) -> dict:
-    """The page's metrics, by the page's own code (py_core.forest_job): regression mse, mae, r2;
+    """The page's metrics, by the page's own code (py_core.jobs.forest_job): regression mse, mae, r2;
     classification accuracy, f1 (macro), log_loss.
 
     proba: (rows, n_classes) with a column for every class, in class-code order."""
-    from py_core.forest_job import classification_metrics, regression_metrics
+    from py_core.jobs.forest_job import classification_metrics, regression_metrics
     truth = y_true.tolist()
     if task == "regression":
         return regression_metrics(truth, pred.tolist())

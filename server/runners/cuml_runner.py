@@ -9,8 +9,16 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from .common import (Runner, Unavailable, as_numpy, forest_data, forest_metrics, full_proba,
-                     installed, versions)
+from .common import (
+    Runner,
+    Unavailable,
+    as_numpy,
+    forest_data,
+    forest_metrics,
+    full_proba,
+    installed,
+    versions,
+)
 from .sklearn_runner import estimator_kwargs
 
 CRITERIA = {"squared_error": "mse", "gini": "gini", "entropy": "entropy"}

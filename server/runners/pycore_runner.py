@@ -1,7 +1,8 @@
 """py_core's own job, the very code the page ran, on a server backend:
 
-    py_core-cuda       the cuda backend (PyTorch; CUDA, or the CPU when the server runs on it)
-    py_core-native     wgpu-native: the same WGSL as the page, outside a browser
+    py_core-native     wgpu-native: the same WGSL as the page, outside a browser, on the server's
+                       GPU through Vulkan, Metal or D3D12 (or a CPU Vulkan such as lavapipe);
+                       labelled with the adapter it ran on
     py_core-reference  the plain-Python reference (the executable specification), small jobs only
 
 For the same job and seed the forest is the same as the page's (the same trees, leaf values to
@@ -20,15 +21,7 @@ from .common import Runner, Unavailable, finite, installed, server_context, vers
 # The reference backend is plain Python: a forest costs about rows x trees x features x levels
 # interpreted steps. Past this many rows x trees x features it would run for many minutes.
 REFERENCE_CELLS = 5_000_000
-JOB_MODULES = {"random_forest": "py_core.forest_job", "transformer": "py_core.transformer_job"}
-
-
-def _cuda_backend(device: str):
-    from py_core.gpu.cuda import CudaBackend
-    try:
-        return CudaBackend(device=device)
-    except RuntimeError as exc:  # no CUDA device although one was asked for
-        raise Unavailable(str(exc)) from None
+JOB_MODULES = {"random_forest": "py_core.jobs.forest_job", "transformer": "py_core.jobs.transformer_job"}
 
 
 def _native_backend(device: str):
@@ -80,11 +73,17 @@ def _shape(dataset, data_dir: Path) -> tuple[int, int]:
 
 
 def _device_name(backend) -> str:
-    if backend.name == "cuda":
-        return backend.device_type  # "cuda" or "cpu"
     if backend.name == "native":
         return "gpu" if not backend.adapter.get("is_fallback_adapter") else "cpu"
     return "cpu"
+
+
+def _hardware(backend) -> str | None:
+    """The adapter a job ran on, as people name it: "NVIDIA H200 (Vulkan)", "llvmpipe (...)"."""
+    a = backend.adapter or {}
+    name = a.get("device") or a.get("description") or None
+    api = a.get("backend_type")
+    return f"{name} ({api})" if name and api else name
 
 
 def make_run(name: str, make_backend, packages: tuple[str, ...]):
@@ -99,14 +98,10 @@ def make_run(name: str, make_backend, packages: tuple[str, ...]):
         t_setup = time.perf_counter() - t0
         result = asyncio.run(run_job(job, backend, server_context(data_dir)))
         timings = dict(result.get("timings") or {})
-        timings.setdefault("setup", t_setup)  # adapter / CUDA context, before the job's clock
-        out = {"runner": name, "device": _device_name(backend),
-               "hardware": (result.get("adapter") or {}).get("device"), "adapter": result.get("adapter"),
-               "versions": versions(*packages), "timings": timings,
-               "metrics": result.get("metrics") or {}}
-        fallbacks = getattr(backend, "fallbacks", None)
-        if fallbacks:  # kernels the cuda backend ran through the plain-Python reference
-            out["reference_kernels"] = sorted(fallbacks)
+        timings.setdefault("setup", t_setup)  # the adapter and device, before the job's clock
+        out = {"runner": name, "device": _device_name(backend), "hardware": _hardware(backend),
+               "adapter": result.get("adapter"), "versions": versions(*packages),
+               "timings": timings, "metrics": result.get("metrics") or {}}
         return finite(out)
     return run
 
@@ -116,9 +111,6 @@ def _needs(module: str, what: str):
 
 
 RUNNERS = [
-    Runner("py_core-cuda", ("random_forest", "transformer"),
-           make_run("py_core-cuda", _cuda_backend, ("torch",)),
-           _needs("torch", "PyTorch (pip install '.[cuda]')")),
     Runner("py_core-native", ("random_forest", "transformer"),
            make_run("py_core-native", _native_backend, ("wgpu",)),
            _needs("wgpu", "wgpu-py (pip install '.[native]')")),

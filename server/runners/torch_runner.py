@@ -1,5 +1,7 @@
 """The transformer in PyTorch (server/torch_gpt.py, the transformer issue's twin of py_core's
-GPT): same weights, batches and schedule as the page, on CUDA or the CPU."""
+GPT): same weights, batches and schedule as the page, on CUDA or the CPU, in the precision that
+matches the page's (params "torch_mode": f32, tf32, fp16 autocast + GradScaler, bf16 autocast;
+by default f32 for the page's f32 path and fp16 for its mixed path)."""
 from __future__ import annotations
 
 import asyncio
@@ -31,14 +33,18 @@ def run(job: dict, data_dir: Path, device: str) -> dict:
         raise JobError('a transformer job needs "text": the id of a text')
     text = asyncio.run(server_context(data_dir).load_text(text_id))
     t0 = time.perf_counter()
-    result = train_torch(text, job.get("params") or {}, device)
+    try:
+        result = train_torch(text, job.get("params") or {}, device)
+    except ValueError as exc:  # a bad torch_mode or config: the client's to fix
+        raise JobError(str(exc)) from None
     total = time.perf_counter() - t0
     timings = dict(result.get("timings") or {})
     timings.setdefault("fit", timings.get("total", total))  # training, sampling included
     timings.setdefault("predict", None)
     import torch
     hardware = torch.cuda.get_device_name(0) if device == "cuda" else None
-    return finite({"runner": RUNNER.name, "device": device, "hardware": hardware,
+    mode = (result.get("metrics") or {}).get("torch_mode")
+    return finite({"runner": RUNNER.name, "device": device, "hardware": hardware, "mode": mode,
                    "versions": versions("torch"), "timings": timings,
                    "metrics": result.get("metrics") or {}, "samples": result.get("samples")})
 

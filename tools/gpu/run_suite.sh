@@ -15,26 +15,35 @@ if [ ! -d /tmp/site/starlette ]; then
 fi
 export PYTHONPATH=/tmp/site:$PWD
 data=$(mktemp -d)
-python3 -m server --port "$port" --data-dir "$data" >"$out/server-$tag.log" 2>&1 & server=$!
+# The page starts a suite without a click only with the server's key (server/suite.py).
+key=$(python3 -c 'import secrets; print(secrets.token_urlsafe(24))')
+PLAYGROUND_SUITE_KEY=$key python3 -m server --port "$port" --data-dir "$data" >"$out/server-$tag.log" 2>&1 & server=$!
 api() { python3 -c "import sys, urllib.request; print(urllib.request.urlopen('http://127.0.0.1:$port$1', timeout=10).read().decode())"; }
 for _ in $(seq 1 60); do api /api/health >/dev/null 2>&1 && break; sleep 0.5; done
 "$CHROMIUM_BIN" --headless --no-sandbox --disable-background-networking --disable-component-update \
   --disable-sync --no-first-run --user-data-dir="$(mktemp -d)" $CHROMIUM_GPU_FLAGS \
-  --enable-logging=stderr --v=0 "http://127.0.0.1:$port/?$query" >"$out/chromium-$tag.log" 2>&1 & browser=$!
+  --enable-logging=stderr --v=0 "http://127.0.0.1:$port/?$query&suite_key=$key" >"$out/chromium-$tag.log" 2>&1 & browser=$!
 t0=$(date +%s)
 until api "/api/runs?kind=suite" | grep -q '"suite"'; do
   if [ $(( $(date +%s) - t0 )) -gt "$wait_s" ]; then echo "suite $suite: no summary after ${wait_s}s"; break; fi
   sleep 2
 done
 echo "suite $suite took $(( $(date +%s) - t0 ))s"
-# The server's comparison runs (sklearn, py_core on CUDA, PyTorch...) of every posted run, then
+# The server's comparison runs (sklearn, py_core on wgpu-native, PyTorch...) of every posted run, then
 # the environment; `python -m bench.report --runs runs-SUITE.json --env env-SUITE.json` builds
 # the report back home.
 python3 - "$port" "$out/runs-$tag.json" "$out/env-$tag.json" "${COMPARE_WAIT:-900}" <<'PY'
 import json, os, platform, subprocess, sys, time, urllib.request
 port, dump, envfile, wait = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4])
 get = lambda p: json.loads(urllib.request.urlopen(f"http://127.0.0.1:{port}{p}", timeout=30).read())
-runs = get("/api/runs?limit=1000")["runs"]
+# The listing gives summaries a page at a time; each whole run is fetched by its id.
+runs, cursor = [], ""
+while True:
+    page = get("/api/runs?limit=1000" + (f"&cursor={cursor}" if cursor else ""))
+    runs += [get(f"/api/runs/{r['id']}") for r in page["runs"]]
+    cursor = page.get("next")
+    if not cursor:
+        break
 comps, deadline = {}, time.time() + wait
 for r in runs:
     if r["kind"] not in ("random_forest", "transformer"):

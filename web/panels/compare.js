@@ -5,11 +5,21 @@ import { bars } from "../charts.js";
 import { el, fmtNumber, fmtSeconds, table } from "../ui.js";
 
 const FINAL = new Set(["done", "failed", "unavailable"]);
+const obj = (v) => (v && typeof v === "object" && !Array.isArray(v) ? v : {});
+const num = (v) => (typeof v === "number" && Number.isFinite(v) ? v : null);
+// Any stored value as text (a run stored by an older server may hold an object where a string
+// belongs, and `${value}` or join() of such an object throws).
+export function asText(v) {
+  if (v === null || v === undefined) return "–";
+  if (typeof v === "string") return v;
+  if (typeof v === "number" || typeof v === "boolean") return String(v);
+  try { return JSON.stringify(v) ?? "–"; } catch (e) { return "?"; }
+}
 const MAIN_TIME = { random_forest: "fit", transformer: "step" };
 
 export function showComparisons(container, run) {
-  const card = el("div", { class: "card wide comparisons", id: `comparisons-${run.id.slice(0, 8)}` },
-    el("h2", {}, "Browser and server, side by side"), el("p", { class: "muted" }, "Waiting for the server's runs…"));
+  const card = el("div", { class: "card wide comparisons", id: `comparisons-${asText(run.id).slice(0, 8)}` },
+    el("h2", {}, "Browser and server, side by side"), el("p", { class: "muted" }, "Waiting for the server's runs (they fill in here as they finish)…"));
   container.replaceChildren(card);
   let stopped = false;
   const poll = async () => {
@@ -31,35 +41,51 @@ export function showComparisons(container, run) {
 
 function render(card, run, data) {
   const key = MAIN_TIME[run.kind] || "total";
-  const metricName = ["mse", "accuracy", "val_loss"].find((m) => typeof run.metrics[m] === "number");
-  const rows = [[`browser (${run.backend})`, "done", describeAdapter(run.adapter), fmtSeconds(run.timings[key]),
-    fmtSeconds(run.timings.predict), metricName ? fmtNumber(run.metrics[metricName], 5) : "–", "–", ""]];
+  const metrics = obj(run.metrics);
+  const timings = obj(run.timings);
+  const metricName = ["mse", "accuracy", "val_loss"].find((m) => num(metrics[m]) !== null);
+  const precision = typeof metrics.precision === "string" ? `, ${metrics.precision}` : "";
+  const rows = [[`browser (${asText(run.backend)}${precision})`, "done", describeAdapter(run.adapter), fmtSeconds(num(timings[key])),
+    fmtSeconds(num(timings.predict)), metricName ? fmtNumber(metrics[metricName], 5) : "–", "–", "", ""]];
   for (const c of data.comparisons) {
     const agree = c.agreement;
     let mark = "";
     if (agree) mark = agree.within ? "agrees" : `differs by ${fmtNumber(agree.difference, 3)}${agree.relative ? " (relative)" : ""}, beyond ${agree.tolerance}`;
     let speed = "–";
     if (c.speedup) speed = c.speedup >= 1 ? `server ${c.speedup.toFixed(2)}× faster` : `browser ${(1 / c.speedup).toFixed(2)}× faster`;
-    rows.push([c.runner, c.status === "failed" || c.status === "unavailable" ? `${c.status}: ${c.error || ""}` : c.status,
+    const mode = typeof c.metrics?.torch_mode === "string" ? ` (${c.metrics.torch_mode})` : "";
+    rows.push([c.runner + mode, c.status === "failed" || c.status === "unavailable" ? `${c.status}: ${c.error || ""}` : c.status,
       c.hardware || c.device || "–", fmtSeconds(c.timings?.[key]), fmtSeconds(c.timings?.predict),
-      metricName && typeof c.metrics?.[metricName] === "number" ? fmtNumber(c.metrics[metricName], 5) : "–", speed, mark]);
+      metricName && typeof c.metrics?.[metricName] === "number" ? fmtNumber(c.metrics[metricName], 5) : "–", speed, mark,
+      differs(c)]);
   }
-  const tbl = table(["Where", "Status", "Device", key === "step" ? "Step" : "Fit", "Predict", metricName || "Metric", "Speed", "Agreement"], rows);
+  const tbl = table(["Where", "Status", "Device", key === "step" ? "Step" : "Fit", "Predict", metricName || "Metric", "Speed", "Agreement", "Differs from the job"], rows);
   tbl.querySelectorAll("tbody tr").forEach((tr, i) => {
     const c = data.comparisons[i - 1];
-    if (c?.agreement && !c.agreement.within) tr.lastChild.className = "bad";
-    else if (c?.agreement) tr.lastChild.className = "ok";
+    const cell = tr.children[7];
+    if (c?.agreement && !c.agreement.within) cell.className = "bad";
+    else if (c?.agreement) cell.className = "ok";
   });
-  const timed = [[`browser`, run.timings[key]], ...data.comparisons.filter((c) => c.status === "done" && c.timings?.[key])
+  const timed = [[`browser`, num(timings[key])], ...data.comparisons.filter((c) => c.status === "done" && c.timings?.[key])
     .map((c) => [c.runner, c.timings[key]])];
-  const canvas = el("canvas", { class: "chart" });
+  const chartBox = el("div", { class: "compare-chart" });
   card.replaceChildren(el("h2", {}, "Browser and server, side by side"),
     el("p", { class: "muted" }, `Server device: ${data.device}. ${key === "step" ? "Seconds a training step" : "Seconds to fit"}, lower is better.`),
-    el("div", { class: "scroll" }, tbl), canvas);
-  requestAnimationFrame(() => bars(canvas, timed.filter((t) => typeof t[1] === "number")));
+    el("div", { class: "scroll" }, tbl), chartBox);
+  bars(chartBox, timed.filter((t) => typeof t[1] === "number"),
+    { title: key === "step" ? "Seconds a training step, browser and server runners" : "Seconds to fit, browser and server runners", unit: " s" });
 }
 
-function describeAdapter(a) {
-  if (!a) return "–";
-  return [a.vendor, a.architecture].filter(Boolean).join(" ") + (a.is_fallback_adapter ? " (software)" : "");
+// What the runner could not do as the job asked: its note, and parameters it had no counterpart for.
+function differs(c) {
+  const parts = [];
+  if (c.note) parts.push(String(c.note));
+  if (Array.isArray(c.ignored) && c.ignored.length) parts.push(`ignored: ${c.ignored.join(", ")}`);
+  return parts.join("; ");
+}
+
+function describeAdapter(adapter) {
+  const a = obj(adapter);
+  const text = [a.vendor, a.architecture].filter(Boolean).map(asText).join(" ");
+  return (text || "–") + (a.is_fallback_adapter === true ? " (software)" : "");
 }

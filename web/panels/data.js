@@ -3,17 +3,18 @@
 // preview with column types, missing counts and statistics; choose the target (task inferred,
 // overridable), the features and the split. The choice is `playground.selection`.
 import { getDataset, getHealth, listDatasets, uploadDataset } from "../api.js";
-import { el, fmtNumber, table } from "../ui.js";
+import { el, filePicker, fmtNumber, progressBar, setProgress, table } from "../ui.js";
+import { initial, save } from "../state.js";
 
 const SYNTHETIC = "synthetic:";
 
 export function mountDataPanel(root, playground) {
   const select = el("select", { id: "dataset-select", "aria-label": "Data set" });
-  const fileInput = el("input", { type: "file", id: "file-input", accept: ".csv,.tsv,.txt,text/csv" });
-  const drop = el("div", { class: "drop", id: "drop-zone" }, "Drop a CSV file here, or ", el("label", { class: "link" },
-    "choose one", fileInput));
-  const status = el("div", { class: "status", id: "data-status" });
-  const bar = el("div", { class: "bar wide", hidden: true }, el("div", { class: "fill" }));
+  const fileInput = el("input", { type: "file", id: "file-input", accept: ".csv,.tsv,.txt,text/csv", "aria-label": "CSV file" });
+  const drop = el("div", { class: "drop", id: "drop-zone" }, "Drop a CSV file here, or ",
+    filePicker(fileInput, "choose a file…", { id: "file-choose" }));
+  const status = el("div", { class: "status", id: "data-status", role: "status", "aria-live": "polite" });
+  const bar = progressBar("Reading the file", { hidden: true });
   const genParams = el("div", { class: "row", id: "generator-params" });
   const pickCard = el("div", { class: "card" }, el("h2", {}, "Data set"),
     el("div", { class: "row" }, select), genParams, drop, bar, status);
@@ -23,9 +24,10 @@ export function mountDataPanel(root, playground) {
     el("option", { value: "regression" }, "regression"), el("option", { value: "classification" }, "classification"));
   const taskNote = el("span", { class: "muted", id: "task-note" });
   const features = el("div", { class: "features", id: "feature-list" });
-  const testSize = el("input", { type: "number", id: "test-size", min: "0.05", max: "0.9", step: "0.05", value: "0.2" });
-  const seed = el("input", { type: "number", id: "split-seed", value: "42", step: "1" });
-  const stratify = el("input", { type: "checkbox", id: "stratify", checked: true });
+  const testSize = el("input", { type: "number", id: "test-size", min: "0.05", max: "0.9", step: "0.05",
+                                 value: initial("test") || "0.2" });
+  const seed = el("input", { type: "number", id: "split-seed", value: initial("seed") || "42", step: "1" });
+  const stratify = el("input", { type: "checkbox", id: "stratify", checked: initial("strat") !== "0" });
   const modelCard = el("div", { class: "card" }, el("h2", {}, "Target and features"),
     el("div", { class: "row" }, el("label", {}, "Target ", target), el("label", {}, "Task ", task), taskNote),
     el("h3", {}, "Features"), features,
@@ -37,11 +39,14 @@ export function mountDataPanel(root, playground) {
 
   let summary = null;       // describe() of the current data set
   let generators = {};
+  let uploading = null;     // a file being read (or queued until Python has loaded)
+  // What the URL asked for, applied once when that data set first shows (a reload restores it).
+  let restore = { data: initial("data") || "diabetes", target: initial("target"), task: initial("task"), features: initial("features") };
 
   function setStatus(text, error = false) { status.textContent = text; status.className = error ? "status error" : "status"; }
   function setBar(f) {
     bar.hidden = f === null;
-    if (f !== null) bar.firstChild.style.width = `${Math.round(f * 100)}%`;
+    if (f !== null) setProgress(bar, f);
   }
 
   async function refreshList(selected) {
@@ -53,7 +58,8 @@ export function mountDataPanel(root, playground) {
         el("option", { value: d.id }, `${d.name} (${d.rows} rows)`))),
       el("optgroup", { label: "Synthetic (generated in the tab)" }, Object.entries(generators).map(([name, g]) =>
         el("option", { value: SYNTHETIC + name }, `${name} (${g.task})`))));
-    if (selected) select.value = selected;
+    if (selected) select.value = selected.startsWith(SYNTHETIC) ? selected.split("?")[0] : selected;
+    if (!select.value && select.options.length) select.value = "diabetes";
   }
 
   function syntheticId() {
@@ -72,8 +78,10 @@ export function mountDataPanel(root, playground) {
         const name = id.slice(SYNTHETIC.length);
         if (genParams.dataset.for !== name) {
           genParams.dataset.for = name;
+          const asked = restore.data?.startsWith(`${SYNTHETIC}${name}?`)
+            ? new URLSearchParams(restore.data.slice(restore.data.indexOf("?") + 1)) : new URLSearchParams();
           genParams.replaceChildren(...Object.entries(generators[name].params).map(([k, v]) =>
-            el("label", {}, `${k} `, el("input", { type: "number", name: k, value: v, step: "any", class: "short",
+            el("label", {}, `${k} `, el("input", { type: "number", name: k, value: asked.get(k) ?? v, step: "any", class: "short",
               onchange: () => choose() }))));
         }
         show(await playground.call("describe_synthetic", [syntheticId()]), syntheticId());
@@ -91,33 +99,45 @@ export function mountDataPanel(root, playground) {
   function show(desc, id) {
     summary = { ...desc, id };
     const cols = desc.columns;
-    target.replaceChildren(...cols.filter((c) => c.type !== "text").map((c) => el("option", { value: c.name }, c.name)));
-    const guess = cols.find((c) => c.name === "target") || cols.find((c) => c.name === "y") || cols[cols.length - 1];
+    const targets = cols.filter((c) => !NOT_TARGET.has(c.type) && !c.index);
+    target.replaceChildren(...targets.map((c) => el("option", { value: c.name }, c.name)));
+    const guess = targets.find((c) => c.name === "target") || targets.find((c) => c.name === "y") || targets[targets.length - 1];
     if (guess) target.value = guess.name;
+    const again = restore.data === id || (restore.data && id.startsWith(SYNTHETIC) && restore.data.split("?")[0] === id.split("?")[0]);
+    if (again && restore.target && cols.some((c) => c.name === restore.target && c.type !== "text")) target.value = restore.target;
+    // Row index and dates are shown but not features by default; a date ticked becomes its
+    // year, month, day and weekday (py_core.data.features).
     features.replaceChildren(...cols.map((c) => el("label", { class: "feature" },
-      el("input", { type: "checkbox", value: c.name, checked: c.type !== "text", disabled: c.type === "text",
-                    onchange: update }), ` ${c.name} `, el("span", { class: "muted" }, c.type))));
+      el("input", { type: "checkbox", value: c.name, checked: !NOT_FEATURE.has(c.type) && !c.index,
+                    disabled: c.type === "text", onchange: update }), ` ${c.name} `,
+      el("span", { class: "muted" }, c.index ? `${c.type}, row index` : DATES.has(c.type) ? `${c.type} → year, month, day, weekday` : c.type))));
     preview.replaceChildren(el("h2", {}, `Preview: ${desc.name}`),
-      el("p", { class: "muted" }, `${desc.rows} rows, ${cols.length} columns`
-        + (desc.delimiter ? `, delimiter ${JSON.stringify(desc.delimiter)}` : "")),
+      el("p", { class: "muted", id: "data-info" }, `${desc.rows} rows, ${cols.length} columns`
+        + (desc.delimiter ? `, delimiter ${JSON.stringify(desc.delimiter)}` : "")
+        + (desc.encoding ? `, encoding ${desc.encoding}` : "")
+        + (desc.index ? `, row index ${JSON.stringify(desc.index)}` : "")
+        + (cols.some((c) => c.format?.decimal === ",") ? ", decimal comma" : "")),
       el("div", { class: "scroll" }, table(["Column", "Type", "Missing", "Statistics"], cols.map((c) =>
-        [c.name, c.type, String(c.missing), statsText(c)]), { id: "column-table" })),
+        [c.name, typeText(c), String(c.missing), statsText(c)]), { id: "column-table" })),
       el("h3", {}, "First rows"),
       el("div", { class: "scroll" }, table(cols.map((c) => c.name),
         desc.preview.map((row) => row.map((v) => (v === null ? "–" : typeof v === "number" ? fmtNumber(v, 6) : v))),
         { id: "preview-table" })));
-    onTarget();
+    onTarget(again ? restore : null);
+    restore = {};
   }
 
-  function onTarget() {
+  function onTarget(asked = null) {
     const col = summary?.columns.find((c) => c.name === target.value);
     if (!col) return;
     task.value = col.task || (col.type === "numeric" ? "regression" : "classification");
     taskNote.textContent = `inferred: ${task.value}`;
+    if (asked?.task && ["regression", "classification"].includes(asked.task)) task.value = asked.task;
+    const chosen = asked?.features ? new Set(asked.features.split(",").map(decodeURIComponent)) : null;
     for (const box of features.querySelectorAll("input")) {
       const c = summary.columns.find((x) => x.name === box.value);
       if (box.value === target.value) { box.checked = false; box.disabled = true; }
-      else if (c.type !== "text") box.disabled = false;
+      else if (c.type !== "text") { box.disabled = false; if (chosen) box.checked = chosen.has(box.value); }
     }
     update();
   }
@@ -125,6 +145,13 @@ export function mountDataPanel(root, playground) {
   function update() {
     if (!summary) return;
     const feats = [...features.querySelectorAll("input:checked")].map((b) => b.value);
+    const usable = [...features.querySelectorAll("input:not(:disabled)")];
+    const dataset = summary.id.startsWith(SYNTHETIC) ? syntheticId() : summary.id;
+    save({ data: dataset === "diabetes" ? null : dataset, target: target.value,
+           task: task.value === (summary.columns.find((c) => c.name === target.value)?.task || task.value) ? null : task.value,
+           features: feats.length === usable.length ? null : feats.map(encodeURIComponent).join(","),
+           test: Number(testSize.value) === 0.2 ? null : testSize.value, seed: Number(seed.value) === 42 ? null : seed.value,
+           strat: stratify.checked ? null : "0" });
     playground.selection = {
       dataset: summary.id.startsWith(SYNTHETIC) ? syntheticId() : summary.id, name: summary.name,
       target: target.value, task: task.value, features: feats, rows: summary.rows,
@@ -134,13 +161,23 @@ export function mountDataPanel(root, playground) {
     playground.events.dispatchEvent(new CustomEvent("selection", { detail: playground.selection }));
   }
 
-  async function upload(file) {
+  function upload(file) {
+    uploading = readAndStore(file).finally(() => { uploading = null; });
+    return uploading;
+  }
+
+  async function readAndStore(file) {
     // Checked before reading: a file over the server's cap is never read into the tab's memory.
     const capMb = (await getHealth().catch(() => null))?.limits?.max_upload_mb;
     if (capMb && file.size > capMb * 1024 * 1024) {
       setStatus(`${file.name} is ${(file.size / 2 ** 20).toFixed(0)} MB: larger than this server's ` +
         `${capMb} MB limit (playground --max-upload-mb).`, true);
       return;
+    }
+    if (!playground.info) {   // Python is still loading: the file waits, it is not dropped
+      setStatus(`${file.name} is queued: it is read as soon as Python has loaded.`);
+      setBar(0);
+      try { await playground.ready; } catch (e) { setBar(null); setStatus(`Could not start Python: ${e.message}`, true); return; }
     }
     setStatus(`Reading ${file.name}…`);
     setBar(0);
@@ -158,6 +195,8 @@ export function mountDataPanel(root, playground) {
       setStatus(`Parsed ${parsed.rows} rows; uploading to the server…`);
       const stored = await uploadDataset(file, { onProgress: (f) => setBar(0.5 + f * 0.5) });
       setBar(null);
+      genParams.replaceChildren();   // a synthetic set's inputs do not belong to the upload
+      delete genParams.dataset.for;
       await refreshList(stored.id);
       show(stored, stored.id);
       setStatus(`${file.name}: ${stored.rows} rows, stored on the server.`);
@@ -181,9 +220,30 @@ export function mountDataPanel(root, playground) {
 
   playground.ready.then(async () => {
     generators = await playground.call("generators");
-    await refreshList("diabetes");
+    if (uploading) { await uploading; if (summary) return; }   // a file chosen while loading comes first
+    await refreshList(restore.data || "diabetes");
+    if (restore.data && select.value !== (restore.data.startsWith(SYNTHETIC) ? restore.data.split("?")[0] : restore.data)) {
+      const missing = restore.data;
+      restore = {};
+      select.value = "diabetes";
+      await choose();
+      setStatus(`The link's data set ${missing} is not on this server; showing diabetes.`, true);
+      return;
+    }
     await choose();
   }).catch((e) => setStatus(`Could not list data sets: ${e.message}`, true));
+}
+
+const DATES = new Set(["date", "datetime"]);
+const NOT_FEATURE = new Set(["text", "date", "datetime"]);  // by default; text never
+const NOT_TARGET = new Set(["text", "date", "datetime"]);
+
+function typeText(c) {
+  const notes = [];
+  if (c.index) notes.push("row index");
+  if (c.format?.decimal) notes.push(`decimal ${JSON.stringify(c.format.decimal)}`);
+  if (c.format?.thousands) notes.push(`thousands ${JSON.stringify(c.format.thousands)}`);
+  return notes.length ? `${c.type} (${notes.join(", ")})` : c.type;
 }
 
 function statsText(c) {

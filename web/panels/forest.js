@@ -1,9 +1,12 @@
 // The Random forest panel: parameters (presets, scikit-learn names), Train and Stop, progress by
 // level and tree, then metrics, plots, times with the adapter named, the model to download, and
 // predictions on a new CSV. Trains on the Data tab's selection; every run is posted to the server.
-import { bars, confusion, scatter, surface } from "../charts.js";
+import { getRecentRuns } from "../api.js";
+import { bars, confusion, scatterChart, surface } from "../charts.js";
 import { showComparisons } from "./compare.js";
-import { el, fmtNumber, fmtSeconds, table } from "../ui.js";
+import { download as download_, forestJSONParts } from "../forest_model.js";
+import { initial } from "../state.js";
+import { el, filePicker, fmtNumber, fmtSeconds, progressBar, setProgress, table } from "../ui.js";
 
 export const PRESETS = {
   quick: { label: "Quick look (50 trees, depth 8)", params: { n_estimators: 50, max_depth: 8 } },
@@ -21,54 +24,150 @@ const FIELDS = [
   ["random_state", "Seed", "number", 0],
 ];
 
+// Sized for a software adapter or the CPU path: a forest that trains in seconds there.
+const SMALL = { n_estimators: 20, max_depth: 8 };
+// Seconds a tree-level when no run on this adapter is stored yet: rough, by adapter class.
+const CLASS_SECONDS = { gpu: 0.004, software: 0.08, cpu: 0.05 };
+const NOT_METRICS = new Set(["n_train", "n_test", "n_features", "predict_all_rows"]);
+
 export function mountForestPanel(root, playground) {
   const inputs = {};
   const preset = el("select", { id: "forest-preset" }, el("option", { value: "" }, "Custom"),
     Object.entries(PRESETS).map(([k, p]) => el("option", { value: k }, p.label)));
   const criterion = el("select", { id: "forest-criterion" }, ["gini", "entropy"].map((c) => el("option", { value: c }, c)));
-  const bootstrap = el("input", { type: "checkbox", id: "forest-bootstrap", checked: true });
+  const bootstrap = el("input", { type: "checkbox", id: "forest-bootstrap", checked: initial("rf.bootstrap") !== "0" });
   const form = el("div", { class: "form" }, FIELDS.map(([name, labelText, type, value]) => {
-    inputs[name] = el("input", { type, id: `forest-${name}`, value: value ?? "", step: type === "number" ? "1" : null });
+    const asked = initial(`rf.${name}`);
+    inputs[name] = el("input", { type, id: `forest-${name}`, value: asked ?? value ?? "", step: type === "number" ? "1" : null });
     return el("label", { class: "field" }, labelText, inputs[name]);
   }), el("label", { class: "field" }, "Criterion (classification)", criterion),
   el("label", { class: "field" }, el("span", {}, bootstrap, " bootstrap samples")));
+  if (initial("rf.criterion")) criterion.value = initial("rf.criterion");
+  if (initial("rf.preset") && PRESETS[initial("rf.preset")]) preset.value = initial("rf.preset");
   const train = el("button", { class: "primary", id: "forest-train" }, "Train");
   const stop = el("button", { class: "secondary", id: "forest-stop", disabled: true }, "Stop");
+  const auto = el("input", { type: "checkbox", id: "forest-auto" });
+  const autoLabel = el("label", { class: "muted", title: "On small data a forest trains in about a second on a GPU" },
+    auto, " retrain when a parameter changes");
   const selection = el("p", { class: "muted", id: "forest-selection" }, "Pick a data set in the Data tab.");
-  const bar = el("div", { class: "bar wide" }, el("div", { class: "fill" }));
-  const status = el("div", { class: "status", id: "forest-status" });
+  const estimate = el("p", { class: "estimate", id: "forest-estimate" });
+  const bar = progressBar("Training progress");
+  const status = el("div", { class: "status", id: "forest-status", role: "status", "aria-live": "polite" });
   const paramsCard = el("div", { class: "card" }, el("h2", {}, "Random forest"), selection,
     el("div", { class: "row" }, el("label", {}, "Preset ", preset)), form,
-    el("div", { class: "row" }, train, stop), bar, status);
+    el("div", { class: "row" }, train, stop, autoLabel), estimate, bar, status);
   const resultCard = el("div", { class: "card", id: "forest-results" }, el("h2", {}, "Results"),
     el("p", { class: "muted" }, "Train a forest to see how good it is."));
   const plots = el("div", { class: "cards", id: "forest-plots" });
   const compare = el("div", { id: "forest-compare" });
-  root.append(el("div", { class: "cards" }, paramsCard, resultCard), compare, plots);
+  // Your own results and plots first; the server's runs of the same job below, filling in.
+  root.append(el("div", { class: "cards" }, paramsCard, resultCard), plots,
+    el("h2", { class: "section-note" }, "The same job on the server"), compare);
 
   let lastModel = null;
+  let training = false;
+  const charts = [];
+
+  function saveParams() {
+    const u = new URL(location.href);
+    const set = (k, v, dflt) => (v === dflt ? u.searchParams.delete(k) : u.searchParams.set(k, v));
+    set("rf.preset", preset.value, "");
+    set("rf.criterion", criterion.value, "gini");
+    set("rf.bootstrap", bootstrap.checked ? "1" : "0", "1");
+    for (const [name, , , value] of FIELDS) set(`rf.${name}`, inputs[name].value.trim(), String(value ?? ""));
+    window.history.replaceState(window.history.state, "", u);
+  }
 
   preset.addEventListener("change", () => {
     const p = PRESETS[preset.value]?.params;
     if (!p) return;
     for (const [k, v] of Object.entries(p)) inputs[k].value = v ?? "";
+    changed();
   });
-  for (const i of Object.values(inputs)) i.addEventListener("input", () => { preset.value = ""; });
+  for (const i of Object.values(inputs)) i.addEventListener("input", () => { preset.value = ""; changed(); });
+  for (const i of [criterion, bootstrap]) i.addEventListener("change", changed);
+
+  let autoTimer = null;
+  function changed() {
+    delete estimate.dataset.sized;
+    saveParams();
+    updateEstimate();
+    if (auto.checked && !training) {
+      clearTimeout(autoTimer);
+      autoTimer = setTimeout(() => { if (!training && !validate()) train.click(); }, 500);
+    }
+  }
 
   playground.events.addEventListener("selection", (ev) => {
     const s = ev.detail;
     selection.textContent = `${s.name}: predict ${s.target} (${s.task}) from ${s.features.length} features, ` +
       `${Math.round(s.split.test_size * 100)}% held out (seed ${s.split.seed}).`;
     criterion.disabled = s.task !== "classification";
+    updateEstimate();
   });
+
+  // Defaults sized to the adapter: a software adapter or the CPU path gets a small forest
+  // (unless the link asked for something else).
+  playground.ready.then(() => {
+    const slow = playground.isSoftware() || playground.info?.backend !== "webgpu";
+    if (slow && !FIELDS.some(([name]) => initial(`rf.${name}`) !== null) && !initial("rf.preset")) {
+      for (const [k, v] of Object.entries(SMALL)) inputs[k].value = v;
+      preset.value = "";
+      estimate.dataset.sized = "small";
+    }
+    updateEstimate();
+  }).catch(() => {});
+
+  // An estimate before Train: from the last forest stored for this adapter (seconds a
+  // tree-level, scaled), else a rough figure for the adapter's class.
+  let pastRuns = null;
+  async function updateEstimate() {
+    const s = playground.selection, info = playground.info;
+    if (!s || !info) return;
+    const p = params();
+    if (p.error) { estimate.textContent = ""; return; }
+    const trainRows = Math.round(s.rows * (1 - s.split.test_size));
+    const levels = (d) => Math.max(1, Math.min(d ?? Math.ceil(Math.log2(Math.max(2, trainRows))) + 4, 40));
+    const work = (p.n_estimators ?? 100) * levels(p.max_depth);
+    if (pastRuns === null) {
+      pastRuns = [];
+      try { pastRuns = await getRecentRuns("random_forest", 10); } catch (e) { /* no history */ }
+    }
+    const same = pastRuns.find((r) => r.backend === info.backend && r.adapter?.vendor === info.adapter?.vendor
+      && r.adapter?.architecture === info.adapter?.architecture && r.timings?.fit > 0);
+    const cls = info.backend !== "webgpu" ? "cpu" : playground.isSoftware() ? "software" : "gpu";
+    let seconds, basis;
+    if (same) {
+      const w = (same.config?.params?.n_estimators ?? 100) * levels(same.config?.params?.max_depth);
+      seconds = (same.timings.fit / w) * work;
+      basis = `from your last forest on this adapter (${fmtSeconds(same.timings.fit)})`;
+    } else {
+      seconds = CLASS_SECONDS[cls] * work;
+      basis = `a rough figure for a ${cls === "gpu" ? "GPU" : cls === "software" ? "software adapter" : "CPU"}; it improves after one run`;
+    }
+    estimate.dataset.seconds = String(seconds);
+    estimate.textContent = `Estimated time: about ${fmtDuration(seconds)} (${basis}).`
+      + (estimate.dataset.sized === "small" ? " Parameters sized down for this adapter." : "");
+    auto.disabled = !(s.rows <= 5000 && cls === "gpu");
+    if (auto.disabled) auto.checked = false;
+  }
+
+  function validate() {
+    const p = params();
+    return p.error || null;
+  }
 
   function params() {
     const out = {};
     for (const [name, , type] of FIELDS) {
       const raw = inputs[name].value.trim();
       if (raw === "") { if (name === "max_depth") out[name] = null; continue; }
-      if (name === "max_features") out[name] = ["sqrt", "log2"].includes(raw) ? raw : (raw.includes(".") ? Number(raw) : Number.parseInt(raw, 10));
-      else out[name] = type === "number" ? Number(raw) : raw;
+      if (name === "max_features") {
+        if (["sqrt", "log2"].includes(raw)) out[name] = raw;
+        else if (/^\d+$/.test(raw) && Number(raw) >= 1) out[name] = Number.parseInt(raw, 10);
+        else if (/^(0?\.\d+|1\.0*)$/.test(raw)) out[name] = Number(raw);
+        else return { error: `Max features "${raw}" is not one of: sqrt, log2, a fraction in (0, 1], or a whole count ≥ 1.` };
+      } else out[name] = type === "number" ? Number(raw) : raw;
     }
     out.bootstrap = bootstrap.checked;
     if (playground.selection?.task === "classification") out.criterion = criterion.value;
@@ -78,49 +177,59 @@ export function mountForestPanel(root, playground) {
   train.addEventListener("click", async () => {
     const s = playground.selection;
     if (!s) { status.textContent = "Pick a data set in the Data tab first."; return; }
+    const p = params();
+    if (p.error) { status.className = "status error"; status.textContent = p.error; inputs.max_features.focus(); return; }
     const job = { kind: "random_forest", dataset: s.dataset, target: s.target, task: s.task,
-                  features: s.features, params: params(), split: s.split };
-    train.disabled = true; stop.disabled = false;
+                  features: s.features, params: p, split: s.split };
+    train.disabled = true; stop.disabled = false; training = true;
     status.className = "status"; status.textContent = "Training…";
-    bar.firstChild.style.width = "0%";
+    setProgress(bar, 0);
     try {
       const run = await playground.run(job, { onProgress: (p) => {
-        bar.firstChild.style.width = `${Math.round((p.fraction ?? 0) * 100)}%`;
-        status.textContent = p.stage + (p.trees ? ` · trees ${p.trees[0]}/${p.trees[1]}` : "");
+        const text = p.stage + (p.trees ? ` · trees ${p.trees[0]}/${p.trees[1]}` : "");
+        setProgress(bar, p.fraction, text);
+        status.textContent = text;
       } });
-      bar.firstChild.style.width = "100%";
+      setProgress(bar, 1);
       status.textContent = `Trained and stored as run ${run.id.slice(0, 8)}.`;
+      playground.announce?.(`Forest trained: ${headline(run.metrics)}.`);
       lastModel = run.result.model || null;
+      pastRuns = null;
       showResults(run);
       showComparisons(compare, run);
+      updateEstimate();
     } catch (e) {
       status.className = e.stopped ? "status" : "status error";
       status.textContent = e.stopped ? "Stopped: nothing was posted." : `Training failed: ${e.message}`;
     } finally {
-      train.disabled = false; stop.disabled = true;
+      train.disabled = false; stop.disabled = true; training = false;
     }
   });
   stop.addEventListener("click", () => { playground.stop(); status.textContent = "Stopping…"; });
 
   function showResults(run) {
     const m = run.metrics, t = run.timings, a = run.adapter || {};
-    const metricRows = Object.entries(m).filter(([, v]) => typeof v === "number")
-      .map(([k, v]) => [k, fmtNumber(v, 5)]);
+    const base = run.result?.baseline || run.extra?.baseline || null;
+    const metricRows = Object.entries(m).filter(([k, v]) => typeof v === "number" && !NOT_METRICS.has(k))
+      .map(([k, v]) => [k, fmtNumber(v, 5), base && typeof base[k] === "number" ? fmtNumber(base[k], 5) : "–"]);
     const where = run.backend === "webgpu" ? `WebGPU on ${a.vendor || "GPU"} ${a.architecture || ""}${a.is_fallback_adapter ? " (software)" : ""}`
       : "the CPU (reference backend)";
-    const download = el("button", { class: "secondary", id: "forest-download", onclick: () => {
-      const blob = new Blob([JSON.stringify(lastModel, null, 1)], { type: "application/json" });
-      const link = el("a", { href: URL.createObjectURL(blob), download: `forest-${run.id.slice(0, 8)}.json` });
-      link.click();
-    } }, "Download model (JSON)");
-    const predictInput = el("input", { type: "file", accept: ".csv,text/csv", id: "forest-predict-file" });
-    const predictStatus = el("div", { class: "status" });
+    const name = `forest-${run.id.slice(0, 8)}`;
+    const download = el("span", { class: "row" },
+      el("button", { class: "secondary", id: "forest-download", onclick: () => {
+        download_(forestJSONParts(lastModel.binary), "application/json", `${name}.json`);
+      } }, "Download model (JSON)"),
+      el("button", { class: "secondary", id: "forest-download-binary", onclick: () => {
+        download_([lastModel.binary], "application/octet-stream", `${name}.pcforest`);
+      } }, "Download model (binary)"));
+    const predictInput = el("input", { type: "file", accept: ".csv,text/csv", id: "forest-predict-file", "aria-label": "CSV to predict" });
+    const predictStatus = el("div", { class: "status", role: "status", "aria-live": "polite" });
     predictInput.addEventListener("change", async () => {
       const file = predictInput.files[0];
       if (!file) return;
       predictStatus.className = "status"; predictStatus.textContent = `Predicting ${file.name}…`;
       try {
-        const out = await playground.call("predict_csv", [JSON.stringify(lastModel), new Uint8Array(await file.arrayBuffer()), file.name]);
+        const out = await playground.call("predict_csv", [lastModel.binary, new Uint8Array(await file.arrayBuffer()), file.name]);
         if (out.error) throw new Error(out.error.message);
         const blob = new Blob([out.csv], { type: "text/csv" });
         el("a", { href: URL.createObjectURL(blob), download: file.name.replace(/\.csv$/i, "") + "-predictions.csv" }).click();
@@ -129,29 +238,83 @@ export function mountForestPanel(root, playground) {
         predictStatus.className = "status error"; predictStatus.textContent = e.message;
       }
     });
+    const metricsTable = table(["Metric", "This forest", "Baseline"], metricRows, { id: "forest-metrics" });
     resultCard.replaceChildren(el("h2", {}, "Results"),
-      table(["Metric", "Test set"], metricRows, { id: "forest-metrics" }),
+      el("p", { class: "muted", id: "forest-data-sizes" }, `On the ${m.n_test} test rows (trained on ${m.n_train} rows, ${m.n_features} features).`),
+      metricsTable,
+      base ? el("p", { class: "muted", id: "forest-baseline-note" }, `Baseline: ${base.predictor}, the same test rows. ` +
+        beats(m, base)) : null,
       el("h3", {}, "Time"),
       el("dl", { class: "kv" }, el("dt", {}, "Fit"), el("dd", { id: "forest-fit-time" }, fmtSeconds(t.fit)),
         el("dt", {}, "Predict"), el("dd", {}, fmtSeconds(t.predict)),
         el("dt", {}, "On"), el("dd", {}, where)),
       el("h3", {}, "Keep it"),
       el("div", { class: "row" }, lastModel ? download : el("span", { class: "muted" }, "no model exported"),
-        el("label", { class: "secondary link" }, "Predict on a new CSV…", predictInput)), predictStatus);
-    drawPlots(run.result.plots || {});
+        filePicker(predictInput, "Predict on a new CSV…", { id: "forest-predict" })), predictStatus,
+      lastModel ? snippet(run) : null);
+    const baseRow = metricsTable.querySelectorAll("tbody tr");
+    baseRow.forEach((tr) => tr.lastChild.classList.add("muted"));
+    drawPlots(run.result?.plots || run.extra?.plots || {}, plots, charts);
   }
+}
 
-  function drawPlots(p) {
-    plots.replaceChildren();
-    const add = (title, draw) => {
-      const canvas = el("canvas", { class: "chart" });
-      plots.append(el("div", { class: "card" }, el("h2", {}, title), canvas));
-      requestAnimationFrame(() => draw(canvas));
-    };
-    if (p.pred_vs_actual) add("Predicted against actual", (c) => scatter(c, p.pred_vs_actual, { xName: "actual", yName: "predicted", diagonal: true }));
-    if (p.residuals) add("Residuals", (c) => scatter(c, p.residuals, { xName: "predicted", yName: "actual − predicted", zero: true }));
-    if (p.importances) add("Feature importances", (c) => bars(c, p.importances.map((f) => [f.name ?? f[0], f.importance ?? f[1]])));
-    if (p.confusion) add("Confusion matrix (test set)", (c) => confusion(c, p.confusion.matrix, p.confusion.classes));
-    if (p.surface) add("Decision surface", (c) => surface(c, p.surface.grid, p.surface.points, { xName: p.surface.x_name, yName: p.surface.y_name }));
+function headline(m) {
+  const k = ["accuracy", "r2", "mse"].find((x) => typeof m[x] === "number");
+  return k ? `${k} ${fmtNumber(m[k], 4)}` : "done";
+}
+
+// Whether the forest beat the baseline, in words, on the headline metric.
+function beats(m, base) {
+  if (typeof m.accuracy === "number" && typeof base.accuracy === "number") {
+    const d = m.accuracy - base.accuracy;
+    return d > 0 ? `The forest is ${fmtNumber(d * 100, 3)} points of accuracy better.`
+      : "The forest is no better than always guessing that class.";
   }
+  if (typeof m.mse === "number" && typeof base.mse === "number") {
+    return m.mse < base.mse ? `The forest's error (mse) is ${fmtNumber((1 - m.mse / base.mse) * 100, 3)}% lower.`
+      : "The forest is no better than predicting the mean.";
+  }
+  return "";
+}
+
+function fmtDuration(s) {
+  if (s < 1) return "under a second";
+  if (s < 90) return `${Math.round(s)} s`;
+  if (s < 5400) return `${Math.round(s / 60)} min`;
+  return `${(s / 3600).toFixed(1)} h`;
+}
+export { fmtDuration };
+
+// How to load the downloaded model elsewhere (plain Python with py_core, or any JSON reader).
+function snippet(run) {
+  const task = run.metrics.accuracy !== undefined ? "Classifier" : "Regressor";
+  const file = `forest-${run.id.slice(0, 8)}.json`;
+  const code = `# pip install the playground's py_core (this repository), then:
+import asyncio, json
+from py_core.forest import RandomForest${task}
+model = json.load(open("${file}"))
+forest = RandomForest${task}.from_dict(model, backend="reference")
+rows = [[...]]  # one list per row: ${(run.config?.features || []).slice(0, 4).join(", ")}${(run.config?.features || []).length > 4 ? ", ..." : ""}
+X = [v for row in rows for v in row]
+print(asyncio.run(forest.predict(X, n_features=len(model["data"]["features"]))))`;
+  return el("details", { class: "snippet-box", id: "forest-snippet" }, el("summary", {}, "Use the model elsewhere (Python)"),
+    el("pre", { class: "snippet" }, code));
+}
+
+// The forest's plots in `plots` (a .cards box); `charts` holds their handles (destroyed on redraw).
+export function drawPlots(p, plots, charts = []) {
+  for (const c of charts.splice(0)) c.destroy();
+  plots.replaceChildren();
+  const add = (title, draw) => {
+    const box = el("div");
+    plots.append(el("div", { class: "card" }, el("h2", {}, title), box));
+    charts.push(draw(box));
+  };
+  if (p.pred_vs_actual) add("Predicted against actual", (c) => scatterChart(c, p.pred_vs_actual, { title: "Predicted against actual (test rows)", xName: "actual", yName: "predicted", diagonal: true }));
+  const residuals = p.residuals || p.pred_vs_actual?.map(([t, y]) => [y, t - y]);
+  if (residuals) add("Residuals", (c) => scatterChart(c, residuals, { title: "Residuals (test rows)", xName: "predicted", yName: "actual − predicted", zero: true }));
+  if (p.importances) add("Feature importances", (c) => bars(c, p.importances.map((f) => [f.name ?? f[0], f.importance ?? f[1]]), { title: "Feature importances" }));
+  if (p.confusion) add("Confusion matrix (test set)", (c) => confusion(c, p.confusion.matrix, p.confusion.classes));
+  if (p.surface) add("Decision surface", (c) => surface(c, p.surface.grid, p.surface.points, { xName: p.surface.x_name, yName: p.surface.y_name, legend: p.surface.levels ? p.surface.levels.map((v) => fmtNumber(v, 3)) : null }));
+  return charts;
 }

@@ -15,10 +15,12 @@ export function mountGpuPanel(root, playground) {
   const status = el("div", { class: "status", id: "selftest-status" });
   const results = el("div", { id: "selftest-results" });
   const button = el("button", { class: "primary", id: "check-gpu", disabled: true }, "Check my GPU");
+  const bench = el("input", { type: "checkbox", id: "selftest-benchmark" });
   const testCard = el("div", { class: "card" }, el("h2", {}, "Check my GPU"),
     el("p", { class: "muted" }, "Runs every kernel on fresh random inputs and compares it with the " +
       "plain-Python reference: the largest error, whether it is within tolerance, and the time."),
-    el("div", { class: "row" }, button), status, results);
+    el("div", { class: "row" }, button, el("label", {}, bench, " and measure matmul TFLOP/s at 4096³ (f32; tensor cores where the adapter has them)")),
+    status, results);
   root.append(el("div", { class: "cards" }, adapterCard, testCard));
 
   playground.ready.then((info) => {
@@ -44,16 +46,25 @@ export function mountGpuPanel(root, playground) {
     status.className = "status";
     status.textContent = "Running the self-test…";
     try {
-      const run = await playground.run({ kind: "selftest" }, {
+      const run = await playground.run({ kind: "selftest", ...(bench.checked ? { benchmark: true } : {}) }, {
         onProgress: (p) => { status.textContent = p.stage; },
       });
       const m = run.metrics;
-      status.textContent = m.all_ok ? `All ${m.kernels.length} kernels agree with the reference.`
+      const ran = m.kernels.filter((k) => !k.skipped).length;
+      status.textContent = m.all_ok ? `All ${ran} kernels run here agree with the reference` +
+        (ran < m.kernels.length ? ` (${m.kernels.length - ran} need features this adapter lacks).` : ".")
         : "Some kernels disagree with the reference: see the table.";
       status.className = m.all_ok ? "status" : "status error";
       results.replaceChildren(table(["Kernel", "Largest error", "Within tolerance", "Time", "Rate"],
-        m.kernels.map((k) => [k.name, fmtNumber(k.max_abs_err, 3), k.ok ? "yes" : "NO", fmtSeconds(k.time_s),
+        m.kernels.map((k) => k.skipped ? [k.name, "–", `skipped: ${k.skipped}`, "–", "–"] :
+          [k.name, fmtNumber(k.max_abs_err, 3), k.ok ? "yes" : "NO", fmtSeconds(k.time_s),
           k.rate ? `${fmtNumber(k.rate, 3)} ${k.unit}` : "–"]), { id: "selftest-table" }));
+      if (m.benchmark) {
+        results.append(el("h3", {}, "Matmul benchmark"), table(["Kernel", "Size", "Time", "TFLOP/s", "Checked entries"],
+          m.benchmark.map((b) => [b.kernel, `${b.n}³`, fmtSeconds(b.seconds), fmtNumber(b.tflops, 3),
+            b.ok ? `agree (largest error ${fmtNumber(b.max_err, 2)})` : `DIFFER by ${fmtNumber(b.max_err, 3)}`]),
+          { id: "benchmark-table" }));
+      }
     } catch (e) {
       status.className = "status error";
       status.textContent = `Self-test failed: ${e.message}`;

@@ -3,9 +3,18 @@
 // chart and tokens per second, then sample (streamed character by character) and download the
 // weights as safetensors. Every finished run is posted to the server.
 import { getText, listTexts, uploadText } from "../api.js";
-import { lines } from "../charts.js";
+import { getRecentRuns } from "../api.js";
+import { lineChart } from "../charts.js";
 import { showComparisons } from "./compare.js";
-import { el, fmtBytes, fmtNumber, fmtSeconds } from "../ui.js";
+import { fmtDuration } from "./forest.js";
+import { initial } from "../state.js";
+import { el, filePicker, fmtBytes, fmtNumber, fmtSeconds, progressBar, setProgress } from "../ui.js";
+
+// Steps on a software adapter or the CPU path, where the "tiny" model takes seconds a step.
+const SMALL_STEPS = 20;
+// Seconds a step per million parameters when no run on this adapter is stored: rough, by class
+// (a software adapter measured 11.9 s a step for "tiny", 0.8 M parameters, batch 32).
+const CLASS_SECONDS = { gpu: 0.05, software: 15, cpu: 40 };
 
 const FIELDS = [["n_layer", "Layers"], ["n_head", "Heads"], ["n_embd", "Embedding width"],
   ["block_size", "Context (characters)"], ["batch_size", "Batch"], ["steps", "Steps"],
@@ -13,52 +22,67 @@ const FIELDS = [["n_layer", "Layers"], ["n_head", "Heads"], ["n_embd", "Embeddin
 
 export function mountTransformerPanel(root, playground) {
   const textSelect = el("select", { id: "text-select", "aria-label": "Text" });
-  const textFile = el("input", { type: "file", accept: ".txt,text/plain", id: "text-file" });
-  const textStatus = el("div", { class: "status" });
+  const textFile = el("input", { type: "file", accept: ".txt,text/plain", id: "text-file", "aria-label": "Text file" });
+  const textStatus = el("div", { class: "status", role: "status", "aria-live": "polite" });
   const textPreview = el("pre", { class: "preview", id: "text-preview" });
   const preset = el("select", { id: "tf-preset" });
+  const estimate = el("p", { class: "estimate", id: "tf-estimate" });
   const inputs = Object.fromEntries(FIELDS.map(([k]) => [k, el("input", { type: "number", id: `tf-${k}`, step: "any" })]));
   const size = el("div", { class: "muted", id: "tf-size" });
+  // Precision: f32 (the default, parity with PyTorch f32) or mixed (matmuls on tensor cores)
+  const precision = el("select", { id: "tf-precision" },
+    el("option", { value: "f32" }, "f32"), el("option", { value: "mixed" }, "mixed: f16 on tensor cores"));
+  const precisionNote = el("p", { class: "muted", id: "tf-precision-note", role: "status" });
   const train = el("button", { class: "primary", id: "tf-train" }, "Train");
   const pauseBtn = el("button", { class: "secondary", id: "tf-pause", disabled: true }, "Pause");
   const stopBtn = el("button", { class: "secondary", id: "tf-stop", disabled: true }, "Stop");
-  const bar = el("div", { class: "bar wide" }, el("div", { class: "fill" }));
-  const status = el("div", { class: "status", id: "tf-status" });
-  const chart = el("canvas", { class: "chart", id: "tf-chart" });
-  const prompt = el("input", { type: "text", id: "tf-prompt", placeholder: "Prompt (optional)", size: 30 });
+  const bar = progressBar("Training progress");
+  const status = el("div", { class: "status", id: "tf-status", role: "status", "aria-live": "polite" });
+  const chart = el("div", { id: "tf-chart" });
+  const prompt = el("input", { type: "text", id: "tf-prompt", placeholder: "Prompt (optional)", size: 30, "aria-label": "Prompt" });
   const length = el("input", { type: "number", id: "tf-length", value: 300, class: "short" });
   const temperature = el("input", { type: "number", id: "tf-temperature", value: 0.8, step: "0.1", class: "short" });
   const topk = el("input", { type: "number", id: "tf-topk", value: 40, class: "short" });
   const sampleBtn = el("button", { class: "secondary", id: "tf-sample", disabled: true }, "Sample");
   const download = el("button", { class: "secondary", id: "tf-download", disabled: true }, "Download weights (safetensors)");
-  const output = el("pre", { class: "sample", id: "tf-output" });
+  const output = el("pre", { class: "sample", id: "tf-output", tabindex: "0" });
 
   const compare = el("div", { id: "tf-compare" });
   root.append(el("div", { class: "cards" },
     el("div", { class: "card" }, el("h2", {}, "Text"), el("div", { class: "row" }, textSelect,
-      el("label", { class: "secondary link" }, "Upload a text…", textFile)), textStatus, textPreview),
+      filePicker(textFile, "Upload a text…", { id: "text-choose" })), textStatus, textPreview),
     el("div", { class: "card" }, el("h2", {}, "Model"), el("div", { class: "row" }, el("label", {}, "Preset ", preset)),
       el("div", { class: "form" }, FIELDS.map(([k, label]) => el("label", { class: "field" }, label, inputs[k]))),
-      size, el("div", { class: "row" }, train, pauseBtn, stopBtn), bar, status)),
+      el("div", { class: "row" }, el("label", {}, "Precision ", precision)), precisionNote,
+      size, estimate, el("div", { class: "row" }, train, pauseBtn, stopBtn), bar, status)),
   el("div", { class: "cards", id: "transformer-plots" },
     el("div", { class: "card" }, el("h2", {}, "Loss"), chart),
     el("div", { class: "card" }, el("h2", {}, "Sample"),
       el("div", { class: "row" }, prompt, el("label", {}, "chars ", length), el("label", {}, "temperature ", temperature),
-        el("label", {}, "top-k ", topk), sampleBtn, download), output)), compare);
+        el("label", {}, "top-k ", topk), sampleBtn, download), output, snippet())),
+  el("h2", { class: "section-note" }, "The same job on the server"), compare);
 
   let presets = {};
   let vocabSize = 65;
   let curve = [], valCurve = [];
+  let lossChart = null;
+  let restoring = true;     // the URL's choices are applied once, when presets and texts arrive
+  let sizedDown = false;
+  let pastRuns = null;
+  let lastSize = null;
 
   function params() {
     const p = { preset: preset.value };
     for (const [k] of FIELDS) if (inputs[k].value !== "") p[k] = Number(inputs[k].value);
+    if (precision.value === "mixed") p.precision = "mixed";
     return p;
   }
 
   async function updateSize() {
     const info = await playground.call("transformer_size", [JSON.stringify(params()), vocabSize]);
     if (info.error) { size.textContent = info.error; size.className = "status error"; train.disabled = true; return; }
+    lastSize = info;
+    updateEstimate();
     size.className = info.fits ? "muted" : "status error";
     size.textContent = `${fmtNumber(info.n_params / 1e6, 3)} M parameters · needs ${fmtBytes(info.total)} of GPU memory ` +
       `(largest buffer ${fmtBytes(info.largest_buffer)}, this adapter binds up to ${fmtBytes(info.binding_limit)})` +
@@ -69,10 +93,64 @@ export function mountTransformerPanel(root, playground) {
   function applyPreset() {
     const p = presets[preset.value];
     for (const [k] of FIELDS) inputs[k].value = p[k] ?? (k === "seed" ? 0 : "");
+    sizedDown = false;
+    if (slow() && !restoring && Number(inputs.steps.value) > SMALL_STEPS) {
+      inputs.steps.value = SMALL_STEPS;
+      sizedDown = true;
+    }
+    saveParams();
     updateSize();
   }
 
+  const slow = () => playground.isSoftware() || playground.info?.backend !== "webgpu";
+
+  function saveParams() {
+    if (restoring) return;
+    const u = new URL(location.href);
+    const p = presets[preset.value] || {};
+    for (const k of [...u.searchParams.keys()]) if (k.startsWith("tf.")) u.searchParams.delete(k);
+    if (textSelect.value && textSelect.value !== "shakespeare") u.searchParams.set("tf.text", textSelect.value);
+    if (preset.value !== "tiny") u.searchParams.set("tf.preset", preset.value);
+    if (precision.value !== "f32") u.searchParams.set("tf.precision", precision.value);
+    for (const [k] of FIELDS) {
+      const dflt = String(p[k] ?? (k === "seed" ? 0 : ""));
+      if (inputs[k].value !== dflt && !(k === "steps" && sizedDown)) u.searchParams.set(`tf.${k}`, inputs[k].value);
+    }
+    window.history.replaceState(window.history.state, "", u);
+  }
+
+  // The time Train will take: seconds a step from the last transformer run on this adapter
+  // (scaled by parameters and batch), else a rough figure for the adapter's class.
+  async function updateEstimate() {
+    const info = playground.info;
+    if (!info || !lastSize?.n_params) return;
+    const p = params();
+    const steps = p.steps || 0;
+    if (pastRuns === null) {
+      pastRuns = [];
+      try { pastRuns = await getRecentRuns("transformer", 10); } catch (e) { /* none */ }
+    }
+    const cls = info.backend !== "webgpu" ? "cpu" : playground.isSoftware() ? "software" : "gpu";
+    const scale = (lastSize.n_params / 1e6) * ((p.batch_size || 32) / 32) * ((p.block_size || 64) / 64);
+    const same = pastRuns.find((r) => r.backend === info.backend && r.adapter?.vendor === info.adapter?.vendor
+      && r.adapter?.architecture === info.adapter?.architecture && r.timings?.step > 0 && r.metrics?.n_params);
+    let perStep, basis;
+    if (same) {
+      const c = same.config?.params || {};
+      const thenScale = (same.metrics.n_params / 1e6) * ((c.batch_size || 32) / 32) * ((c.block_size || 64) / 64);
+      perStep = same.timings.step * (scale / thenScale);
+      basis = `from your last run on this adapter (${fmtSeconds(same.timings.step)} a step)`;
+    } else {
+      perStep = CLASS_SECONDS[cls] * scale;
+      basis = `a rough figure for a ${cls === "gpu" ? "GPU" : cls === "software" ? "software adapter" : "CPU"}`;
+    }
+    estimate.dataset.seconds = String(perStep * steps);
+    estimate.textContent = `Estimated time: about ${fmtDuration(perStep * steps)} for ${steps} steps (${basis}).` +
+      (sizedDown ? ` Steps sized down to ${SMALL_STEPS} for this adapter.` : "");
+  }
+
   async function chooseText() {
+    saveParams();
     try {
       const t = await getText(textSelect.value);
       vocabSize = t.vocab_size;
@@ -87,12 +165,13 @@ export function mountTransformerPanel(root, playground) {
     const { texts } = await listTexts();
     textSelect.replaceChildren(...texts.map((t) => el("option", { value: t.id }, `${t.name} (${t.chars.toLocaleString()} chars)`)));
     if (selected) textSelect.value = selected;
+    if (!textSelect.value && textSelect.options.length) textSelect.value = textSelect.options[0].value;
     await chooseText();
   }
 
-  function draw() {
-    lines(chart, [{ name: "train", points: curve }, ...(valCurve.length ? [{ name: "validation", points: valCurve }] : [])],
-      { xName: "step", yName: "loss" });
+  function draw(series = [{ name: "train", points: curve }, ...(valCurve.length ? [{ name: "validation", points: valCurve }] : [])]) {
+    if (!lossChart) lossChart = lineChart(chart, series, { title: "Loss by step", xName: "step", yName: "loss", integerX: true });
+    else lossChart.update(series);
   }
 
   train.addEventListener("click", async () => {
@@ -102,7 +181,7 @@ export function mountTransformerPanel(root, playground) {
     status.className = "status"; status.textContent = "Starting…";
     try {
       const run = await playground.run(job, { onProgress: (p) => {
-        bar.firstChild.style.width = `${Math.round((p.fraction ?? 0) * 100)}%`;
+        setProgress(bar, p.fraction, p.stage);
         if (p.loss !== undefined) curve.push([p.step, p.loss]);
         if (p.val_loss !== undefined && p.val_loss !== null) valCurve.push([p.step, p.val_loss]);
         if (curve.length) draw();
@@ -124,8 +203,7 @@ export function mountTransformerPanel(root, playground) {
         if (!torch || ["failed", "unavailable"].includes(torch.status)) { if (torch) clearInterval(twin); return; }
         if (torch.status === "done") {
           clearInterval(twin);
-          lines(chart, [{ name: "browser", points: curve }, { name: `PyTorch (${torch.device})`, points: torch.metrics.loss_curve || [] }],
-            { xName: "step", yName: "training loss" });
+          draw([{ name: "browser", points: curve }, { name: `PyTorch (${torch.device})`, points: torch.metrics.loss_curve || [] }]);
         }
       }, 3000);
     } catch (e) {
@@ -160,7 +238,7 @@ export function mountTransformerPanel(root, playground) {
   });
   textSelect.addEventListener("change", chooseText);
   preset.addEventListener("change", applyPreset);
-  for (const i of Object.values(inputs)) i.addEventListener("change", updateSize);
+  for (const i of Object.values(inputs)) i.addEventListener("change", () => { sizedDown = false; saveParams(); updateSize(); });
   textFile.addEventListener("change", async () => {
     const file = textFile.files[0];
     if (!file) return;
@@ -169,11 +247,48 @@ export function mountTransformerPanel(root, playground) {
     catch (e) { textStatus.className = "status error"; textStatus.textContent = e.message; }
   });
 
+  // Which path a run takes here, and why: the mixed path needs f16 subgroup matrices.
+  function showPrecision() {
+    const tc = playground.info?.backend === "webgpu" ? playground.info.adapter?.tensor_cores : null;
+    const mixedOption = precision.options[1];
+    mixedOption.disabled = !tc?.available;
+    if (!tc?.available && precision.value === "mixed") precision.value = "f32";
+    const why = tc ? tc.why : "the page runs on the CPU here";
+    precisionNote.textContent = precision.value === "mixed"
+      ? `Runs mixed precision: matmuls with f16 operands on tensor cores (${why}), f32 accumulation, ` +
+        "f32 master weights, LayerNorm, softmax and loss, loss scale 1024."
+      : `Runs f32 everywhere (the default: parity with PyTorch f32). Mixed precision ` +
+        (tc?.available ? `is available: ${why}.` : `is not available: ${why}.`);
+  }
+  precision.addEventListener("change", () => { showPrecision(); saveParams(); });
+
   playground.ready.then(async () => {
+    if (initial("tf.precision") === "mixed") precision.value = "mixed";
+    showPrecision();
     presets = await playground.call("transformer_presets");
     preset.replaceChildren(...Object.keys(presets).map((k) => el("option", { value: k }, k)));
-    preset.value = "tiny";
+    preset.value = presets[initial("tf.preset")] ? initial("tf.preset") : "tiny";
     applyPreset();
-    await refreshTexts("shakespeare");
+    let asked = false;
+    for (const [k] of FIELDS) if (initial(`tf.${k}`) !== null) { inputs[k].value = initial(`tf.${k}`); asked = true; }
+    if (!asked && slow() && Number(inputs.steps.value) > SMALL_STEPS) { inputs.steps.value = SMALL_STEPS; sizedDown = true; }
+    await refreshTexts(initial("tf.text") || "shakespeare");
+    restoring = false;
+    saveParams();
+    updateSize();
   }).catch((e) => { status.textContent = e.message; status.className = "status error"; });
+}
+
+// How to load the downloaded weights elsewhere: safetensors is read by PyTorch, NumPy, JAX...
+function snippet() {
+  const code = `# pip install safetensors torch
+from safetensors.torch import load_file
+weights = load_file("transformer.safetensors")   # name -> tensor
+for name, t in weights.items():
+    print(name, tuple(t.shape))
+# nanoGPT's state_dict names (transformer.wte.weight, transformer.h.0.attn.c_attn.weight, ...;
+# the LM head is tied to wte): nanoGPT's GPT(config).load_state_dict(weights, strict=False)
+# takes them, with lm_head.weight = transformer.wte.weight.`;
+  return el("details", { class: "snippet-box", id: "tf-snippet" }, el("summary", {}, "Use the weights elsewhere (Python)"),
+    el("pre", { class: "snippet" }, code));
 }

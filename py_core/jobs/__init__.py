@@ -1,0 +1,9 @@
+"""The job layer, on top of the algorithms: what the page and the server's runners execute.
+
+`jobs.py` (the context, `run_job`, the session), `forest_job.py`, `transformer_job.py`.
+"""
+from ..errors import JobError, Stopped
+from .jobs import RUNNERS, SYNTHETIC, Context, Session, run_job, synthetic_table
+
+__all__ = ["RUNNERS", "SYNTHETIC", "Context", "JobError", "Session", "Stopped", "run_job",
+           "synthetic_table"]

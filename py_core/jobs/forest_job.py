@@ -1,0 +1,335 @@
+"""The random forest job: a data set in, a trained forest, its metrics, timings and plots out.
+
+    {"kind": "random_forest", "dataset": ID, "target": COLUMN,
+     "task": "regression" | "classification",     # inferred from the target when absent
+     "features": [COLUMN, ...],                   # default: every usable column but the target
+     "params": {...},                             # the estimators' parameters (py_core.forest),
+                                                  # and benchmark switches: "profile": true for
+                                                  # kernel timings, "parallel_bins": true/false
+                                                  # for one kernel set or the other (builder.py)
+     "split": {"test_size": 0.2, "seed": 42}}
+
+Result: {"metrics": {...}, "baseline": {...}, "timings": {...}, "model": {...}, "plots": {...},
+"params": {...}}
+- metrics: mse, mae, r2 (regression) or accuracy, f1 (macro), log_loss (classification), on the
+  test rows; n_train, n_test, n_features, and oob_score with params {"oob_score": true}.
+- timings (seconds, the queue drained before each clock read): binning, fit (binning included),
+  predict (the test rows); the fit's phases (prepare, thresholds, binning, levels, readback,
+  host: see `RandomForest*.timings_`). With params {"profile": true}: each kernel's GPU time
+  summed over the fit ("k_NAME"), and predict_all: predicting every row, train and test
+  (metrics: predict_all_rows).
+- baseline: the same metrics for the model that ignores the features: the training rows' mean
+  (regression) or their most frequent class, with their class frequencies as probabilities
+  (classification). A model should beat it; the page shows it under the model's row.
+- model: `RandomForest*.to_dict()`'s header (all but the trees) plus "data": what a new CSV needs
+  to be predicted the same way (feature names, categories, medians), and "binary": the whole
+  forest, data included, as `to_bytes()` (bytes: the page gets it as a transferred Uint8Array and
+  writes the JSON only on download), for `predict_csv`.
+- plots: pred_vs_actual [[actual, predicted]] and residuals [[predicted, actual - predicted]]
+  (regression, up to PLOT_POINTS test rows); confusion {"matrix" (rows: true class), "classes"};
+  importances [{"name", "importance"}] (largest first); for two features, surface: {"grid":
+  {"x": [lo, hi], "y": [lo, hi], "n": SURFACE, "values": n*n class ids or levels, row-major from
+  the bottom}, "points": [[x, y, class or level]], "x_name", "y_name"} (regression: LEVELS levels
+  of the prediction, "levels" holds their edges).
+"""
+from __future__ import annotations
+
+import math
+import time
+from array import array
+
+from ..errors import JobError
+from ..forest import RandomForestClassifier, RandomForestRegressor
+
+PLOT_POINTS = 2000  # test rows drawn at most
+SURFACE = 64        # cells per side of the decision surface
+LEVELS = 8          # colours of a regression surface
+PARAMS = set(RandomForestRegressor().get_params()) - {"backend"}
+
+
+async def run(job: dict, backend, ctx) -> dict:
+    """The job; every GPU buffer and plan it makes (the forest's too) is freed when it ends."""
+    async with backend.scope("forest job"):
+        return await _run(job, backend, ctx)
+
+
+async def _run(job: dict, backend, ctx) -> dict:
+    from ..data import DataError, prepare
+
+    for key in ("dataset", "target"):
+        if not isinstance(job.get(key), str):
+            raise JobError(f'a random_forest job needs "{key}" (a string)')
+    params = dict(job.get("params") or {})
+    profile = bool(params.pop("profile", False))
+    variant = params.pop("parallel_bins", None)
+    unknown = set(params) - PARAMS
+    if unknown:
+        raise JobError(f"unknown forest parameter(s) {sorted(unknown)}: use {sorted(PARAMS)}")
+    split = job.get("split") or {}
+    ctx.progress({"stage": "loading data", "fraction": 0.0})
+    table = await _load_table(ctx, job["dataset"])
+    try:
+        prep = prepare(table, job["target"], features=job.get("features"), task=job.get("task"),
+                       test_size=split.get("test_size", 0.2), seed=split.get("seed", 42),
+                       stratify=split.get("stratify"))  # None: stratified for classes
+    except (DataError, ValueError) as exc:
+        raise JobError(str(exc)) from exc
+    info, F = prep.info, prep.n_features
+    classify = info["task"] == "classification"
+    cls = RandomForestClassifier if classify else RandomForestRegressor
+    try:
+        forest = cls(**params, backend=backend)
+    except TypeError as exc:
+        raise JobError(str(exc)) from exc
+
+    def progress(p):
+        ctx.progress(dict(p, fraction=0.02 + 0.93 * p.get("fraction", 0.0)))
+
+    y_train = [info["classes"][v] for v in prep.y_train] if classify else prep.y_train
+    t0 = time.perf_counter()
+    try:
+        await forest.fit(prep.X_train, y_train, n_features=F, progress=progress,
+                         should_stop=ctx.should_stop, pause=getattr(ctx, "pause_point", None),
+                         profile=profile, parallel_bins=variant)
+    except ValueError as exc:
+        raise JobError(str(exc)) from exc
+    await backend.finish()
+    t_fit = time.perf_counter() - t0
+
+    ctx.progress({"stage": "predicting the test rows", "fraction": 0.96})
+    t0 = time.perf_counter()
+    if classify:
+        proba = await forest.predict_proba(prep.X_test, n_features=F)
+    else:
+        pred = list(await forest.predict(prep.X_test, n_features=F))
+    await backend.finish()
+    t_predict = time.perf_counter() - t0
+
+    metrics = {"n_train": len(prep.y_train), "n_test": len(prep.y_test), "n_features": F}
+    timings = {"fit": t_fit, "predict": t_predict}
+    timings.update((k, v) for k, v in forest.timings_.items() if k != "fit")
+    if profile:  # prediction of every row, as a benchmark of prediction alone
+        X_all = array("d", prep.X_train)
+        X_all.extend(prep.X_test)
+        await backend.finish()
+        t0 = time.perf_counter()
+        await forest._predict_raw(X_all, F)
+        await backend.finish()
+        timings["predict_all"] = time.perf_counter() - t0
+        metrics["predict_all_rows"] = len(X_all) // F
+    importances = zip(info["features"], forest.feature_importances_)
+    plots = {"importances": sorted(({"name": name, "importance": imp} for name, imp in importances),
+                                   key=lambda d: -d["importance"])}
+    if classify:
+        truth = list(prep.y_test)  # class codes, the order of info["classes"] and forest.classes_
+        codes = {c: i for i, c in enumerate(info["classes"])}
+        order = [codes[c] for c in forest.classes_]  # forest column -> class code
+        K = len(info["classes"])
+        probs = []
+        for row in proba:
+            full = [0.0] * K
+            for j, v in zip(order, row):
+                full[j] = v
+            probs.append(full)
+        guess = [max(range(K), key=row.__getitem__) for row in probs]
+        metrics.update(classification_metrics(truth, guess, probs, K))
+        baseline = majority_baseline(list(prep.y_train), truth, K, info["classes"])
+        matrix = [[0] * K for _ in range(K)]
+        for t, g in zip(truth, guess):
+            matrix[t][g] += 1
+        plots["confusion"] = {"matrix": matrix, "classes": [str(c) for c in info["classes"]]}
+    else:
+        truth = list(prep.y_test)
+        metrics.update(regression_metrics(truth, pred))
+        mean = sum(prep.y_train) / len(prep.y_train)
+        baseline = {"predictor": "mean of the training rows", **regression_metrics(truth, [mean] * len(truth))}
+        keep = _every(len(truth), PLOT_POINTS)
+        plots["pred_vs_actual"] = [[truth[i], pred[i]] for i in keep]
+        plots["residuals"] = [[pred[i], truth[i] - pred[i]] for i in keep]
+    score = getattr(forest, "oob_score_", None)
+    if score is not None and math.isfinite(score):
+        metrics["oob_score"] = score
+    if F == 2:
+        ctx.progress({"stage": "drawing the decision surface", "fraction": 0.98})
+        plots["surface"] = await _surface(forest, prep, info, classify)
+    from ..forest import export
+    data = {"target": info["target"], "task": info["task"], "features": info["features"],
+            "kinds": info["kinds"], "categories": info["categories"], "medians": prep.medians}
+    model = dict(export.header(forest), data=data, n_trees=forest.n_estimators,
+                 binary=forest.to_bytes({"data": data}))
+    ctx.progress({"stage": "done", "fraction": 1.0})
+    return {"metrics": metrics, "baseline": baseline, "model": model, "plots": plots,
+            "params": {k: v for k, v in forest.get_params().items() if k != "backend"},
+            "timings": timings}
+
+
+async def _load_table(ctx, dataset_id):
+    from ..data import DataError, parse_csv
+    try:
+        if hasattr(ctx, "load_table"):
+            return await ctx.load_table(dataset_id)
+        return parse_csv(await ctx.load_dataset(dataset_id), name=dataset_id)
+    except DataError as exc:
+        raise JobError(str(exc)) from exc
+
+
+def _every(n: int, most: int) -> list[int]:
+    step = max(1, math.ceil(n / most))
+    return list(range(0, n, step))
+
+
+def regression_metrics(truth, pred) -> dict:
+    n = len(truth)
+    mean = sum(truth) / n
+    sse = sum((t - p) ** 2 for t, p in zip(truth, pred))
+    sst = sum((t - mean) ** 2 for t in truth)
+    return {"mse": sse / n, "mae": sum(abs(t - p) for t, p in zip(truth, pred)) / n,
+            "r2": 1 - sse / sst if sst > 0 else 0.0}
+
+
+def majority_baseline(train, truth, K, names=None) -> dict:
+    """Metrics of always guessing the training rows' most frequent class (ties: the first), with
+    the training class frequencies as the probabilities (scikit-learn's DummyClassifier
+    "prior")."""
+    counts = [0] * K
+    for c in train:
+        counts[c] += 1
+    top = max(range(K), key=counts.__getitem__)
+    prior = [c / len(train) for c in counts]
+    name = names[top] if names else top
+    return {"predictor": f"most frequent class ({name})",
+            **classification_metrics(truth, [top] * len(truth), [prior] * len(truth), K)}
+
+
+def classification_metrics(truth, guess, probs, K) -> dict:
+    """Accuracy, macro F1 over the classes seen in truth or guesses (as scikit-learn), and log
+    loss with probabilities clipped to [eps, 1 - eps]."""
+    n = len(truth)
+    tp, fp, fn = [0] * K, [0] * K, [0] * K
+    for t, g in zip(truth, guess):
+        if t == g:
+            tp[t] += 1
+        else:
+            fp[g] += 1
+            fn[t] += 1
+    seen = sorted(set(truth) | set(guess))
+    f1 = [2 * tp[k] / (2 * tp[k] + fp[k] + fn[k]) if tp[k] + fp[k] + fn[k] else 0.0 for k in seen]
+    eps = 2.220446049250313e-16
+    loss = -sum(math.log(min(1 - eps, max(eps, row[t]))) for row, t in zip(probs, truth)) / n
+    return {"accuracy": sum(tp) / n, "f1": sum(f1) / len(f1), "log_loss": loss}
+
+
+async def _surface(forest, prep, info, classify) -> dict:
+    """Predictions on a SURFACE x SURFACE grid over the two features' range, and the test rows."""
+    X = array("d", prep.X_train)
+    X.extend(prep.X_test)
+    xs, ys = X[0::2], X[1::2]
+    (x0, x1), (y0, y1) = _span(xs), _span(ys)
+    n = SURFACE
+    grid = array("d")
+    for r in range(n):
+        y = y0 + (r + 0.5) * (y1 - y0) / n
+        for c in range(n):
+            grid.extend((x0 + (c + 0.5) * (x1 - x0) / n, y))
+    test = prep.X_test
+    keep = _every(len(prep.y_test), PLOT_POINTS)
+    if classify:
+        codes = {c: i for i, c in enumerate(info["classes"])}
+        values = [codes[c] for c in await forest.predict(grid, n_features=2)]
+        points = [[test[2 * i], test[2 * i + 1], prep.y_test[i]] for i in keep]
+        return {"grid": {"x": [x0, x1], "y": [y0, y1], "n": n, "values": values},
+                "points": points, "x_name": info["features"][0], "y_name": info["features"][1]}
+    pred = list(await forest.predict(grid, n_features=2))
+    lo, hi = min(min(pred), min(prep.y_test)), max(max(pred), max(prep.y_test))
+    width = (hi - lo) / LEVELS or 1.0
+
+    def level(v):
+        return min(LEVELS - 1, max(0, int((v - lo) / width)))
+
+    return {"grid": {"x": [x0, x1], "y": [y0, y1], "n": n, "values": [level(v) for v in pred]},
+            "points": [[test[2 * i], test[2 * i + 1], level(prep.y_test[i])] for i in keep],
+            "levels": [lo + k * width for k in range(LEVELS + 1)],
+            "x_name": info["features"][0], "y_name": info["features"][1]}
+
+
+def _span(values) -> tuple[float, float]:
+    lo, hi = min(values), max(values)
+    pad = (hi - lo) * 0.05 or 0.5
+    return lo - pad, hi + pad
+
+
+async def predict_csv(model, data: bytes, name: str, backend="reference") -> dict:
+    """Predictions of an exported model (a job's "model": its binary form, or the JSON format with
+    "data") for a new CSV with the same feature columns: {"csv": the rows' predictions (and class
+    probabilities) as CSV text, "rows": n, "seconds": time to predict}."""
+    from ..forest import export
+    if isinstance(model, dict) and "binary" in model:
+        model = model["binary"]
+    try:
+        head = export.read_bytes(model)[0] if not isinstance(model, dict) else model
+    except (ValueError, KeyError) as exc:
+        raise JobError(f"not a forest model: {exc}") from exc
+    meta = head.get("data")
+    if not meta:
+        raise JobError("this model has no data description: export it from a forest job")
+    cls = RandomForestClassifier if meta["task"] == "classification" else RandomForestRegressor
+    try:
+        forest = (cls.from_dict(model, backend=backend) if isinstance(model, dict)
+                  else cls.from_bytes(model, backend=backend))
+    except (ValueError, KeyError, TypeError) as exc:
+        raise JobError(f"not a forest model: {exc}") from exc
+    try:
+        return await _predict_csv(forest, cls, meta, data, name)
+    finally:
+        forest.release()  # the trees' device copy goes with the request
+
+
+async def _predict_csv(forest, cls, meta, data, name) -> dict:
+    from ..data import DataError, parse_csv
+    try:
+        table = parse_csv(data, name=name)
+        cols = [table.column(f) for f in meta["features"]]
+    except (DataError, KeyError) as exc:
+        raise JobError(f"{name}: {exc}") from exc
+    n, F = len(table.columns[0]) if table.columns else 0, len(cols)
+    X = array("d", bytes(8 * n * F))
+    for j, (col, kind, median) in enumerate(zip(cols, meta["kinds"], meta["medians"])):
+        if kind == "categorical":
+            cats = meta["categories"][col.name]
+            index = {c: float(i) for i, c in enumerate(cats)}
+            missing = float(len(cats) - 1 if cats and cats[-1] == "(missing)" else len(cats))
+            raw = col.values if col.kind != "numeric" else [_as_label(v) for v in col.values]
+            X[j::F] = array("d", [index.get(v, missing) for v in raw])
+        elif col.kind == "numeric":
+            X[j::F] = array("d", [median if v != v else v for v in col.values])
+        else:
+            raise JobError(f"{name}: column {col.name!r} must be numeric, as in training")
+    t0 = time.perf_counter()
+    target = meta["target"]
+    if cls is RandomForestClassifier:
+        proba = await forest.predict_proba(X, n_features=F)
+        classes = forest.classes_
+        lines = [",".join([_csv(target)] + [_csv(f"p({c})") for c in classes])]
+        lines += [",".join([_csv(classes[max(range(len(r)), key=r.__getitem__)])] + [repr(v) for v in r])
+                  for r in proba]
+    else:
+        pred = await forest.predict(X, n_features=F)
+        lines = [_csv(target)] + [repr(v) for v in pred]
+    seconds = time.perf_counter() - t0
+    if table.index is not None:  # the file's row ids (R's row names, 1..n) lead each row
+        ids = table.column(table.index).values
+        lines = [f"{_csv(table.index)},{lines[0]}"] + [
+            f"{_csv(_as_label(v) if isinstance(v, float) else v)},{line}"
+            for v, line in zip(ids, lines[1:])]
+    return {"csv": "\n".join(lines) + "\n", "rows": n, "seconds": seconds}
+
+
+def _as_label(v: float):
+    if v != v:
+        return None
+    return str(int(v)) if float(v).is_integer() else repr(v)
+
+
+def _csv(value) -> str:
+    text = str(value)
+    return '"' + text.replace('"', '""') + '"' if any(ch in text for ch in ',"\n\r') else text

@@ -1,0 +1,120 @@
+"""A kernel family's one description, and the WGSL text a backend compiles.
+
+A family is a package `py_core/kernels/<family>/`: `<family>.wgsl` (the kernels), `__init__.py`
+(this description, `FAMILY`, beside the plain-Python reference and the host-side policy: grids,
+tilings) and `cases.py` (its self-test cases). The description names the family's uniform
+layouts (`Struct`s) and constants (flags, sentinels, sizes); `shader_source(family)` generates
+their WGSL declarations and puts them before the family's WGSL, so a layout or a flag is written
+once, in Python, and the WGSL uses the names:
+
+    struct Params { M: u32, N: u32, K: u32, flags: u32, alpha: f32 }
+    const TRANS_A: u32 = 1u;
+
+Shared WGSL helpers live in `common.wgsl`, in sections that start with a line `// == NAME`; a
+line `#include NAME` in a family's WGSL is replaced by that section (once per shader, sections
+may include others). `fingerprint(family)` is a hash of the expanded text: what ran, exactly.
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+COMMON = "common.wgsl"
+_INCLUDE = re.compile(r"^#include\s+(\w+)\s*$", re.MULTILINE)
+_SECTION = re.compile(r"^// == (\w+)\s*$", re.MULTILINE)
+_DIRECTIVE = re.compile(r"^(?:enable|requires|diagnostic)\b[^;\n]*;[ \t]*$", re.MULTILINE)
+
+
+@dataclass
+class Family:
+    """The layouts (WGSL struct name -> Struct) and constants (name -> int or float) of a
+    family's WGSL. Ints become `u32` constants, floats abstract floats."""
+    structs: dict = field(default_factory=dict)
+    consts: dict = field(default_factory=dict)
+
+    def header(self, family: str) -> str:
+        lines = [(f"// Generated from py_core/kernels/{family}/__init__.py (FAMILY) when the shader "
+                 "is loaded: edit the layouts and constants there.")]
+        lines += [struct.wgsl(name) for name, struct in self.structs.items()]
+        for name, value in self.consts.items():
+            lines.append(f"const {name}: u32 = {_u32(value)};" if isinstance(value, int)
+                         else f"const {name} = {value!r};")
+        return "\n".join(lines) + "\n"
+
+
+def _u32(value: int) -> str:
+    if not 0 <= value <= 0xFFFFFFFF:
+        raise ValueError(f"constant {value} does not fit a u32")
+    return f"0x{value:X}u" if value > 0xFFFF else f"{value}u"
+
+
+def description(family: str) -> Family:
+    module = importlib.import_module(f"{__package__}.{family}")
+    return getattr(module, "FAMILY", None) or Family()
+
+
+def wgsl_file(family: str) -> Path:
+    path = HERE / family / f"{family}.wgsl"
+    if not re.fullmatch(r"\w+", family) or not path.is_file():
+        raise FileNotFoundError(f"no shader family {family!r} (looked for {path})")
+    return path
+
+
+def sections() -> dict[str, str]:
+    """The sections of common.wgsl by name."""
+    text = (HERE / COMMON).read_text(encoding="utf-8")
+    marks = list(_SECTION.finditer(text))
+    return {m.group(1): text[m.start():marks[i + 1].start() if i + 1 < len(marks) else len(text)]
+            for i, m in enumerate(marks)}
+
+
+def expand_includes(text: str, where: str, available: dict[str, str], done: set | None = None) -> str:
+    """`text` with every `#include NAME` line replaced by its section (each section once)."""
+    done = set() if done is None else done
+
+    def replace(m):
+        name = m.group(1)
+        if name not in available:
+            raise ValueError(f"{where}: #include {name}: {COMMON} has no section {name!r} "
+                             f"(it has {', '.join(sorted(available))})")
+        if name in done:
+            return f"// (#include {name}: already included above)"
+        done.add(name)
+        return expand_includes(available[name].rstrip("\n"), f"{COMMON}:{name}", available, done)
+
+    return _INCLUDE.sub(replace, text)
+
+
+_SOURCES: dict[str, str] = {}
+
+
+def shader_source(family: str) -> str:
+    """The WGSL a backend compiles for `family`: the generated header, then the family's file with
+    its includes expanded. Made once per family and process."""
+    if family not in _SOURCES:
+        _SOURCES[family] = assemble(family, wgsl_file(family).read_text(encoding="utf-8"))
+    return _SOURCES[family]
+
+
+def assemble(family: str, body: str) -> str:
+    """The generated header of `family`, then `body` with its includes expanded. WGSL wants its
+    directives (enable, requires, diagnostic) before any declaration: they move from the body to
+    just after the header's first (comment) line."""
+    directives = _DIRECTIVE.findall(body)
+    body = _DIRECTIVE.sub("", body)
+    first, rest = description(family).header(family).split("\n", 1)
+    return "\n".join([first, *directives, rest]) + "\n" + expand_includes(body, f"{family}.wgsl", sections())
+
+
+def fingerprint(family: str) -> str:
+    """16 hex digits of the SHA-256 of the expanded WGSL of `family`."""
+    return hashlib.sha256(shader_source(family).encode()).hexdigest()[:16]
+
+
+def families() -> list[str]:
+    """Every kernel family: the packages beside this module that hold their own WGSL."""
+    return sorted(p.name for p in HERE.iterdir() if (p / f"{p.name}.wgsl").is_file())

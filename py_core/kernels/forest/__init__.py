@@ -1,0 +1,836 @@
+"""Reference of `forest.wgsl`: the random forest's kernels in plain Python.
+
+Each function does what the whole dispatch does, over `array.array` buffers in binding order
+(see the shader for shapes). Where the WGSL decides a split it computes in f32; here every such
+step is rounded through `array('f')` at the same points, so the same forest comes out. Elsewhere
+(leaf values, importances, prediction) results agree within float tolerance. The hash RNG and
+the feature permutation are shared with `py_core.forest` through this module.
+"""
+from __future__ import annotations
+
+import math
+from array import array
+from bisect import bisect_left
+from fractions import Fraction
+from itertools import accumulate
+
+from ...gpu.layout import Struct
+from .. import reference
+from ..family import Family
+
+PARAMS = Struct(
+    "n:u32 F:u32 FW:u32 NB:u32 C:u32 K:u32 crit:u32 T:u32 "
+    "tree0:u32 seed:u32 boot:u32 mss:u32 msl:u32 max_depth:u32 mf:u32 hb:u32 "
+    "S:u32 NC:u32 depth:u32 S_cur:u32 S_next:u32 T_all:u32 inv_scale:f32 mid:f32 "
+    "xd:u32 ye:i32 ym_lo:u32 ym_hi:u32 step:u32 SM:u32 S_h:u32 s_lo:u32")
+# xd: X is f64 (pairs of words); ye, ym_lo/ym_hi: regression y as fixed point round(y 2^ye) - ym;
+# step, SM: every step-th row sampled into SM values a feature (binning); S_h, s_lo: the slots a
+# histogram buffer holds and the first slot of this pass.
+SORT = Struct("j:u32 k:u32 len:u32 count:u32")  # sort_pass's own parameters
+
+LEAF = 0xFFFFFFFF  # no feature: a leaf; also "none"
+DONE = 0xFFFFFF    # a row's slot once it rests in a leaf
+OPEN, BUILT = 1, 2
+MSE, GINI, ENTROPY = 0, 1, 2
+CRITERIA = {"squared_error": MSE, "gini": GINI, "entropy": ENTROPY}
+MAXK = 64          # classes the split scan keeps in registers
+M32 = 0xFFFFFFFF
+INF = float("inf")
+WG = 256           # threads per workgroup of the flat kernels
+IMP_CHUNK = 2048   # nodes summed by one thread of `importance`
+HC_SLOTS = 8       # slots a workgroup of `hist_clear` zeroes
+NOT_FINITE_X, NOT_FINITE_Y = 1, 2  # flags
+FAMILY = Family(structs={"Params": PARAMS, "Sort": SORT}, consts={
+    "LEAF": LEAF, "DONE": DONE, "OPEN": OPEN, "BUILT": BUILT, "MSE": MSE, "GINI": GINI,
+    "ENTROPY": ENTROPY, "MAXK": MAXK, "HC_SLOTS": HC_SLOTS, "IMP_CHUNK": IMP_CHUNK,
+    "NOT_FINITE_X": NOT_FINITE_X, "NOT_FINITE_Y": NOT_FINITE_Y})
+
+
+def grid(workgroups: int, cap: int = 65535) -> tuple[int, int, int]:
+    """A 2-D grid of at least `workgroups` (the kernels use wid.x + wid.y * nwg.x)."""
+    workgroups = max(1, workgroups)
+    if workgroups <= cap:
+        return (workgroups, 1, 1)
+    return (cap, -(-workgroups // cap), 1)
+
+
+# ---- hashing, as in the shader ------------------------------------------------------------------
+def pcg(x: int) -> int:
+    s = (x * 747796405 + 2891336453) & M32
+    w = (((s >> ((s >> 28) + 4)) ^ s) * 277803737) & M32
+    return (w >> 22) ^ w
+
+
+def hash3(a: int, b: int, c: int) -> int:
+    return pcg((pcg((pcg(a) + b) & M32) + c) & M32)
+
+
+def feistel(key: int, x: int, hb: int) -> int:
+    mask = (1 << hb) - 1
+    left, right = x >> hb, x & mask
+    for i in range(4):
+        left, right = right, left ^ (pcg(right ^ ((key + i) & M32)) & mask)
+    return (left << hb) | right
+
+
+def feature_rank(key: int, f: int, hb: int, n_features: int) -> int:
+    x = feistel(key, f, hb)
+    while x >= n_features:
+        x = feistel(key, x, hb)
+    return x
+
+
+def half_bits(n_features: int) -> int:
+    """Half the bits of the Feistel domain, 2^(2 hb) >= n_features."""
+    bits = max(1, (n_features - 1).bit_length())
+    return (bits + 1) // 2
+
+
+def f32(values) -> list:
+    """Round each value to the nearest f32 (ties to even), as the GPU stores it."""
+    return array("f", values).tolist()
+
+
+def f32_of_int(v: int) -> float:
+    """The f32 nearest an integer (ties to even), exactly: i64_to_f32 in the shader."""
+    if -2**53 <= v <= 2**53:
+        return f32([float(v)])[0]  # float(v) is exact: one rounding
+    m = abs(v)
+    sh = m.bit_length() - 24
+    q, r = m >> sh, m & ((1 << sh) - 1)
+    if 2 * r > (1 << sh) or (2 * r == (1 << sh) and q & 1):
+        q += 1
+    return math.copysign(float(q << sh), v)
+
+
+def _f32_bits(x: float) -> int:
+    return array("I", array("f", [x]).tobytes())[0]
+
+
+def _f32_from_bits(b: int) -> float:
+    return array("f", array("I", [b]).tobytes())[0]
+
+
+def _f32_step(x: float, up: bool) -> float:
+    """The next f32 above (or below) the f32 x."""
+    if x == 0:
+        return _f32_from_bits(1 if up else 0x80000001)
+    b = _f32_bits(x)
+    return _f32_from_bits(b + 1 if (x > 0) == up else b - 1)
+
+
+def mid_down(a: float, b: float) -> float:
+    """The largest f32 <= (a + b) / 2, exactly (a < b finite f32): mid_down in the shader. An f32
+    lies at or below it exactly when it lies at or below the real midpoint."""
+    mid = (Fraction(a) + Fraction(b)) / 2
+    t = f32([float(mid)])[0] + 0.0
+    while Fraction(t) > mid:
+        t = _f32_step(t, False)
+    while Fraction(_f32_step(t, True)) <= mid:
+        t = _f32_step(t, True)
+    return t + 0.0  # -0 made +0, as the shader
+
+
+def signed64(lo: int, hi: int) -> int:
+    v = lo | (hi << 32)
+    return v - (1 << 64) if v >> 63 else v
+
+
+def _unpack(bufs):
+    return PARAMS.unpack(bufs[0])
+
+
+def x_f32(X, p, rows: int | None = None) -> array:
+    """The first `rows` rows (default n) of X as f32: the words themselves, or the f32 nearest
+    each f64 (two words) when p["xd"]."""
+    count = (p["n"] if rows is None else rows) * p["F"]
+    if p["xd"]:
+        return array("f", array("d", X[:2 * count].tobytes()))
+    return array("f", X[:count].tobytes())
+
+
+def fixed_point(y: float, e: int, m: int) -> int:
+    """round(y 2^e) - m (ties to even), exactly, as u32 bits: the `targets` kernel's value."""
+    num, den = y.as_integer_ratio()
+    if e >= 0:
+        num <<= e
+    else:
+        den <<= -e
+    q, r = divmod(num, den)
+    if 2 * r > den or (2 * r == den and q & 1):
+        q += 1
+    return (q - m) & M32
+
+
+def order_key(bits: int) -> int:
+    """The unsigned integer that orders f32 bits as floats (sort_pass)."""
+    return bits ^ M32 if bits >> 31 else bits ^ 0x80000000
+
+
+# ---- kernels ----------------------------------------------------------------------------------
+@reference("forest", "exact_ops")
+def exact_ops(bufs, grid_, constants):
+    _, ops, out = bufs
+    n = _unpack(bufs)["n"]
+    res = []
+    for i in range(n):
+        a, b = _f32_from_bits(ops[3 * i]), _f32_from_bits(ops[3 * i + 1])
+        res += [_f32_bits(a / ops[3 * i + 2]), _f32_bits(mid_down(a, b))]
+    out[:2 * n] = array("I", res)
+
+
+@reference("forest", "check_finite")
+def check_finite(bufs, grid_, constants):
+    _, X, flags = bufs
+    p = _unpack(bufs)
+    if not all(v - v == 0 for v in x_f32(X, p)):  # inf - inf and nan - nan are nan
+        flags[0] |= NOT_FINITE_X
+
+
+@reference("forest", "sample")
+def sample(bufs, grid_, constants):
+    _, X, out = bufs
+    p = _unpack(bufs)
+    n, F, step, SM = p["n"], p["F"], p["step"], p["SM"]
+    m = -(-n // step)
+    x = x_f32(X, p)
+    for f in range(F):
+        col = array("f", [v + 0.0 for v in x[f:n * F:F * step]])  # -0 + 0 is +0
+        col.extend([INF] * (SM - m))
+        out[f * SM:(f + 1) * SM] = array("I", col.tobytes())
+
+
+@reference("forest", "sort_pass")
+def sort_pass(bufs, grid_, constants):
+    P, data = bufs
+    s = SORT.unpack(P)
+    j, k, length = s["j"], s["k"], s["len"]
+    for seg in range(s["count"]):
+        base = seg * length
+        for t in range(length // 2):
+            a = 2 * j * (t // j) + t % j
+            x, y = data[base + a], data[base + a + j]
+            if x != y and (order_key(x) > order_key(y)) == ((a & k) == 0):
+                data[base + a], data[base + a + j] = y, x
+
+
+@reference("forest", "targets")
+def targets(bufs, grid_, constants):
+    _, y, out, flags = bufs
+    p = _unpack(bufs)
+    n, e, m = p["n"], p["ye"], p["ym_lo"] | (p["ym_hi"] << 32)
+    values = array("d", y[:2 * n].tobytes())
+    q = []
+    for v in values:
+        if v - v == 0:
+            q.append(fixed_point(v, e, m))
+        else:
+            flags[0] |= NOT_FINITE_Y
+            q.append(0)
+    out[:n] = array("I", q)
+
+
+@reference("forest", "bin_features")
+def bin_features(bufs, grid_, constants):
+    _, X, edges, fmeta, binned = bufs
+    p = _unpack(bufs)
+    n, F, FW = p["n"], p["F"], p["FW"]
+    x = x_f32(X, p)
+    words = [0] * (n * FW)
+    for f in range(F):
+        off, nb = fmeta[2 * f], fmeta[2 * f + 1]
+        thresholds = edges[3 * off:3 * (off + nb - 1):3].tolist()
+        col = x[f:n * F:F].tolist()
+        shift, w = 8 * (f % 4), f // 4
+        bins = [bisect_left(thresholds, x) << shift for x in col]
+        words[w::FW] = [a | b for a, b in zip(words[w::FW], bins)]
+    binned[:n * FW] = array("I", words)
+
+
+@reference("forest", "bootstrap")
+def bootstrap(bufs, grid_, constants):
+    _, state = bufs
+    p = _unpack(bufs)
+    n, T = p["n"], p["T"]
+    for t in range(T):
+        if not p["boot"]:
+            state[t * n:(t + 1) * n] = array("I", [1]) * n
+            continue
+        stream = pcg((pcg(p["seed"]) + 2 * (p["tree0"] + t)) & M32)
+        counts = [0] * n
+        for d in range(n):
+            counts[pcg((stream + d) & M32) % n] += 1
+        row = state[t * n:(t + 1) * n]
+        state[t * n:(t + 1) * n] = array("I", [a + b for a, b in zip(row, counts)])
+
+
+@reference("forest", "init_trees")
+def init_trees(bufs, grid_, constants):
+    _, slots, nodes, meta = bufs
+    p = _unpack(bufs)
+    S, NC, NW = p["S"], p["NC"], 4 + p["C"]
+    for t in range(p["T"]):
+        slots[t * S * 4:(t + 1) * S * 4] = array("I", bytes(16 * S))
+        slots[t * S * 4 + 1] = OPEN | BUILT
+        tree = p["tree0"] + t
+        rec = tree * NC * NW
+        nodes[rec:rec + NW] = array("I", [LEAF] + [0] * (NW - 1))
+        meta[2 * tree:2 * tree + 2] = array("I", [1, 1])
+
+
+def pass_range(p) -> range:
+    """The level's slots that have histograms in this pass."""
+    return range(p["s_lo"], p["s_lo"] + min(p["S_h"], p["S_cur"] - p["s_lo"]))
+
+
+def hist_slot(p, t: int, s: int) -> int:
+    return t * p["S_h"] + s - p["s_lo"]
+
+
+@reference("forest", "hist_clear")
+def hist_clear(bufs, grid_, constants):
+    _, slots, hist = bufs
+    p = _unpack(bufs)
+    S, W = p["S"], p["NB"] * p["C"]
+    zeros = array("I", bytes(4 * W))
+    for t in range(p["T"]):
+        for s in pass_range(p):
+            if slots[(t * S + s) * 4 + 1] & BUILT:
+                h = hist_slot(p, t, s) * W
+                hist[h:h + W] = zeros
+
+
+def _row_bins(binned, r, FW, F):
+    words = binned[r * FW:(r + 1) * FW]
+    return [(words[f >> 2] >> ((f & 3) << 3)) & 255 for f in range(F)]
+
+
+@reference("forest", "hist_build")
+def hist_build(bufs, grid_, constants):
+    _, binned, fmeta, target, state, slots, hist = bufs
+    p = _unpack(bufs)
+    n, F, FW, NB, C, S = p["n"], p["F"], p["FW"], p["NB"], p["C"], p["S"]
+    offs = fmeta[0:2 * F:2].tolist()
+    mse = p["crit"] == MSE
+    for t in range(p["T"]):
+        built = {s for s in pass_range(p) if slots[(t * S + s) * 4 + 1] & BUILT}
+        if not built:
+            continue
+        sums: dict = {}  # word index -> what the atomics add up to
+        for r, st in enumerate(state[t * n:(t + 1) * n]):
+            w, slot = st & 255, st >> 8
+            if not w or slot not in built:
+                continue
+            base = hist_slot(p, t, slot) * NB
+            bins = _row_bins(binned, r, FW, F)
+            if mse:
+                v = (target[r] - (1 << 32) if target[r] >> 31 else target[r]) * w
+                for off, b in zip(offs, bins):
+                    h = (base + off + b) * C
+                    acc = sums.get(h)
+                    if acc is None:
+                        sums[h] = [v, w, 1]
+                    else:
+                        acc[0] += v
+                        acc[1] += w
+                        acc[2] += 1
+            else:
+                cls = target[r]
+                for off, b in zip(offs, bins):
+                    h = (base + off + b) * C
+                    sums[h + cls] = sums.get(h + cls, 0) + w
+                    if not rows_by_weight(p):
+                        sums[h + C - 1] = sums.get(h + C - 1, 0) + 1
+        if mse:
+            for h, (v, w, c) in sums.items():
+                total = (signed64(hist[h], hist[h + 1]) + v) & ((1 << 64) - 1)
+                hist[h], hist[h + 1] = total & M32, total >> 32
+                hist[h + 2] = (hist[h + 2] + w) & M32
+                hist[h + 3] = (hist[h + 3] + c) & M32
+        else:
+            for h, v in sums.items():
+                hist[h] = (hist[h] + v) & M32
+
+
+def rows_by_weight(p) -> bool:
+    """Classes that need no counts (min_samples_leaf 1, min_samples_split 2): the rows channel
+    holds each bin's weight, summed by hist_prefix, not counted by hist_build."""
+    return p["crit"] != MSE and p["msl"] == 1 and p["mss"] <= 2
+
+
+def _feature_range(p, fmeta, hbase, f):
+    """Word offsets [h0, h1) of feature f's bins in a slot whose first bin is `hbase`."""
+    h0 = (hbase + fmeta[2 * f]) * p["C"]
+    return h0, h0 + fmeta[2 * f + 1] * p["C"]
+
+
+def _starts(fmeta, F):
+    """For each global bin, the global index of its feature's first bin."""
+    out = []
+    for f in range(F):
+        out += [fmeta[2 * f]] * fmeta[2 * f + 1]
+    return out
+
+
+def _prefix_slot(p, hist, h0, starts):
+    """A slot's bins (from word h0) made cumulative along each feature, channel by channel: one
+    running sum over the slot, less its value before each feature's first bin."""
+    C, NB, c0 = p["C"], p["NB"], 0
+    h1 = h0 + NB * C
+
+    def per_feature(run):
+        return [v - (run[b - 1] if b else 0) for v, b in zip(run, starts)]
+
+    if p["crit"] == MSE:  # one 64-bit running sum in the (lo, hi) channels
+        sums = per_feature(list(accumulate(
+            signed64(lo, hi) for lo, hi in zip(hist[h0:h1:C], hist[h0 + 1:h1:C]))))
+        hist[h0:h1:C] = array("I", [v & M32 for v in sums])
+        hist[h0 + 1:h1:C] = array("I", [(v >> 32) & M32 for v in sums])
+        c0 = 2
+    for c in range(c0, C):
+        hist[h0 + c:h1:C] = array("I", [v & M32 for v in per_feature(list(accumulate(hist[h0 + c:h1:C])))])
+
+
+@reference("forest", "hist_prefix_wg")
+@reference("forest", "hist_prefix")
+def hist_prefix(bufs, grid_, constants):
+    _, fmeta, slots, hist = bufs
+    p = _unpack(bufs)
+    S, NB, C = p["S"], p["NB"], p["C"]
+    starts = _starts(fmeta, p["F"])
+    for t in range(p["T"]):
+        for s in pass_range(p):
+            if slots[(t * S + s) * 4 + 1] & BUILT:
+                h0 = hist_slot(p, t, s) * NB * C
+                if rows_by_weight(p):
+                    h1 = h0 + NB * C
+                    hist[h0 + C - 1:h1:C] = array("I", [sum(col) & M32 for col in zip(
+                        *(hist[h0 + k:h1:C] for k in range(p["K"])))])
+                _prefix_slot(p, hist, h0, starts)
+
+
+def _derive(p, slots, prev, hist, t, s):
+    """The slot's (cumulative) histogram as its parent's minus its sibling's."""
+    S, C, W = p["S"], p["C"], p["NB"] * p["C"]
+    sl = (t * S + s) * 4
+    me, sib = hist_slot(p, t, s) * W, hist_slot(p, t, s ^ 1) * W
+    par = (t * p["S_h"] + slots[sl + 2]) * W
+    a, b = prev[par:par + W], hist[sib:sib + W]
+    out = [(x - y) & M32 for x, y in zip(a, b)]
+    if p["crit"] == MSE:  # borrow from the low word of each bin's sum
+        borrow = [1 if x < y else 0 for x, y in zip(a[0::C], b[0::C])]
+        out[1::C] = [(x - c) & M32 for x, c in zip(out[1::C], borrow)]
+    hist[me:me + W] = array("I", out)
+
+
+def _eligible(p, tot):
+    C, K = p["C"], p["K"]
+    cnt = tot[C - 1]
+    if cnt < p["mss"] or cnt < 2 * p["msl"] or p["depth"] >= p["max_depth"]:
+        return False
+    if p["crit"] == MSE:
+        return True
+    w = sum(tot[:K]) & M32
+    return all(c != w for c in tot[:K])
+
+
+class _Slot:
+    """One open slot's cumulative histogram and the split scan in f32, as the shader does it."""
+
+    def __init__(self, p, hist, fmeta, xlogx, hbase):
+        self.p, self.hist, self.fmeta, self.xlogx, self.hbase = p, hist, fmeta, xlogx, hbase
+        C, NB = p["C"], p["NB"]
+        upto = hist[hbase * C + C - 1:(hbase + NB) * C:C].tolist()  # cumulative rows, every bin
+        first = set(fmeta[0::2])
+        self.upto = upto
+        self.nonempty = [g for g, c in enumerate(upto) if c != (0 if g in first else upto[g - 1])]
+
+    def _nonempty(self, f):
+        """Feature f's non-empty bins (local numbers)."""
+        off, nb = self.fmeta[2 * f], self.fmeta[2 * f + 1]
+        i, j = bisect_left(self.nonempty, off), bisect_left(self.nonempty, off + nb)
+        return [g - off for g in self.nonempty[i:j]]
+
+    def scan(self, f):
+        """(best (score, b, b2) or None, whether the feature varies in the node)."""
+        p, C = self.p, self.p["C"]
+        h0, h1 = _feature_range(p, self.fmeta, self.hbase, f)
+        nz = self._nonempty(f)
+        if len(nz) < 2:
+            return None, False
+        off = self.fmeta[2 * f]
+        upto = self.upto[off:off + self.fmeta[2 * f + 1]]
+        msl, total = p["msl"], upto[-1]
+        # Candidate i splits after non-empty bin nz[i]: its left side is cumulative bin nz[i].
+        idx = [i for i in range(len(nz) - 1) if upto[nz[i]] >= msl and total - upto[nz[i]] >= msl]
+        if not idx:
+            return None, True
+        lefts = [h0 + nz[i] * C for i in idx]
+        ht = h1 - C
+        scores = self._mse(lefts, ht) if p["crit"] == MSE else self._classes(lefts, ht)
+        top = max(scores)
+        i = idx[scores.index(top)]  # first of the best: the lowest bin
+        return (top, nz[i], nz[i + 1]), True
+
+    def _mse(self, lefts, ht):
+        hist = self.hist
+        total = signed64(hist[ht], hist[ht + 1])
+        s = [signed64(hist[h], hist[h + 1]) for h in lefts]
+        wl = [float(hist[h + 2]) for h in lefts]
+        wr = [float(hist[ht + 2] - w) for w in wl]
+        sl = f32([float(v) for v in s])
+        sr = f32([float(total - v) for v in s])
+        a = f32([x / w for x, w in zip(f32([x * x for x in sl]), wl)])
+        b = f32([x / w for x, w in zip(f32([x * x for x in sr]), wr)])
+        return f32([x + y for x, y in zip(a, b)])
+
+    def _classes(self, lefts, ht):
+        hist, K = self.hist, self.p["K"]
+        left = [[hist[h + k] for h in lefts] for k in range(K)]
+        right = [[hist[ht + k] - v for v in left[k]] for k in range(K)]
+        wl = [sum(col) & M32 for col in zip(*left)]
+        total = sum(hist[ht:ht + K]) & M32
+        wr = [total - w for w in wl]
+        if self.p["crit"] == GINI:  # (sum_k c_k^2) / w a side: exact sums, one rounded division
+            ql = [f32_of_int(sum(c * c for c in col)) for col in zip(*left)]
+            qr = [f32_of_int(sum(c * c for c in col)) for col in zip(*right)]
+            a = f32([x / w for x, w in zip(ql, wl)])
+            b = f32([x / w for x, w in zip(qr, wr)])
+            return f32([x + y for x, y in zip(a, b)])
+        xl = self.xlogx
+        acc = [0.0] * len(lefts)
+        for side in (left, right):
+            for k in range(K):
+                acc = f32([a + xl[v] for a, v in zip(acc, side[k])])
+        acc = f32([a - xl[v] for a, v in zip(acc, wl)])
+        return f32([a - xl[v] for a, v in zip(acc, wr)])
+
+    def varies(self, f):
+        return len(self._nonempty(f)) >= 2
+
+
+def _open_slots(p, slots):
+    S = p["S"]
+    for t in range(p["T"]):
+        for s in pass_range(p):
+            sl = (t * S + s) * 4
+            if slots[sl + 1] & OPEN:
+                yield t, s, slots[sl], slots[sl + 1]
+
+
+@reference("forest", "split_vary_wg")
+@reference("forest", "split_vary")
+def split_vary(bufs, grid_, constants):
+    _, fmeta, slots, hist, nodes, cand, xlogx, prev = bufs
+    p = _unpack(bufs)
+    F, C, NC = p["F"], p["C"], p["NC"]
+    for t, s, node, flags in _open_slots(p, slots):
+        if not flags & BUILT:
+            _derive(p, slots, prev, hist, t, s)
+        hbase = hist_slot(p, t, s) * p["NB"]
+        ht = _feature_range(p, fmeta, hbase, 0)[1] - C  # feature 0's last bin: the totals
+        tot = hist[ht:ht + C].tolist()
+        if p["depth"] == 0:
+            rec = ((p["tree0"] + t) * NC + node) * (4 + C)
+            nodes[rec + 4:rec + 4 + C] = array("I", tot)
+        out = [0, 0, LEAF, 0] * F
+        if _eligible(p, tot):
+            slot = _Slot(p, hist, fmeta, None, hbase)
+            key = hash3(p["seed"], 2 * (p["tree0"] + t) + 1, node)
+            for f in range(F):
+                out[4 * f + 3] = (feature_rank(key, f, p["hb"], F) << 8) | (2 if slot.varies(f) else 0)
+        e = 4 * hist_slot(p, t, s) * F
+        cand[e:e + 4 * F] = array("I", out)
+
+
+@reference("forest", "split_scan_wg")
+@reference("forest", "split_scan")
+def split_scan(bufs, grid_, constants):
+    _, fmeta, slots, hist, nodes, cand, xlogx, prev = bufs
+    p = _unpack(bufs)
+    F = p["F"]
+    xl = xlogx.tolist() if p["crit"] == ENTROPY else None
+    for t, s, _node, _flags in _open_slots(p, slots):
+        e = 4 * hist_slot(p, t, s) * F
+        words = cand[e + 3:e + 4 * F:4].tolist()
+        varying = sorted((w >> 8, f) for f, w in enumerate(words) if w & 2)
+        if not varying:
+            continue
+        slot = _Slot(p, hist, fmeta, xl, hist_slot(p, t, s) * p["NB"])
+        for _, f in varying[:p["mf"]]:  # the first max_features that vary, in the node's order
+            got, _ = slot.scan(f)
+            if got is not None:
+                top, b, b2 = got
+                cand[e + 4 * f:e + 4 * f + 3] = array("I", [array("I", array("f", [top]).tobytes())[0], b, b2])
+
+
+@reference("forest", "split_pick")
+def split_pick(bufs, grid_, constants):
+    _, fmeta, slots, hist, nodes, cand, xlogx, left = bufs
+    p = _unpack(bufs)
+    F, C, S, NC = p["F"], p["C"], p["S"], p["NC"]
+    for t, s, node, _flags in _open_slots(p, slots):
+        rec = ((p["tree0"] + t) * NC + node) * (4 + C)
+        if not _eligible(p, nodes[rec + 4:rec + 4 + C].tolist()):
+            continue
+        e = 4 * hist_slot(p, t, s) * F
+        cands = cand[e:e + 4 * F].tolist()
+        scores = array("f", array("I", cands[0::4]).tobytes()).tolist()
+        best = None
+        for f in range(F):  # the best score; ties: the feature first in the node's permutation
+            if cands[4 * f + 2] == LEAF:  # not scanned, or no split
+                continue
+            key = (scores[f], -(cands[4 * f + 3] >> 8))
+            if best is None or key > best[1]:
+                best = (f, key, cands[4 * f + 1], cands[4 * f + 2])
+        hbase = hist_slot(p, t, s) * p["NB"]
+        if best is None:
+            continue
+        f, _, b, b2 = best
+        nodes[rec:rec + 3] = array("I", [f, b, b2])
+        hl = (hbase + fmeta[2 * f] + b) * C
+        left[(t * S + s) * C:(t * S + s + 1) * C] = hist[hl:hl + C]
+
+
+def _child_stats(p, nodes, left, t, s, rec):
+    C = p["C"]
+    lrec = (t * p["S"] + s) * C
+    lst = left[lrec:lrec + C].tolist()
+    tot = nodes[rec + 4:rec + 4 + C].tolist()
+    rst = [(a - b) & M32 for a, b in zip(tot, lst)]
+    if p["crit"] == MSE:
+        rst[1] = (rst[1] - (1 if tot[0] < lst[0] else 0)) & M32
+    return lst, rst
+
+
+def _child_open(p, stats):
+    if p["depth"] + 1 >= p["max_depth"]:
+        return False
+    cnt = stats[p["C"] - 1]
+    if cnt < p["mss"] or cnt < 2 * p["msl"]:
+        return False
+    if p["crit"] != MSE:
+        w = sum(stats[:p["K"]]) & M32
+        if any(c == w for c in stats[:p["K"]]):
+            return False
+    return True
+
+
+@reference("forest", "alloc")
+def alloc(bufs, grid_, constants):
+    _, slots, nodes, left, nxt, childmap, meta = bufs
+    p = _unpack(bufs)
+    S, NC, C = p["S"], p["NC"], p["C"]
+    NW = 4 + C
+    for t in range(p["T"]):
+        tree = p["tree0"] + t
+        nid, j = meta[2 * tree], 0
+        for s in range(p["S_cur"]):
+            sl = (t * S + s) * 4
+            if not slots[sl + 1] & OPEN:
+                continue
+            rec = (tree * NC + slots[sl]) * NW
+            if nodes[rec] == LEAF:
+                continue
+            nodes[rec + 3] = nid
+            stats = _child_stats(p, nodes, left, t, s, rec)
+            for side in (0, 1):
+                crec = (tree * NC + nid + side) * NW
+                nodes[crec:crec + NW] = array("I", [LEAF, 0, 0, 0] + stats[side])
+            opens = [_child_open(p, st) for st in stats]
+            cm = (t * S + s) * 2
+            childmap[cm:cm + 2] = array("I", [DONE, DONE])
+            if any(opens):
+                small = 0 if stats[0][C - 1] <= stats[1][C - 1] else 1
+                for side in (0, 1):
+                    ns = 2 * j + (0 if side == small else 1)
+                    flags = (OPEN if opens[side] else 0) | (BUILT if side == small else 0)
+                    if p["S_cur"] > p["S_h"] or p["S_next"] > p["S_h"]:  # passes: no whole parent level
+                        flags = OPEN | BUILT if opens[side] else 0
+                    e = (t * S + ns) * 4
+                    nxt[e:e + 4] = array("I", [nid + side, flags, s, 0])
+                    if flags:
+                        childmap[cm + side] = ns
+                j += 1
+            nid += 2
+        for s in range(2 * j, p["S_next"]):
+            nxt[(t * S + s) * 4 + 1] = 0
+        meta[2 * tree:2 * tree + 2] = array("I", [nid, j])
+
+
+@reference("forest", "route_rows")
+def route_rows(bufs, grid_, constants):
+    _, binned, state, slots, nodes, childmap = bufs
+    p = _unpack(bufs)
+    n, FW, S, NC, C = p["n"], p["FW"], p["S"], p["NC"], p["C"]
+    for t in range(p["T"]):
+        # Per slot: None (rows rest) or (feature, bin, left slot, right slot).
+        route: dict = {}
+        for r, st in enumerate(state[t * n:(t + 1) * n]):
+            w, slot = st & 255, st >> 8
+            if not w or slot == DONE:
+                continue
+            if slot not in route:
+                sl = (t * S + slot) * 4
+                rule = None
+                if slots[sl + 1] & OPEN:
+                    rec = ((p["tree0"] + t) * NC + slots[sl]) * (4 + C)
+                    f = nodes[rec]
+                    if f != LEAF:
+                        cm = (t * S + slot) * 2
+                        rule = (f, nodes[rec + 1], childmap[cm], childmap[cm + 1])
+                route[slot] = rule
+            rule = route[slot]
+            if rule is None:
+                nxt = DONE
+            else:
+                f, b, cl, cr = rule
+                bin_ = (binned[r * FW + (f >> 2)] >> ((f & 3) << 3)) & 255
+                nxt = cr if bin_ > b else cl
+            state[t * n + r] = (nxt << 8) | w
+
+
+def _i64_value(lo, hi):
+    return f32_of_int(signed64(lo, hi))
+
+
+@reference("forest", "finalize")
+def finalize(bufs, grid_, constants):
+    _, nodes, meta, edges, fmeta, ptree, pval = bufs
+    p = _unpack(bufs)
+    NC, C, K = p["NC"], p["C"], p["K"]
+    NW = 4 + C
+    for t in range(p["T"]):
+        tree = p["tree0"] + t
+        for node in range(meta[2 * tree]):
+            rec = (tree * NC + node) * NW
+            out = tree * NC + node
+            f = nodes[rec]
+            thr, left_ = 0, LEAF
+            if f != LEAF:
+                g = fmeta[2 * f] + nodes[rec + 1]
+                g2 = fmeta[2 * f] + nodes[rec + 2]
+                mid = mid_down(edges[3 * g + 2], edges[3 * g2 + 1])
+                x = min(max(mid, edges[3 * g]), edges[3 * (g2 - 1)])
+                thr = array("I", array("f", [x]).tobytes())[0]
+                left_ = nodes[rec + 3]
+            ptree[3 * out:3 * out + 3] = array("I", [f, thr, left_])
+            if p["crit"] == MSE:
+                v = f32([_i64_value(nodes[rec + 4], nodes[rec + 5]) / nodes[rec + 6]])[0]
+                pval[out] = v * p["inv_scale"] + p["mid"]
+            else:
+                counts = nodes[rec + 4:rec + 4 + K].tolist()
+                w = sum(counts)
+                pval[out * K:(out + 1) * K] = array("f", [c / w for c in counts])
+
+
+def _f32_ops():
+    """Helpers that round each step to f32, as the shader computes."""
+    box = array("f", [0.0])
+
+    def r(v):
+        box[0] = v
+        return box[0]
+    return r
+
+
+@reference("forest", "importance")
+def importance(bufs, grid_, constants):
+    _, nodes, meta, out = bufs
+    p = _unpack(bufs)
+    NC, C, K, F, crit = p["NC"], p["C"], p["K"], p["F"], p["crit"]
+    NW, G = 4 + C, -(-NC // IMP_CHUNK)
+    r = _f32_ops()
+
+    def decrease(lrec, rrec):
+        if crit == MSE:
+            wl, wr = float(nodes[lrec + 6]), float(nodes[rrec + 6])
+            d = r(r(_i64_value(nodes[lrec + 4], nodes[lrec + 5]) / wl)
+                  - r(_i64_value(nodes[rrec + 4], nodes[rrec + 5]) / wr))
+            return r(r(r(wl * wr) / r(wl + wr)) * r(d * d))
+        cls_l, cls_r = nodes[lrec + 4:lrec + 4 + K].tolist(), nodes[rrec + 4:rrec + 4 + K].tolist()
+        fl, fr = r(float(sum(cls_l))), r(float(sum(cls_r)))
+        fw = r(float((sum(cls_l) + sum(cls_r)) & M32))
+        acc = 0.0
+        for cl, cr in zip(map(r, map(float, cls_l)), map(r, map(float, cls_r))):
+            if crit == GINI:
+                d = r(r(cl / fl) - r(cr / fr))
+                acc = r(acc + r(d * d))
+            else:
+                c = r(cl + cr)
+                if cl > 0:
+                    acc = r(acc + r(cl * r(math.log(r(r(cl * fw) / r(c * fl))))))
+                if cr > 0:
+                    acc = r(acc + r(cr * r(math.log(r(r(cr * fw) / r(c * fr))))))
+        return r(r(r(fl * fr) / fw) * acc) if crit == GINI else acc
+
+    res = [0.0] * (p["T_all"] * G * F)
+    for tree in range(p["T_all"]):
+        for node in range(meta[2 * tree]):
+            rec = (tree * NC + node) * NW
+            f = nodes[rec]
+            if f == LEAF:
+                continue
+            lrec = (tree * NC + nodes[rec + 3]) * NW
+            i = (tree * G + node // IMP_CHUNK) * F + f
+            res[i] = r(res[i] + decrease(lrec, lrec + NW))
+    out[:len(res)] = array("f", res)
+
+
+def _trees(ptree):
+    """ptree as (feature, threshold, left) lists."""
+    feats = ptree[0::3].tolist()
+    thr = array("f", ptree[1::3].tobytes()).tolist()
+    return feats, thr, ptree[2::3].tolist()
+
+
+def _leaf(feats, thr, lefts, tree_base, row):
+    node = 0
+    while True:
+        e = tree_base + node
+        f = feats[e]
+        if f == LEAF:
+            return e
+        node = lefts[e] if row[f] <= thr[e] else lefts[e] + 1
+
+
+@reference("forest", "predict")
+def predict(bufs, grid_, constants):
+    _, X, ptree, pval, out = bufs
+    p = _unpack(bufs)
+    n, F, K, NC, T = p["n"], p["F"], p["K"], p["NC"], p["T_all"]
+    feats, thr, lefts = _trees(ptree)
+    vals = pval.tolist()
+    x = x_f32(X, p)
+    r = _f32_ops()
+    res = []
+    for row in range(n):
+        values = x[row * F:(row + 1) * F].tolist()
+        acc = [0.0] * K
+        for tree in range(T):
+            e = _leaf(feats, thr, lefts, tree * NC, values)
+            acc = [r(a + v) for a, v in zip(acc, vals[e * K:(e + 1) * K])]
+        res.extend(r(a / T) for a in acc)
+    out[:2 * n * K] = array("I", array("d", res).tobytes())
+
+
+@reference("forest", "oob")
+def oob(bufs, grid_, constants):
+    _, X, ptree, pval, state, out = bufs
+    p = _unpack(bufs)
+    n, F, K, NC = p["n"], p["F"], p["K"], p["NC"]
+    feats, thr, lefts = _trees(ptree)
+    vals = pval.tolist()
+    x = x_f32(X, p)
+    acc = out[:n * (K + 1)].tolist()
+    for t in range(p["T"]):
+        base = (p["tree0"] + t) * NC
+        for r, st in enumerate(state[t * n:(t + 1) * n]):
+            if st & 255:
+                continue
+            e = _leaf(feats, thr, lefts, base, x[r * F:(r + 1) * F].tolist())
+            o = r * (K + 1)
+            for k in range(K):
+                acc[o + k] += vals[e * K + k]
+            acc[o + K] += 1.0
+    out[:n * (K + 1)] = array("f", acc)

@@ -1,0 +1,1458 @@
+// Random forest, grown level by level for a batch of trees at once (py_core/forest/builder.py).
+// References: py_core/kernels/forest.py. Every kernel takes the same uniform Params at binding 0
+// (sort_pass: its own Sort).
+// Once a fit: check_finite (X, and targets for y), sample + sort_pass (each feature's sorted
+// subsample, for the bin thresholds), bin_features, targets (y to fixed point).
+// A level (or, where one level's histograms do not fit a buffer, each range of its slots):
+// hist_clear (zero the built slots) -> hist_build (atomics, built slots) -> hist_prefix
+// (cumulative) -> split_scan (derived slots = parent - sibling; best split per feature) ->
+// split_pick (per node); then alloc (number the children, give the open ones next-level slots)
+// -> route_rows. On GPUs hist_prefix_wg and split_scan_wg do the work of hist_prefix and
+// split_scan. At the end: finalize (prediction arrays), importance, oob; predict.
+//
+// Shapes (u32 unless said): X (rows, F) f32, or f64 as two words (lo, hi) when p.xd = 1: read
+// through x_at, which rounds an f64 to f32 exactly as the CPU does · edges f32 (NB, 3): per bin
+// its upper threshold, smallest and largest value · fmeta (F, 2): first global bin, bins · binned
+// (n, FW): four 8-bit bins a word · target (n): i32 fixed-point y or class · state (T, n):
+// slot << 8 | bootstrap count · hist (T, S_h, NB, C): the slots [s_lo, s_lo + S_h) of the level
+// (S_h = S: all of them) · slots (T, S, 4): node, flags, parent slot, - · childmap (T, S, 2)
+// · left (T, S, C) · cand (T, S_h, F, 4): the pass's slots · nodes (T_all, NC, 4 + C): feature, bin, next bin, left
+// child, stats[C] (the node's channels; a leaf's feature is LEAF)
+// · meta (T_all, 2): nodes, open slots next level · ptree (T_all, NC, 3): feature, threshold
+// bits, left child (LEAF in a leaf) · pval f32 (T_all, NC, K) · flags (1): 1 X, 2 y not finite.
+// Channels C: regression [sum lo, sum hi, weight, rows] (the sum is 64-bit two's complement in two
+// u32, exact under atomics); classification [weight of class 0..K-1, rows]. Where classes need no
+// counts (min_samples_leaf 1, min_samples_split 2: a weight, >= 1 for every in-bag row, decides
+// the same), the rows channel holds the bin's weight instead, summed by hist_prefix from the class
+// channels: one atomic a row and feature in hist_build, not two (rows_by_weight).
+// Grids are 2-D when large: workgroup id = wid.x + wid.y * nwg.x.
+
+@group(0) @binding(0) var<uniform> p: Params;
+
+fn linear(wid: vec3u, nwg: vec3u) -> u32 { return wid.x + wid.y * nwg.x; }
+
+// PCG hash (O'Neill); hash3 keys a stream by (seed, what, index). Same in forest.py.
+fn pcg(x: u32) -> u32 {
+  let s = x * 747796405u + 2891336453u;
+  let w = ((s >> ((s >> 28u) + 4u)) ^ s) * 277803737u;
+  return (w >> 22u) ^ w;
+}
+
+fn hash3(a: u32, b: u32, c: u32) -> u32 { return pcg(pcg(pcg(a) + b) + c); }
+
+// Exact round-to-nearest-even of a 64-bit two's complement integer to f32 (|v| < 2^63), by integer
+// steps, so every backend gets the same float (WGSL leaves f32(u32) rounding open).
+fn i64_to_f32(lo: u32, hi: u32) -> f32 {
+  let neg = (hi >> 31u) == 1u;
+  var mlo = lo;
+  var mhi = hi;
+  if (neg) {
+    mlo = ~lo + 1u;
+    mhi = ~hi + select(0u, 1u, mlo == 0u);
+  }
+  if (mhi == 0u && mlo < 16777216u) {
+    let m = f32(mlo);
+    return select(m, -m, neg);
+  }
+  var top = firstLeadingBit(mlo);
+  if (mhi != 0u) { top = 32u + firstLeadingBit(mhi); }
+  let sh = top - 23u;  // 1 .. 39 bits drop off
+  var mant: u32;
+  var up: bool;
+  if (sh < 32u) {
+    mant = (mlo >> sh) | (mhi << (32u - sh));
+    let rem = mlo & ((1u << sh) - 1u);
+    let half = 1u << (sh - 1u);
+    up = rem > half || (rem == half && (mant & 1u) == 1u);
+  } else {
+    let s2 = sh - 32u;
+    mant = mhi >> s2;
+    let rem_hi = mhi & ((1u << s2) - 1u);
+    var half_hi = 0u;
+    var half_lo = 0x80000000u;
+    if (s2 > 0u) { half_hi = 1u << (s2 - 1u); half_lo = 0u; }
+    let gt = rem_hi > half_hi || (rem_hi == half_hi && mlo > half_lo);
+    let eq = rem_hi == half_hi && mlo == half_lo;
+    up = gt || (eq && (mant & 1u) == 1u);
+  }
+  mant += select(0u, 1u, up);
+  let m = ldexp(f32(mant), i32(sh));
+  return select(m, -m, neg);
+}
+
+// 64-bit integers as vec2u (lo, hi), wrapping. Shifts take 0 <= s < 64.
+fn add64(a: vec2u, b: vec2u) -> vec2u {
+  let lo = a.x + b.x;
+  return vec2u(lo, a.y + b.y + select(0u, 1u, lo < a.x));
+}
+
+fn sub64(a: vec2u, b: vec2u) -> vec2u {
+  return vec2u(a.x - b.x, a.y - b.y - select(0u, 1u, a.x < b.x));
+}
+
+fn shl64(v: vec2u, s: u32) -> vec2u {
+  if (s == 0u) { return v; }
+  if (s < 32u) { return vec2u(v.x << s, (v.y << s) | (v.x >> (32u - s))); }
+  return vec2u(0u, v.x << (s - 32u));
+}
+
+fn shr64(v: vec2u, s: u32) -> vec2u {
+  if (s == 0u) { return v; }
+  if (s < 32u) { return vec2u((v.x >> s) | (v.y << (32u - s)), v.y >> s); }
+  return vec2u(v.y >> (s - 32u), 0u);
+}
+
+// v / 2^s rounded half to even, 1 <= s < 64.
+fn rne_shr64(v: vec2u, s: u32) -> vec2u {
+  let q = shr64(v, s);
+  let rem = sub64(v, shl64(q, s));
+  let half = shl64(vec2u(1u, 0u), s - 1u);
+  let gt = rem.y > half.y || (rem.y == half.y && rem.x > half.x);
+  let eq = rem.y == half.y && rem.x == half.x;
+  return select(q, add64(q, vec2u(1u, 0u)), gt || (eq && (q.x & 1u) == 1u));
+}
+
+// 32 x 32 -> 64-bit product, by 16-bit halves.
+fn mul64(a: u32, b: u32) -> vec2u {
+  let al = a & 0xFFFFu;
+  let ah = a >> 16u;
+  let bl = b & 0xFFFFu;
+  let bh = b >> 16u;
+  let lh = al * bh;
+  let hl = ah * bl;
+  var r = add64(vec2u(al * bl, ah * bh), vec2u(lh << 16u, lh >> 16u));
+  return add64(r, vec2u(hl << 16u, hl >> 16u));
+}
+
+fn lt64(a: vec2u, b: vec2u) -> bool { return a.y < b.y || (a.y == b.y && a.x < b.x); }
+
+// x / w rounded to nearest (ties to even), x an f32 (0 or normal), 1 <= w < 2^24, the same bits on
+// every GPU: WGSL lets f32 division err by 2.5 ulp and GPUs do differ (NVIDIA's is not correctly
+// rounded). Every split score and leaf value divides here. The hardware quotient is a first
+// guess, moved one ulp at a time until exact integer products put x / w within half an ulp of it
+// (the midpoints, scaled by 4 w: (4 mq +- 2) w against 4 x, mq its 24-bit mantissa). The CPU's
+// f32 division gives the same bits (the reference computes it as f64 then f32: exact for such
+// operands).
+fn div_rn(x: f32, w: u32) -> f32 {
+  let xb = bitcast<u32>(x);
+  let E = (xb >> 23u) & 0xFFu;
+  let q0 = abs(x) / f32(w);
+  var qb = bitcast<u32>(q0);
+  if (E == 0u || E == 0xFFu || w == 0u || qb < 0x800000u || qb >= 0x7F800000u) { return x / f32(w); }
+  let mx = (xb & 0x7FFFFFu) | 0x800000u;  // |x| = mx 2^(E - 150)
+  for (var it = 0u; it < 4u; it++) {
+    let eq = qb >> 23u;
+    let mq = (qb & 0x7FFFFFu) | 0x800000u;  // q = mq 2^(eq - 150)
+    let sh = i32(E) - i32(eq) + 2;          // 4 x in units of 2^(eq - 150) w... = mx << sh
+    if (sh < 0 || sh > 38) { break; }       // not met for a guess within a few ulp
+    let x4 = shl64(vec2u(mx, 0u), u32(sh));
+    let up = mul64(4u * mq + 2u, w);        // the midpoint above q, times 4 w
+    let below = select(2u, 1u, mq == 0x800000u);  // a power of two: the ulp below is half
+    let down = mul64(4u * mq - below, w);   // the midpoint below q
+    let odd = (mq & 1u) == 1u;
+    if (lt64(up, x4) || (all(up == x4) && odd)) {
+      qb += 1u;
+    } else if (lt64(x4, down) || (all(down == x4) && odd)) {
+      qb -= 1u;
+    } else {
+      break;
+    }
+  }
+  return bitcast<f32>((xb & 0x80000000u) | qb);
+}
+
+// The largest f32 <= (a + b) / 2 (a < b, finite), by integer steps: a split's threshold. An f32
+// value lies at or below it exactly when it lies at or below the real midpoint, which is how
+// scikit-learn compares (f32 X against its f64 midpoint threshold).
+fn mid_down(a: f32, b: f32) -> f32 {
+  let ua = bitcast<u32>(a);
+  let ub = bitcast<u32>(b);
+  let Ea = (ua >> 23u) & 0xFFu;
+  let Eb = (ub >> 23u) & 0xFFu;
+  let ma = (ua & 0x7FFFFFu) | select(0u, 0x800000u, Ea != 0u);  // |a| = ma 2^(ea - 150)
+  let mb = (ub & 0x7FFFFFu) | select(0u, 0x800000u, Eb != 0u);
+  let ea = max(Ea, 1u);
+  let eb = max(Eb, 1u);
+  let na = (ua >> 31u) == 1u;
+  let nb = (ub >> 31u) == 1u;
+  let emin = min(ea, eb);
+  if (max(ea, eb) - emin > 38u) {  // the smaller one only decides the rounding
+    var big = ua;
+    var tiny_m = mb;
+    var tiny_neg = nb;
+    if (eb > ea) {
+      big = ub;
+      tiny_m = ma;
+      tiny_neg = na;
+    }
+    let half = big - 0x800000u;  // big / 2: big's exponent is above 39
+    if (tiny_m == 0u || !tiny_neg) { return bitcast<f32>(half); }
+    return bitcast<f32>(select(half - 1u, half + 1u, (half >> 31u) == 1u));  // one step down
+  }
+  let A = shl64(vec2u(ma, 0u), ea - emin);
+  let B = shl64(vec2u(mb, 0u), eb - emin);
+  var mag: vec2u;
+  var neg = na;
+  if (na == nb) {
+    mag = add64(A, B);
+  } else if (A.y > B.y || (A.y == B.y && A.x >= B.x)) {
+    mag = sub64(A, B);
+  } else {
+    mag = sub64(B, A);
+    neg = nb;
+  }
+  if (mag.x == 0u && mag.y == 0u) { return 0.0; }
+  var top = firstLeadingBit(mag.x);
+  if (mag.y != 0u) { top = 32u + firstLeadingBit(mag.y); }
+  // (a + b) / 2 = +-mag 2^u, u = emin - 151; keep 24 bits, or down to 2^-149 (subnormal)
+  let u = i32(emin) - 151;
+  let lead = i32(top) + u;
+  var sh = i32(top) - 23;
+  if (lead < -126) { sh = -149 - u; }
+  var mant: u32;
+  var dropped = false;
+  if (sh > 0) {
+    let q = shr64(mag, u32(sh));
+    let back = shl64(q, u32(sh));
+    dropped = back.x != mag.x || back.y != mag.y;
+    mant = q.x;
+  } else {
+    mant = shl64(mag, u32(-sh)).x;
+  }
+  if (neg && dropped) { mant += 1u; }  // toward -inf
+  var bits = mant;
+  if (lead >= -126) { bits = (u32(lead + 126) << 23u) + mant; }
+  return bitcast<f32>(select(0u, 0x80000000u, neg) | bits);
+}
+
+// The f32 nearest an f64 (ties to even; beyond f32's range: inf), by integer steps: the same
+// bits as the CPU's double-to-float conversion (array('f') in Python).
+fn f64_to_f32_bits(lo: u32, hi: u32) -> u32 {
+  let sign = hi & 0x80000000u;
+  let E = (hi >> 20u) & 0x7FFu;
+  let mh = hi & 0xFFFFFu;
+  if (E == 0x7FFu) { return sign | 0x7F800000u | select(0u, 0x400000u, (mh | lo) != 0u); }
+  if (E == 0u) { return sign; }  // zero, or an f64 subnormal: far below f32's smallest
+  let e = i32(E) - 1023;
+  if (e > 127) { return sign | 0x7F800000u; }
+  if (e >= -126) {
+    let m = (mh << 3u) | (lo >> 29u);  // the top 23 of 52 mantissa bits
+    let rem = lo & 0x1FFFFFFFu;
+    var bits = (u32(e + 127) << 23u) | m;
+    if (rem > 0x10000000u || (rem == 0x10000000u && (m & 1u) == 1u)) { bits += 1u; }  // may carry to inf
+    return sign | bits;
+  }
+  let sh = u32(-97 - e);  // an f32 subnormal: (2^52 + mantissa) * 2^(e - 52) in units of 2^-149
+  if (sh > 53u) { return sign; }
+  return sign | rne_shr64(vec2u(lo, mh | 0x100000u), sh).x;
+}
+
+// round(y * 2^e) mod 2^64 of an f64 y (finite), by integer steps.
+fn f64_scaled_round(lo: u32, hi: u32, e: i32) -> vec2u {
+  let E = (hi >> 20u) & 0x7FFu;
+  let m = vec2u(lo, (hi & 0xFFFFFu) | select(0u, 0x100000u, E != 0u));  // y = m * 2^(E' - 1075)
+  let k = i32(max(E, 1u)) - 1075 + e;
+  var v = vec2u(0u, 0u);
+  if (k >= 0) {
+    if (k < 64) { v = shl64(m, u32(k)); }
+  } else if (k > -54) {  // below that, |y 2^e| < 1/2
+    v = rne_shr64(m, u32(-k));
+  }
+  if ((hi >> 31u) == 1u) { v = sub64(vec2u(0u, 0u), v); }
+  return v;
+}
+
+// ---- exact_ops: div_rn and mid_down on given operands (their test) ---------------------------
+// 1 ops (n, 3): a bits, b bits, w · 2 out (n, 2): div_rn(a, w) bits, mid_down(a, b) bits.
+@group(0) @binding(1) var<storage, read> eo_ops: array<u32>;
+@group(0) @binding(2) var<storage, read_write> eo_out: array<u32>;
+
+@compute @workgroup_size(256)
+fn exact_ops(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
+             @builtin(local_invocation_index) lid: u32) {
+  let i = linear(wid, nwg) * 256u + lid;
+  if (i >= p.n) { return; }
+  let a = bitcast<f32>(eo_ops[3u * i]);
+  eo_out[2u * i] = bitcast<u32>(div_rn(a, eo_ops[3u * i + 2u]));
+  eo_out[2u * i + 1u] = bitcast<u32>(mid_down(a, bitcast<f32>(eo_ops[3u * i + 1u])));
+}
+
+// ---- X: rows of f32, or of f64 read as the f32 nearest each --------------------------------
+@group(0) @binding(1) var<storage, read> X: array<u32>;
+
+fn x_bits(r: u32, f: u32) -> u32 {
+  let i = r * p.F + f;
+  if (p.xd == 0u) { return X[i]; }
+  return f64_to_f32_bits(X[2u * i], X[2u * i + 1u]);
+}
+
+fn x_at(r: u32, f: u32) -> f32 { return bitcast<f32>(x_bits(r, f)); }
+
+// ---- check_finite: flags |= 1 when some X value is NaN or infinite (as f32) ------------------
+// 1 X · 2 flags (1) atomic. Thread per value.
+@group(0) @binding(2) var<storage, read_write> cf_flags: array<atomic<u32>>;
+
+@compute @workgroup_size(256)
+fn check_finite(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
+                @builtin(local_invocation_index) lid: u32) {
+  let i = linear(wid, nwg) * 256u + lid;
+  if (i >= p.n * p.F) { return; }
+  if ((x_bits(i / p.F, i % p.F) & 0x7F800000u) == 0x7F800000u) { atomicOr(&cf_flags[0], NOT_FINITE_X); }
+}
+
+// ---- sample: every step-th row of each feature, padded with +inf to SM values ----------------
+// 1 X · 2 samp (F, SM) f32 bits out (-0 made +0, so that equal values have equal bits).
+// Thread per (feature, i). sort_pass then sorts each feature's SM values.
+@group(0) @binding(2) var<storage, read_write> sa_out: array<u32>;
+
+@compute @workgroup_size(256)
+fn sample(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
+          @builtin(local_invocation_index) lid: u32) {
+  let i = linear(wid, nwg) * 256u + lid;
+  if (i >= p.F * p.SM) { return; }
+  let f = i / p.SM;
+  let j = i % p.SM;
+  var v = 0x7F800000u;
+  if (j * p.step < p.n) {
+    v = x_bits(j * p.step, f);
+    if ((v & 0x7FFFFFFFu) == 0u) { v = 0u; }
+  }
+  sa_out[i] = v;
+}
+
+// ---- sort_pass: one compare-exchange pass (j, k) of a bitonic sort of `count` runs of `len` ---
+// 1 data (count, len) f32 bits, sorted ascending as floats (finite, or +inf) through an integer
+// key. Thread per pair. Run for k = 2, 4, .., len and, for each, j = k/2, .., 1.
+@group(0) @binding(0) var<uniform> so: Sort;
+@group(0) @binding(1) var<storage, read_write> so_data: array<u32>;
+
+fn order_key(b: u32) -> u32 { return select(b ^ 0x80000000u, ~b, (b >> 31u) == 1u); }
+
+@compute @workgroup_size(256)
+fn sort_pass(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
+             @builtin(local_invocation_index) lid: u32) {
+  let i = linear(wid, nwg) * 256u + lid;
+  let half = so.len / 2u;
+  if (i >= so.count * half) { return; }
+  let t = i % half;
+  let a = (i / half) * so.len + 2u * so.j * (t / so.j) + t % so.j;
+  let b = a + so.j;
+  let x = so_data[a];
+  let y = so_data[b];
+  let up = ((2u * so.j * (t / so.j) + t % so.j) & so.k) == 0u;
+  if ((order_key(x) > order_key(y)) == up && x != y) {
+    so_data[a] = y;
+    so_data[b] = x;
+  }
+}
+
+// ---- bin_features: X -> binned, bin = number of the feature's thresholds below x -----------
+// 1 X · 2 edges (NB, 3) f32 · 3 fmeta (F, 2) · 4 binned (n, FW) out. Thread per word.
+@group(0) @binding(2) var<storage, read> bf_edges: array<f32>;
+@group(0) @binding(3) var<storage, read> bf_fmeta: array<u32>;
+@group(0) @binding(4) var<storage, read_write> bf_binned: array<u32>;
+
+@compute @workgroup_size(256)
+fn bin_features(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
+                @builtin(local_invocation_index) lid: u32) {
+  let i = linear(wid, nwg) * 256u + lid;
+  if (i >= p.n * p.FW) { return; }
+  let r = i / p.FW;
+  let wd = i % p.FW;
+  var word = 0u;
+  for (var q = 0u; q < 4u; q++) {
+    let f = wd * 4u + q;
+    if (f >= p.F) { break; }
+    let x = x_at(r, f);
+    let off = bf_fmeta[2u * f];
+    var lo = 0u;
+    var hi = bf_fmeta[2u * f + 1u] - 1u;  // thresholds of this feature
+    while (lo < hi) {
+      let m = (lo + hi) / 2u;
+      if (bf_edges[3u * (off + m)] < x) { lo = m + 1u; } else { hi = m; }
+    }
+    word |= lo << (8u * q);
+  }
+  bf_binned[i] = word;
+}
+
+// ---- targets: regression y (f64) to fixed point, round(y 2^ye) - ym, exact -------------------
+// 1 y (n, 2): f64 words · 2 target (n) i32 out · 3 flags (1) atomic: |= 2 for a y not finite.
+@group(0) @binding(1) var<storage, read> tg_y: array<u32>;
+@group(0) @binding(2) var<storage, read_write> tg_out: array<u32>;
+@group(0) @binding(3) var<storage, read_write> tg_flags: array<atomic<u32>>;
+
+@compute @workgroup_size(256)
+fn targets(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
+           @builtin(local_invocation_index) lid: u32) {
+  let i = linear(wid, nwg) * 256u + lid;
+  if (i >= p.n) { return; }
+  let lo = tg_y[2u * i];
+  let hi = tg_y[2u * i + 1u];
+  if (((hi >> 20u) & 0x7FFu) == 0x7FFu) {
+    atomicOr(&tg_flags[0], NOT_FINITE_Y);
+    tg_out[i] = 0u;
+    return;
+  }
+  tg_out[i] = sub64(f64_scaled_round(lo, hi, p.ye), vec2u(p.ym_lo, p.ym_hi)).x;
+}
+
+// ---- bootstrap: n draws with replacement per tree, counted into state (cleared before) ------
+// 1 state (T, n) atomic. Thread per (tree, draw).
+@group(0) @binding(1) var<storage, read_write> bs_state: array<atomic<u32>>;
+
+@compute @workgroup_size(256)
+fn bootstrap(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
+             @builtin(local_invocation_index) lid: u32) {
+  let i = linear(wid, nwg) * 256u + lid;
+  if (i >= p.T * p.n) { return; }
+  if (p.boot == 0u) {
+    atomicStore(&bs_state[i], 1u);
+    return;
+  }
+  let t = i / p.n;
+  let row = hash3(p.seed, 2u * (p.tree0 + t), i % p.n) % p.n;
+  atomicAdd(&bs_state[t * p.n + row], 1u);
+}
+
+// ---- init_trees: root slot open and built, root node a leaf for now ------------------------
+// 1 slots (T, S, 4) · 2 nodes · 3 meta. Thread per (tree, slot).
+@group(0) @binding(1) var<storage, read_write> it_slots: array<u32>;
+@group(0) @binding(2) var<storage, read_write> it_nodes: array<u32>;
+@group(0) @binding(3) var<storage, read_write> it_meta: array<u32>;
+
+@compute @workgroup_size(256)
+fn init_trees(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
+              @builtin(local_invocation_index) lid: u32) {
+  let i = linear(wid, nwg) * 256u + lid;
+  if (i >= p.T * p.S) { return; }
+  let s = i % p.S;
+  it_slots[4u * i] = 0u;
+  it_slots[4u * i + 1u] = select(0u, OPEN | BUILT, s == 0u);
+  it_slots[4u * i + 2u] = 0u;
+  it_slots[4u * i + 3u] = 0u;
+  if (s == 0u) {
+    let tree = p.tree0 + i / p.S;
+    let rec = tree * p.NC * (4u + p.C);
+    it_nodes[rec] = LEAF;
+    for (var c = 1u; c < 4u + p.C; c++) { it_nodes[rec + c] = 0u; }
+    it_meta[2u * tree] = 1u;
+    it_meta[2u * tree + 1u] = 1u;
+  }
+}
+
+// The slots [s_lo, s_lo + pass_slots()) of the level have histograms in this pass; slot s of
+// tree t sits at hist_slot(t, s).
+fn pass_slots() -> u32 { return min(p.S_h, p.S_cur - p.s_lo); }
+
+fn hist_slot(t: u32, s: u32) -> u32 { return t * p.S_h + s - p.s_lo; }
+
+// ---- hist_clear: zero the histograms of this pass's built slots -----------------------------
+// 1 slots (T, S, 4) · 2 hist (T, S_h, NB, C). Workgroup of 256 per (tree, HC_SLOTS slots of the
+// pass): most slots of a deep level are empty, and a workgroup that only finds that out still
+// costs a CPU adapter microseconds.
+@group(0) @binding(1) var<storage, read> hc_slots: array<u32>;
+@group(0) @binding(2) var<storage, read_write> hc_hist: array<u32>;
+
+@compute @workgroup_size(256)
+fn hist_clear(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
+              @builtin(local_invocation_index) lid: u32) {
+  let id = linear(wid, nwg);
+  let sp = pass_slots();
+  let groups = (sp + HC_SLOTS - 1u) / HC_SLOTS;
+  if (id >= p.T * groups) { return; }
+  let t = id / groups;
+  let W = p.NB * p.C;
+  for (var ls = (id % groups) * HC_SLOTS; ls < min(sp, (id % groups + 1u) * HC_SLOTS); ls++) {
+    let s = p.s_lo + ls;
+    if ((hc_slots[(t * p.S + s) * 4u + 1u] & BUILT) == 0u) { continue; }
+    let base = hist_slot(t, s) * W;
+    for (var e = lid; e < W; e += 256u) { hc_hist[base + e] = 0u; }
+  }
+}
+
+fn rows_by_weight() -> bool { return p.crit != MSE && p.msl == 1u && p.mss <= 2u; }
+
+// ---- hist_build: each in-bag row of a built slot adds itself to (slot, feature, bin) ----------
+// 1 binned (n, FW) · 2 fmeta (F, 2) · 3 target (n) · 4 state (T, n) · 5 slots (T, S, 4)
+// · 6 hist (T, S_h, NB, C) atomic. Thread per (tree, row).
+@group(0) @binding(1) var<storage, read> hb_binned: array<u32>;
+@group(0) @binding(2) var<storage, read> hb_fmeta: array<u32>;
+@group(0) @binding(3) var<storage, read> hb_target: array<u32>;
+@group(0) @binding(4) var<storage, read> hb_state: array<u32>;
+@group(0) @binding(5) var<storage, read> hb_slots: array<u32>;
+@group(0) @binding(6) var<storage, read_write> hb_hist: array<atomic<u32>>;
+
+@compute @workgroup_size(256)
+fn hist_build(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
+              @builtin(local_invocation_index) lid: u32) {
+  let i = linear(wid, nwg) * 256u + lid;
+  if (i >= p.T * p.n) { return; }
+  let st = hb_state[i];
+  let w = st & 255u;
+  let slot = st >> 8u;
+  if (w == 0u || slot == DONE || slot < p.s_lo || slot >= p.s_lo + pass_slots()) { return; }
+  let t = i / p.n;
+  let r = i % p.n;
+  if ((hb_slots[(t * p.S + slot) * 4u + 1u] & BUILT) == 0u) { return; }
+  let base = hist_slot(t, slot) * p.NB;
+  let tv = hb_target[r];
+  var lo = 0u;
+  var hi = 0u;
+  if (p.crit == MSE) {
+    let v = bitcast<i32>(tv) * i32(w);  // |y| < 2^23, w < 256: no overflow
+    lo = bitcast<u32>(v);
+    hi = select(0u, 0xFFFFFFFFu, v < 0);
+  }
+  for (var f = 0u; f < p.F; f++) {
+    let b = (hb_binned[r * p.FW + f / 4u] >> (8u * (f % 4u))) & 255u;
+    let h = (base + hb_fmeta[2u * f] + b) * p.C;
+    if (p.crit == MSE) {
+      let old = atomicAdd(&hb_hist[h], lo);
+      let up = hi + select(0u, 1u, old + lo < old);  // carry out of the low word
+      if (up != 0u) { atomicAdd(&hb_hist[h + 1u], up); }
+      atomicAdd(&hb_hist[h + 2u], w);
+      atomicAdd(&hb_hist[h + 3u], 1u);
+    } else {
+      atomicAdd(&hb_hist[h + tv], w);
+      if (!rows_by_weight()) { atomicAdd(&hb_hist[h + p.C - 1u], 1u); }
+    }
+  }
+}
+
+// ---- hist_prefix: built histograms become cumulative along each feature's bins ---------------
+// 1 fmeta (F, 2) · 2 slots (T, S, 4) · 3 hist (T, S_h, NB, C). Thread per (tree, slot of the
+// pass, feature).
+// From here on every histogram is cumulative: bin j holds bins 0..j, so a split's left side is
+// one bin's channels, the last bin holds the node's totals, and parent - sibling stays exact.
+@group(0) @binding(1) var<storage, read> sp_fmeta: array<u32>;
+@group(0) @binding(2) var<storage, read> sp_slots: array<u32>;
+@group(0) @binding(3) var<storage, read_write> sp_hist: array<u32>;
+
+@compute @workgroup_size(256)
+fn hist_prefix(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
+               @builtin(local_invocation_index) lid: u32) {
+  let i = linear(wid, nwg) * 256u + lid;
+  let sp = pass_slots();
+  if (i >= p.T * sp * p.F) { return; }
+  let f = i % p.F;
+  let t = i / p.F / sp;
+  let s = p.s_lo + i / p.F % sp;
+  if ((sp_slots[(t * p.S + s) * 4u + 1u] & BUILT) == 0u) { return; }
+  let h0 = (hist_slot(t, s) * p.NB + sp_fmeta[2u * f]) * p.C;
+  if (rows_by_weight()) {  // the rows channel: the bin's weight
+    for (var j = 0u; j < sp_fmeta[2u * f + 1u]; j++) {
+      let h = h0 + j * p.C;
+      var w = 0u;
+      for (var k = 0u; k < p.K; k++) { w += sp_hist[h + k]; }
+      sp_hist[h + p.C - 1u] = w;
+    }
+  }
+  for (var j = 1u; j < sp_fmeta[2u * f + 1u]; j++) {
+    let h = h0 + j * p.C;
+    var c0 = 0u;
+    if (p.crit == MSE) {
+      let lo = sp_hist[h] + sp_hist[h - 4u];
+      sp_hist[h + 1u] = sp_hist[h + 1u] + sp_hist[h - 3u] + select(0u, 1u, lo < sp_hist[h]);
+      sp_hist[h] = lo;
+      c0 = 2u;
+    }
+    for (var c = c0; c < p.C; c++) { sp_hist[h + c] += sp_hist[h - p.C + c]; }
+  }
+}
+
+// ---- split_vary, split_scan: the best split of one feature of one open slot, in two dispatches --
+// 1 fmeta · 2 slots · 3 hist · 4 nodes · 5 cand (T, S_h, F, 4): score bits, bin, next bin (LEAF:
+// no split), rank << 8 | 2 if the feature varies in the node (0: the node cannot split) · 6 xlogx
+// (n + 1) f32: x ln x, for entropy · 7 hist_prev (the parent level's). Thread (or, _wg, workgroup)
+// per (tree, slot of the pass, feature).
+// split_vary: a slot not built by atomics first gets this feature's bins as parent - sibling;
+// then whether the feature varies in the node, and its rank in the node's random permutation.
+// split_scan: the features scanned are the first max_features of the permutation that vary in
+// the node (scikit-learn draws features until it has max_features non-constant ones).
+// Candidates: a split after each non-empty bin b, the right side starting at the next non-empty
+// bin b2 (only such splits differ). Score (larger is better, f32 in this order):
+//   squared error  sl*sl/wl + sr*sr/wr      (sl, sr: sums of w*y, wl, wr: weights)
+//   gini           (sum_k cl_k*cl_k)/wl + (sum_k cr_k*cr_k)/wr, the sums exact integers
+//   entropy        sum_k xlogx(cl_k) + sum_k xlogx(cr_k) - xlogx(wl) - xlogx(wr)
+// Each division is div_rn's (correctly rounded), so every GPU gets the same scores. Ties go to
+// the lowest bin.
+@group(0) @binding(4) var<storage, read_write> sp_nodes: array<u32>;
+@group(0) @binding(5) var<storage, read_write> sp_cand: array<u32>;
+@group(0) @binding(6) var<storage, read> sp_xlogx: array<f32>;
+@group(0) @binding(7) var<storage, read> sp_prev: array<u32>;
+@group(0) @binding(7) var<storage, read_write> sp_left: array<u32>;
+
+struct Best { score: f32, f: u32, b: u32, b2: u32 }
+
+// A bijection of [0, 2^(2 hb)) (4-round Feistel), walked until it lands below F: a random
+// permutation of the features per key, with O(1) state.
+fn feistel(key: u32, x: u32) -> u32 {
+  let mask = (1u << p.hb) - 1u;
+  var l = x >> p.hb;
+  var r = x & mask;
+  for (var i = 0u; i < 4u; i++) {
+    let nl = r;
+    r = l ^ (pcg(r ^ (key + i)) & mask);
+    l = nl;
+  }
+  return (l << p.hb) | r;
+}
+
+fn feature_rank(key: u32, f: u32) -> u32 {
+  var x = feistel(key, f);
+  while (x >= p.F) { x = feistel(key, x); }
+  return x;
+}
+
+fn weight_at(h: u32) -> u32 {  // a bin's weight: the sum over classes, or the weight channel
+  if (p.crit == MSE) { return sp_hist[h + 2u]; }
+  var w = 0u;
+  for (var k = 0u; k < p.K; k++) { w += sp_hist[h + k]; }
+  return w;
+}
+
+// A node with totals at word `tot` (a feature's last cumulative bin, or a node record's stats).
+fn eligible_at(buf_is_nodes: bool, tot: u32) -> bool {
+  var cnt: u32;
+  if (buf_is_nodes) { cnt = sp_nodes[tot + p.C - 1u]; } else { cnt = sp_hist[tot + p.C - 1u]; }
+  if (cnt < p.mss || cnt < 2u * p.msl || p.depth >= p.max_depth) { return false; }
+  if (p.crit != MSE) {
+    var w = 0u;
+    for (var k = 0u; k < p.K; k++) {
+      if (buf_is_nodes) { w += sp_nodes[tot + k]; } else { w += sp_hist[tot + k]; }
+    }
+    for (var k = 0u; k < p.K; k++) {
+      var c: u32;
+      if (buf_is_nodes) { c = sp_nodes[tot + k]; } else { c = sp_hist[tot + k]; }
+      if (c == w) { return false; }  // pure
+    }
+  }
+  return true;
+}
+
+// Score of the split whose left side is the cumulative bin at word hl; totals at word ht.
+fn score(hl: u32, ht: u32) -> f32 {
+  if (p.crit == MSE) {
+    let llo = sp_hist[hl];
+    let lhi = sp_hist[hl + 1u];
+    let tlo = sp_hist[ht];
+    let sl = i64_to_f32(llo, lhi);
+    let sr = i64_to_f32(tlo - llo, sp_hist[ht + 1u] - lhi - select(0u, 1u, tlo < llo));
+    let lw = sp_hist[hl + 2u];
+    return div_rn(sl * sl, lw) + div_rn(sr * sr, sp_hist[ht + 2u] - lw);
+  }
+  if (p.crit == GINI) {  // the sums of squared class weights, exact in 64 bits
+    var ql = vec2u(0u);
+    var qr = vec2u(0u);
+    var wl = 0u;
+    var wr = 0u;
+    for (var k = 0u; k < p.K; k++) {
+      let cl = sp_hist[hl + k];
+      let cr = sp_hist[ht + k] - cl;
+      ql = add64(ql, mul64(cl, cl));
+      qr = add64(qr, mul64(cr, cr));
+      wl += cl;
+      wr += cr;
+    }
+    return div_rn(i64_to_f32(ql.x, ql.y), wl) + div_rn(i64_to_f32(qr.x, qr.y), wr);
+  }
+  let wl = weight_at(hl);
+  let wr = weight_at(ht) - wl;
+  var acc = 0.0;
+  for (var k = 0u; k < p.K; k++) { acc = acc + sp_xlogx[sp_hist[hl + k]]; }
+  for (var k = 0u; k < p.K; k++) { acc = acc + sp_xlogx[sp_hist[ht + k] - sp_hist[hl + k]]; }
+  acc = acc - sp_xlogx[wl];
+  acc = acc - sp_xlogx[wr];
+  return acc;
+}
+
+// Scans feature f's cumulative bins into *best; returns 1 when f varies in the node.
+fn scan_feature(hbase: u32, f: u32, best: ptr<function, Best>) -> u32 {
+  let h0 = (hbase + sp_fmeta[2u * f]) * p.C;
+  let nb = sp_fmeta[2u * f + 1u];
+  let cc = p.C - 1u;
+  let ht = h0 + (nb - 1u) * p.C;
+  let total = sp_hist[ht + cc];
+  var seen = 0u;  // rows in the bins before j
+  var prev = LEAF;
+  var nonempty = 0u;
+  for (var j = 0u; j < nb; j++) {
+    if (seen == total && j > 0u) { break; }  // the rest is empty (deep nodes hold few rows)
+    let upto = sp_hist[h0 + j * p.C + cc];
+    if (upto == seen) { continue; }
+    nonempty += 1u;
+    if (prev != LEAF && seen >= p.msl && total - seen >= p.msl) {
+      let sc = score(h0 + prev * p.C, ht);
+      if ((*best).f == LEAF || sc > (*best).score) { *best = Best(sc, f, prev, j); }
+    }
+    seen = upto;
+    prev = j;
+  }
+  return select(0u, 1u, nonempty >= 2u);
+}
+
+fn varies(hbase: u32, f: u32) -> u32 {
+  let h0 = (hbase + sp_fmeta[2u * f]) * p.C + p.C - 1u;
+  var seen = 0u;
+  var nonempty = 0u;
+  for (var j = 0u; j < sp_fmeta[2u * f + 1u]; j++) {
+    let upto = sp_hist[h0 + j * p.C];
+    if (upto != seen) {
+      seen = upto;
+      nonempty += 1u;
+      if (nonempty == 2u) { return 1u; }
+    }
+  }
+  return 0u;
+}
+
+@compute @workgroup_size(256)
+fn split_vary(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
+              @builtin(local_invocation_index) lid: u32) {
+  _ = &sp_xlogx;  // the bindings of split_scan, all of them used
+  let i = linear(wid, nwg) * 256u + lid;
+  let sp = pass_slots();
+  if (i >= p.T * sp * p.F) { return; }
+  let f = i % p.F;
+  let t = i / p.F / sp;
+  let s = p.s_lo + i / p.F % sp;
+  let sl = (t * p.S + s) * 4u;
+  let flags = sp_slots[sl + 1u];
+  if ((flags & OPEN) == 0u) { return; }
+  let hbase = hist_slot(t, s) * p.NB;
+  let off = sp_fmeta[2u * f];
+  let nb = sp_fmeta[2u * f + 1u];
+  if ((flags & BUILT) == 0u) {  // parent - sibling, for this feature's bins
+    let me = (hbase + off) * p.C;
+    let sib = (hist_slot(t, s ^ 1u) * p.NB + off) * p.C;
+    let par = ((t * p.S_h + sp_slots[sl + 2u]) * p.NB + off) * p.C;
+    for (var e = 0u; e < nb * p.C; e += p.C) {
+      var c0 = 0u;
+      if (p.crit == MSE) {
+        let a = sp_prev[par + e];
+        let b = sp_hist[sib + e];
+        sp_hist[me + e] = a - b;
+        sp_hist[me + e + 1u] = sp_prev[par + e + 1u] - sp_hist[sib + e + 1u] - select(0u, 1u, a < b);
+        c0 = 2u;
+      }
+      for (var c = c0; c < p.C; c++) { sp_hist[me + e + c] = sp_prev[par + e + c] - sp_hist[sib + e + c]; }
+    }
+  }
+  let node = sp_slots[sl];
+  let ht = (hbase + off + nb - 1u) * p.C;  // this feature's last bin: the node's totals
+  if (p.depth == 0u && f == 0u) {  // the root's totals, recorded once
+    let rec = ((p.tree0 + t) * p.NC + node) * (4u + p.C);
+    for (var c = 0u; c < p.C; c++) { sp_nodes[rec + 4u + c] = sp_hist[ht + c]; }
+  }
+  var out = 0u;  // not eligible: no flags
+  if (eligible_at(false, ht)) {
+    let key = hash3(p.seed, 2u * (p.tree0 + t) + 1u, node);
+    out = (feature_rank(key, f) << 8u) | (varies(hbase, f) << 1u);
+  }
+  let e = 4u * (hist_slot(t, s) * p.F + f);
+  sp_cand[e] = 0u;
+  sp_cand[e + 1u] = 0u;
+  sp_cand[e + 2u] = LEAF;  // no split (yet)
+  sp_cand[e + 3u] = out;
+}
+
+// Is a feature of rank r among the first mf features of the node's permutation that vary in it?
+// (scikit-learn draws features until max_features non-constant ones are found.)
+fn selected(t: u32, s: u32, r: u32) -> bool {
+  if (p.mf >= p.F) { return true; }
+  let cbase = hist_slot(t, s) * p.F;
+  var before = 0u;
+  for (var g = 0u; g < p.F; g++) {
+    let w = sp_cand[4u * (cbase + g) + 3u];
+    if ((w & 2u) != 0u && (w >> 8u) < r) { before += 1u; }
+  }
+  return before < p.mf;
+}
+
+@compute @workgroup_size(256)
+fn split_scan(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
+              @builtin(local_invocation_index) lid: u32) {
+  _ = &sp_nodes;  // the bindings of split_vary, all of them used
+  _ = &sp_prev;
+  let i = linear(wid, nwg) * 256u + lid;
+  let sp = pass_slots();
+  if (i >= p.T * sp * p.F) { return; }
+  let f = i % p.F;
+  let t = i / p.F / sp;
+  let s = p.s_lo + i / p.F % sp;
+  if ((sp_slots[(t * p.S + s) * 4u + 1u] & OPEN) == 0u) { return; }
+  let e = 4u * (hist_slot(t, s) * p.F + f);
+  let w = sp_cand[e + 3u];
+  if ((w & 2u) == 0u || !selected(t, s, w >> 8u)) { return; }
+  var best = Best(0.0, LEAF, 0u, 0u);
+  scan_feature(hist_slot(t, s) * p.NB, f, &best);
+  if (best.f != LEAF) {  // words e..e+2 only: other threads read e+3
+    sp_cand[e] = bitcast<u32>(best.score);
+    sp_cand[e + 1u] = best.b;
+    sp_cand[e + 2u] = best.b2;
+  }
+}
+
+// ---- hist_prefix_wg, split_vary_wg, split_scan_wg: the same, a workgroup per (tree, slot, feature)
+// What hist_prefix and split_scan do, with the bins of a feature spread over the workgroup's
+// threads (BPT contiguous bins each) rather than looped over by one thread: for GPUs, where one
+// thread's 256-bin loop is slow. Same integers, same f32 scores, same ties, so the same forest.
+// (CPU adapters run the looping versions: workgroup barriers cost more than loops there.)
+const PW: u32 = 64u;   // threads a workgroup
+const BPT: u32 = 4u;   // bins a thread: PW * BPT = 256, the most bins a feature has
+
+var<workgroup> wg_flags: u32;
+var<workgroup> wg_node: u32;
+var<workgroup> wg_elig: u32;
+var<workgroup> wg_any: atomic<u32>;
+var<workgroup> wg_sum: array<vec4u, PW>;
+var<workgroup> wg_rs: array<f32, PW>;
+var<workgroup> wg_rb: array<u32, PW>;
+
+// Four channels; with `wide`, x and y are the lo and hi words of one 64-bit sum.
+fn add4(a: vec4u, b: vec4u, wide: bool) -> vec4u {
+  if (wide) { return vec4u(add64(a.xy, b.xy), a.z + b.z, a.w + b.w); }
+  return a + b;
+}
+
+fn sub4(a: vec4u, b: vec4u, wide: bool) -> vec4u {
+  if (wide) { return vec4u(sub64(a.xy, b.xy), a.z - b.z, a.w - b.w); }
+  return a - b;
+}
+
+// The sum of v over the threads before this one (all threads must call it).
+fn wg_exclusive(v: vec4u, lid: u32, wide: bool) -> vec4u {
+  var x = v;
+  for (var off = 1u; off < PW; off <<= 1u) {
+    wg_sum[lid] = x;
+    workgroupBarrier();
+    if (lid >= off) { x = add4(x, wg_sum[lid - off], wide); }
+    workgroupBarrier();
+  }
+  return sub4(x, v, wide);
+}
+
+fn load4(h: u32, c0: u32) -> vec4u {
+  var v = vec4u(0u);
+  for (var c = 0u; c < 4u; c++) {
+    if (c0 + c < p.C) { v[c] = sp_hist[h + c0 + c]; }
+  }
+  return v;
+}
+
+fn store4(h: u32, c0: u32, v: vec4u) {
+  for (var c = 0u; c < 4u; c++) {
+    if (c0 + c < p.C) { sp_hist[h + c0 + c] = v[c]; }
+  }
+}
+
+// The (tree, slot, feature) of a workgroup, and the slot's flags for all its threads (0: none).
+fn wg_item(id: u32, lid: u32) -> vec4u {
+  let sp = pass_slots();
+  let f = id % p.F;
+  let t = id / p.F / sp;
+  let s = p.s_lo + id / p.F % sp;
+  if (lid == 0u) {
+    wg_flags = sp_slots[(t * p.S + s) * 4u + 1u];
+    wg_node = sp_slots[(t * p.S + s) * 4u];
+    atomicStore(&wg_any, 0u);
+  }
+  return vec4u(t, s, f, 0u);
+}
+
+@compute @workgroup_size(64)
+fn hist_prefix_wg(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
+                  @builtin(local_invocation_index) lid: u32) {
+  let id = linear(wid, nwg);
+  if (id >= p.T * pass_slots() * p.F) { return; }
+  let it = wg_item(id, lid);
+  let flags = workgroupUniformLoad(&wg_flags);
+  if ((flags & BUILT) == 0u) { return; }
+  let nb = sp_fmeta[2u * it.z + 1u];
+  let h0 = (hist_slot(it.x, it.y) * p.NB + sp_fmeta[2u * it.z]) * p.C;
+  let wide = p.crit == MSE;
+  if (rows_by_weight()) {  // the rows channel of this thread's bins: their weight
+    for (var q = 0u; q < BPT; q++) {
+      let j = lid * BPT + q;
+      if (j < nb) {
+        let h = h0 + j * p.C;
+        var w = 0u;
+        for (var k = 0u; k < p.K; k++) { w += sp_hist[h + k]; }
+        sp_hist[h + p.C - 1u] = w;
+      }
+    }
+  }
+  for (var c0 = 0u; c0 < p.C; c0 += 4u) {
+    var run = vec4u(0u);
+    var upto: array<vec4u, BPT>;
+    for (var q = 0u; q < BPT; q++) {
+      let j = lid * BPT + q;
+      if (j < nb) { run = add4(run, load4(h0 + j * p.C, c0), wide && c0 == 0u); }
+      upto[q] = run;
+    }
+    let before = wg_exclusive(run, lid, wide && c0 == 0u);
+    for (var q = 0u; q < BPT; q++) {
+      let j = lid * BPT + q;
+      if (j < nb) { store4(h0 + j * p.C, c0, add4(before, upto[q], wide && c0 == 0u)); }
+    }
+  }
+}
+
+// Is a better than b (candidates as (score, bin); LEAF: none)? Ties: the lower bin.
+fn better_bin(as_: f32, ab: u32, bs: f32, bb: u32) -> bool {
+  if (ab == LEAF) { return false; }
+  if (bb == LEAF) { return true; }
+  if (as_ != bs) { return as_ > bs; }
+  return ab < bb;
+}
+
+@compute @workgroup_size(64)
+fn split_vary_wg(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
+                 @builtin(local_invocation_index) lid: u32) {
+  _ = &sp_xlogx;  // the bindings of split_scan, all of them used
+  let id = linear(wid, nwg);
+  if (id >= p.T * pass_slots() * p.F) { return; }
+  let it = wg_item(id, lid);
+  let t = it.x;
+  let s = it.y;
+  let f = it.z;
+  let flags = workgroupUniformLoad(&wg_flags);
+  if ((flags & OPEN) == 0u) { return; }
+  let node = workgroupUniformLoad(&wg_node);
+  let sl = (t * p.S + s) * 4u;
+  let hbase = hist_slot(t, s) * p.NB;
+  let off = sp_fmeta[2u * f];
+  let nb = sp_fmeta[2u * f + 1u];
+  let h0 = (hbase + off) * p.C;
+  if ((flags & BUILT) == 0u) {  // parent - sibling, for this thread's bins
+    let sib = (hist_slot(t, s ^ 1u) * p.NB + off) * p.C;
+    let par = ((t * p.S_h + sp_slots[sl + 2u]) * p.NB + off) * p.C;
+    for (var q = 0u; q < BPT; q++) {
+      let e = (lid * BPT + q) * p.C;
+      if (e >= nb * p.C) { break; }
+      var c0 = 0u;
+      if (p.crit == MSE) {
+        let a = sp_prev[par + e];
+        let b = sp_hist[sib + e];
+        sp_hist[h0 + e] = a - b;
+        sp_hist[h0 + e + 1u] = sp_prev[par + e + 1u] - sp_hist[sib + e + 1u] - select(0u, 1u, a < b);
+        c0 = 2u;
+      }
+      for (var c = c0; c < p.C; c++) { sp_hist[h0 + e + c] = sp_prev[par + e + c] - sp_hist[sib + e + c]; }
+    }
+  }
+  storageBarrier();
+  let ht = h0 + (nb - 1u) * p.C;  // this feature's last bin: the node's totals
+  if (lid == 0u) {
+    if (p.depth == 0u && f == 0u) {  // the root's totals, recorded once
+      let rec = ((p.tree0 + t) * p.NC + node) * (4u + p.C);
+      for (var c = 0u; c < p.C; c++) { sp_nodes[rec + 4u + c] = sp_hist[ht + c]; }
+    }
+    wg_elig = select(0u, 1u, eligible_at(false, ht));
+  }
+  let e4 = 4u * (hist_slot(t, s) * p.F + f);
+  if (workgroupUniformLoad(&wg_elig) == 0u) {
+    if (lid == 0u) {
+      sp_cand[e4] = 0u;
+      sp_cand[e4 + 1u] = 0u;
+      sp_cand[e4 + 2u] = LEAF;
+      sp_cand[e4 + 3u] = 0u;
+    }
+    return;
+  }
+  let total = sp_hist[ht + p.C - 1u];
+  var before = 0u;
+  if (lid > 0u && lid * BPT <= nb) { before = sp_hist[h0 + (lid * BPT - 1u) * p.C + p.C - 1u]; }
+  for (var q = 0u; q < BPT; q++) {
+    let j = lid * BPT + q;
+    if (j >= nb) { break; }
+    let upto = sp_hist[h0 + j * p.C + p.C - 1u];
+    if (upto != before && upto < total) { atomicOr(&wg_any, 1u); }  // the feature varies
+    before = upto;
+  }
+  workgroupBarrier();
+  if (lid == 0u) {
+    let key = hash3(p.seed, 2u * (p.tree0 + t) + 1u, node);
+    sp_cand[e4] = 0u;
+    sp_cand[e4 + 1u] = 0u;
+    sp_cand[e4 + 2u] = LEAF;
+    sp_cand[e4 + 3u] = (feature_rank(key, f) << 8u) | (atomicLoad(&wg_any) << 1u);
+  }
+}
+
+@compute @workgroup_size(64)
+fn split_scan_wg(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
+                 @builtin(local_invocation_index) lid: u32) {
+  _ = &sp_nodes;  // the bindings of split_vary, all of them used
+  _ = &sp_prev;
+  let id = linear(wid, nwg);
+  if (id >= p.T * pass_slots() * p.F) { return; }
+  let it = wg_item(id, lid);
+  let t = it.x;
+  let s = it.y;
+  let f = it.z;
+  let flags = workgroupUniformLoad(&wg_flags);
+  if ((flags & OPEN) == 0u) { return; }
+  let e4 = 4u * (hist_slot(t, s) * p.F + f);
+  if (lid == 0u) {
+    let w = sp_cand[e4 + 3u];
+    wg_elig = select(0u, 1u, (w & 2u) != 0u && selected(t, s, w >> 8u));
+  }
+  if (workgroupUniformLoad(&wg_elig) == 0u) { return; }
+  let hbase = hist_slot(t, s) * p.NB;
+  let nb = sp_fmeta[2u * f + 1u];
+  let h0 = (hbase + sp_fmeta[2u * f]) * p.C;
+  let ht = h0 + (nb - 1u) * p.C;  // this feature's last bin: the node's totals
+  let cc = p.C - 1u;
+  let total = sp_hist[ht + cc];
+  // A candidate: a non-empty bin j with rows after it; its left side is the cumulative bin j.
+  var bs = 0.0;
+  var bb = LEAF;
+  var before = 0u;
+  if (lid > 0u && lid * BPT <= nb) { before = sp_hist[h0 + (lid * BPT - 1u) * p.C + cc]; }
+  for (var q = 0u; q < BPT; q++) {
+    let j = lid * BPT + q;
+    if (j >= nb) { break; }
+    let upto = sp_hist[h0 + j * p.C + cc];
+    if (upto != before && upto < total) {
+      if (upto >= p.msl && total - upto >= p.msl) {
+        let sc = score(h0 + j * p.C, ht);
+        if (bb == LEAF || sc > bs) {
+          bs = sc;
+          bb = j;
+        }
+      }
+    }
+    before = upto;
+  }
+  wg_rs[lid] = bs;
+  wg_rb[lid] = bb;
+  workgroupBarrier();
+  for (var o = PW / 2u; o > 0u; o >>= 1u) {
+    if (lid < o && better_bin(wg_rs[lid + o], wg_rb[lid + o], wg_rs[lid], wg_rb[lid])) {
+      wg_rs[lid] = wg_rs[lid + o];
+      wg_rb[lid] = wg_rb[lid + o];
+    }
+    workgroupBarrier();
+  }
+  let best = wg_rb[0];
+  let score_bits = bitcast<u32>(wg_rs[0]);
+  // The right side starts at the next non-empty bin after the best.
+  var next = LEAF;
+  before = 0u;
+  if (lid > 0u && lid * BPT <= nb) { before = sp_hist[h0 + (lid * BPT - 1u) * p.C + cc]; }
+  for (var q = 0u; q < BPT; q++) {
+    let j = lid * BPT + q;
+    if (j >= nb) { break; }
+    let upto = sp_hist[h0 + j * p.C + cc];
+    if (upto != before && j > best && best != LEAF && next == LEAF) { next = j; }
+    before = upto;
+  }
+  workgroupBarrier();
+  wg_rb[lid] = next;
+  workgroupBarrier();
+  for (var o = PW / 2u; o > 0u; o >>= 1u) {
+    if (lid < o) { wg_rb[lid] = min(wg_rb[lid], wg_rb[lid + o]); }
+    workgroupBarrier();
+  }
+  if (lid == 0u && best != LEAF) {  // words e4..e4+2 only: other workgroups read e4+3
+    sp_cand[e4] = score_bits;
+    sp_cand[e4 + 1u] = best;
+    sp_cand[e4 + 2u] = wg_rb[0];
+  }
+}
+
+// ---- split_pick: each open slot's split among its features' candidates ----------------------
+// 1 fmeta · 2 slots · 3 hist · 4 nodes · 5 cand · 6 xlogx · 7 left (T, S, C): the left child's
+// channels. Thread per (tree, slot of the pass). Ties: the feature first in the node's random
+// permutation, as scikit-learn keeps the first best in its random order of features. The
+// features scanned were the first max_features of that order that vary in the node (split_vary,
+// split_scan), as scikit-learn draws; none varies: a leaf.
+@compute @workgroup_size(256)
+fn split_pick(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
+              @builtin(local_invocation_index) lid: u32) {
+  _ = &sp_xlogx;  // bound as for split_scan
+  let i = linear(wid, nwg) * 256u + lid;
+  let sp = pass_slots();
+  if (i >= p.T * sp) { return; }
+  let t = i / sp;
+  let s = p.s_lo + i % sp;
+  let sl = (t * p.S + s) * 4u;
+  if ((sp_slots[sl + 1u] & OPEN) == 0u) { return; }
+  let node = sp_slots[sl];
+  let rec = ((p.tree0 + t) * p.NC + node) * (4u + p.C);
+  if (!eligible_at(true, rec + 4u)) { return; }
+  let cbase = hist_slot(t, s) * p.F;
+  var best = Best(0.0, LEAF, 0u, 0u);
+  var best_rank = LEAF;
+  for (var f = 0u; f < p.F; f++) {  // the scanned features' splits (b2 LEAF: none)
+    let e = 4u * (cbase + f);
+    if (sp_cand[e + 2u] == LEAF) { continue; }
+    let r = sp_cand[e + 3u] >> 8u;
+    let sc = bitcast<f32>(sp_cand[e]);
+    if (best.f == LEAF || sc > best.score || (sc == best.score && r < best_rank)) {
+      best = Best(sc, f, sp_cand[e + 1u], sp_cand[e + 2u]);
+      best_rank = r;
+    }
+  }
+  let hbase = hist_slot(t, s) * p.NB;
+  if (best.f == LEAF) { return; }
+  sp_nodes[rec] = best.f;
+  sp_nodes[rec + 1u] = best.b;
+  sp_nodes[rec + 2u] = best.b2;
+  let hl = (hbase + sp_fmeta[2u * best.f] + best.b) * p.C;
+  for (var c = 0u; c < p.C; c++) { sp_left[(t * p.S + s) * p.C + c] = sp_hist[hl + c]; }
+}
+
+// ---- alloc: number the children of this level's splits; give open children next-level slots --
+// 1 slots (T, S, 4) · 2 nodes · 3 left (T, S, C) · 4 slots_next (T, S, 4) · 5 childmap (T, S, 2)
+// · 6 meta (T_all, 2). Workgroup of 256 per tree: a prefix sum over the level's slots, so node
+// numbers are the same on every backend. A split whose children are both closed takes no slot;
+// otherwise the pair (2j, 2j+1): the child with fewer rows is built (slot 2j), the other (if
+// open) derived. Where this level or the next has more slots than a histogram buffer holds
+// (S_cur or S_next > S_h: done in passes), there is no whole parent level to derive from: the
+// open children are both built, a closed one takes no slot.
+@group(0) @binding(1) var<storage, read> al_slots: array<u32>;
+@group(0) @binding(2) var<storage, read_write> al_nodes: array<u32>;
+@group(0) @binding(3) var<storage, read> al_left: array<u32>;
+@group(0) @binding(4) var<storage, read_write> al_next: array<u32>;
+@group(0) @binding(5) var<storage, read_write> al_childmap: array<u32>;
+@group(0) @binding(6) var<storage, read_write> al_meta: array<u32>;
+
+var<workgroup> al_a: array<u32, 256>;
+var<workgroup> al_b: array<u32, 256>;
+
+fn node_rec(tree: u32, node: u32) -> u32 { return (tree * p.NC + node) * (4u + p.C); }
+
+// Channel c of child `side` of the node in slot s (record rec): left from split_pick, right = node - left.
+fn child_stat(t: u32, s: u32, rec: u32, side: u32, c: u32) -> u32 {
+  let lrec = (t * p.S + s) * p.C;
+  let l = al_left[lrec + c];
+  if (side == 0u) { return l; }
+  let tot = al_nodes[rec + 4u + c];
+  if (p.crit == MSE && c == 1u) {
+    return tot - l - select(0u, 1u, al_nodes[rec + 4u] < al_left[lrec]);
+  }
+  return tot - l;
+}
+
+fn child_open(t: u32, s: u32, rec: u32, side: u32) -> bool {
+  if (p.depth + 1u >= p.max_depth) { return false; }
+  let cnt = child_stat(t, s, rec, side, p.C - 1u);
+  if (cnt < p.mss || cnt < 2u * p.msl) { return false; }
+  if (p.crit != MSE) {
+    var w = 0u;
+    for (var k = 0u; k < p.K; k++) { w += child_stat(t, s, rec, side, k); }
+    for (var k = 0u; k < p.K; k++) {
+      if (child_stat(t, s, rec, side, k) == w) { return false; }
+    }
+  }
+  return true;
+}
+
+fn slot_splits(t: u32, s: u32) -> bool {
+  let sl = (t * p.S + s) * 4u;
+  if ((al_slots[sl + 1u] & OPEN) == 0u) { return false; }
+  return al_nodes[node_rec(p.tree0 + t, al_slots[sl])] != LEAF;
+}
+
+@compute @workgroup_size(256)
+fn alloc(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
+         @builtin(local_invocation_index) lid: u32) {
+  let t = linear(wid, nwg);
+  if (t >= p.T) { return; }
+  let tree = p.tree0 + t;
+  let first_node = al_meta[2u * tree];
+  let chunk = (p.S_cur + 255u) / 256u;
+  let s0 = min(lid * chunk, p.S_cur);
+  let s1 = min(s0 + chunk, p.S_cur);
+  var splits = 0u;
+  var pairs = 0u;
+  for (var s = s0; s < s1; s++) {
+    if (!slot_splits(t, s)) { continue; }
+    splits += 1u;
+    let rec = node_rec(tree, al_slots[(t * p.S + s) * 4u]);
+    if (child_open(t, s, rec, 0u) || child_open(t, s, rec, 1u)) { pairs += 1u; }
+  }
+  al_a[lid] = splits;
+  al_b[lid] = pairs;
+  workgroupBarrier();
+  for (var off = 1u; off < 256u; off *= 2u) {  // inclusive prefix sums
+    var va = 0u;
+    var vb = 0u;
+    if (lid >= off) {
+      va = al_a[lid - off];
+      vb = al_b[lid - off];
+    }
+    workgroupBarrier();
+    al_a[lid] += va;
+    al_b[lid] += vb;
+    workgroupBarrier();
+  }
+  let total_splits = al_a[255];
+  let total_pairs = al_b[255];
+  var nid = first_node + 2u * (al_a[lid] - splits);
+  var j = al_b[lid] - pairs;
+  for (var s = s0; s < s1; s++) {
+    if (!slot_splits(t, s)) { continue; }
+    let rec = node_rec(tree, al_slots[(t * p.S + s) * 4u]);
+    al_nodes[rec + 3u] = nid;
+    for (var side = 0u; side < 2u; side++) {
+      let crec = node_rec(tree, nid + side);
+      al_nodes[crec] = LEAF;
+      al_nodes[crec + 1u] = 0u;
+      al_nodes[crec + 2u] = 0u;
+      al_nodes[crec + 3u] = 0u;
+      for (var c = 0u; c < p.C; c++) { al_nodes[crec + 4u + c] = child_stat(t, s, rec, side, c); }
+    }
+    let cm = (t * p.S + s) * 2u;
+    let open_l = child_open(t, s, rec, 0u);
+    let open_r = child_open(t, s, rec, 1u);
+    al_childmap[cm] = DONE;
+    al_childmap[cm + 1u] = DONE;
+    if (open_l || open_r) {
+      let cl = child_stat(t, s, rec, 0u, p.C - 1u);
+      let cr = child_stat(t, s, rec, 1u, p.C - 1u);
+      let small = select(1u, 0u, cl <= cr);
+      for (var side = 0u; side < 2u; side++) {
+        let ns = 2u * j + select(1u, 0u, side == small);  // the built child takes the even slot
+        let open = select(open_l, open_r, side == 1u);
+        var flags = select(0u, OPEN, open) | select(0u, BUILT, side == small);
+        if (p.S_cur > p.S_h || p.S_next > p.S_h) { flags = select(0u, OPEN | BUILT, open); }
+        let e = (t * p.S + ns) * 4u;
+        al_next[e] = nid + side;
+        al_next[e + 1u] = flags;
+        al_next[e + 2u] = s;
+        al_next[e + 3u] = 0u;
+        if (flags != 0u) { al_childmap[cm + side] = ns; }
+      }
+      j += 1u;
+    }
+    nid += 2u;
+  }
+  for (var s = 2u * total_pairs + lid; s < p.S_next; s += 256u) { al_next[(t * p.S + s) * 4u + 1u] = 0u; }
+  if (lid == 0u) {
+    al_meta[2u * tree] = first_node + 2u * total_splits;
+    al_meta[2u * tree + 1u] = total_pairs;
+  }
+}
+
+// ---- route_rows: each row of a split node moves to its child's slot, or rests (DONE) ----------
+// 1 binned (n, FW) · 2 state (T, n) · 3 slots (T, S, 4) · 4 nodes · 5 childmap (T, S, 2).
+@group(0) @binding(1) var<storage, read> pa_binned: array<u32>;
+@group(0) @binding(2) var<storage, read_write> pa_state: array<u32>;
+@group(0) @binding(3) var<storage, read> pa_slots: array<u32>;
+@group(0) @binding(4) var<storage, read> pa_nodes: array<u32>;
+@group(0) @binding(5) var<storage, read> pa_childmap: array<u32>;
+
+@compute @workgroup_size(256)
+fn route_rows(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
+             @builtin(local_invocation_index) lid: u32) {
+  let i = linear(wid, nwg) * 256u + lid;
+  if (i >= p.T * p.n) { return; }
+  let st = pa_state[i];
+  let w = st & 255u;
+  let slot = st >> 8u;
+  if (w == 0u || slot == DONE) { return; }
+  let t = i / p.n;
+  let r = i % p.n;
+  let sl = (t * p.S + slot) * 4u;
+  var next = DONE;
+  if ((pa_slots[sl + 1u] & OPEN) != 0u) {
+    let rec = ((p.tree0 + t) * p.NC + pa_slots[sl]) * (4u + p.C);
+    let f = pa_nodes[rec];
+    if (f != LEAF) {
+      let b = (pa_binned[r * p.FW + f / 4u] >> (8u * (f % 4u))) & 255u;
+      next = pa_childmap[(t * p.S + slot) * 2u + select(0u, 1u, b > pa_nodes[rec + 1u])];
+    }
+  }
+  pa_state[i] = (next << 8u) | w;
+}
+
+// ---- finalize: the batch's trees in the form prediction reads ---------------------------------
+// 1 nodes · 2 meta · 3 edges (NB, 3) f32 · 4 fmeta · 5 ptree (T_all, NC, 3) · 6 pval (T_all, NC, K).
+// A leaf: feature and left child LEAF, threshold 0. Threshold: the largest f32 at or below the
+// midpoint of the left bin's largest value and the right bin's smallest (mid_down: every f32 goes
+// the side it goes in scikit-learn's tree, whose f64 midpoint it compares f32 X with), kept within
+// the thresholds that give the same partition. Values: mean of y, or class fractions
+// (weighted by bootstrap counts).
+@group(0) @binding(1) var<storage, read> fi_nodes: array<u32>;
+@group(0) @binding(2) var<storage, read> fi_meta: array<u32>;
+@group(0) @binding(3) var<storage, read> fi_edges: array<f32>;
+@group(0) @binding(4) var<storage, read> fi_fmeta: array<u32>;
+@group(0) @binding(5) var<storage, read_write> fi_tree: array<u32>;
+@group(0) @binding(6) var<storage, read_write> fi_val: array<f32>;
+
+@compute @workgroup_size(256)
+fn finalize(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
+            @builtin(local_invocation_index) lid: u32) {
+  let i = linear(wid, nwg) * 256u + lid;
+  if (i >= p.T * p.NC) { return; }
+  let tree = p.tree0 + i / p.NC;
+  let node = i % p.NC;
+  if (node >= fi_meta[2u * tree]) { return; }
+  let rec = (tree * p.NC + node) * (4u + p.C);
+  let out = tree * p.NC + node;
+  let f = fi_nodes[rec];
+  fi_tree[3u * out] = f;
+  fi_tree[3u * out + 1u] = 0u;
+  fi_tree[3u * out + 2u] = LEAF;
+  if (f != LEAF) {
+    let g = fi_fmeta[2u * f] + fi_nodes[rec + 1u];
+    let g2 = fi_fmeta[2u * f] + fi_nodes[rec + 2u];
+    let mid = mid_down(fi_edges[3u * g + 2u], fi_edges[3u * g2 + 1u]);
+    let thr = clamp(mid, fi_edges[3u * g], fi_edges[3u * (g2 - 1u)]);
+    fi_tree[3u * out + 1u] = bitcast<u32>(thr);
+    fi_tree[3u * out + 2u] = fi_nodes[rec + 3u];
+  }
+  if (p.crit == MSE) {
+    let v = div_rn(i64_to_f32(fi_nodes[rec + 4u], fi_nodes[rec + 5u]), fi_nodes[rec + 6u]);
+    fi_val[out] = v * p.inv_scale + p.mid;  // inv_scale a power of two: no rounding before the add
+  } else {
+    var w = 0u;
+    for (var k = 0u; k < p.K; k++) { w += fi_nodes[rec + 4u + k]; }
+    for (var k = 0u; k < p.K; k++) { fi_val[out * p.K + k] = div_rn(f32(fi_nodes[rec + 4u + k]), w); }
+  }
+}
+
+// ---- importance: the impurity decrease of each feature's splits, per tree -----------------------
+// 1 nodes · 2 meta · 3 imp (T_all, G, F) f32 out: the sum over nodes [g * IMP_CHUNK, (g + 1) *
+// IMP_CHUNK) of the tree split on f. Workgroup per (tree, g, 256 features). A split's decrease of
+// weighted impurity, in a form free of cancellation (w = wl + wr):
+//   squared error, gini   wl wr / w * sum over channels (left/wl - right/wr)^2
+//                          (the sums of w y, or the class weights)
+//   entropy               sum_k cl_k ln(cl_k w / (c_k wl)) + cr_k ln(cr_k w / (c_k wr))
+// in units that cancel when a tree's decreases are normalised (fixed-point y for regression).
+
+@group(0) @binding(1) var<storage, read> im_nodes: array<u32>;
+@group(0) @binding(2) var<storage, read> im_meta: array<u32>;
+@group(0) @binding(3) var<storage, read_write> im_out: array<f32>;
+
+fn im_sum(rec: u32) -> f32 { return i64_to_f32(im_nodes[rec + 4u], im_nodes[rec + 5u]); }
+
+fn decrease(l: u32, r: u32) -> f32 {
+  if (p.crit == MSE) {
+    let wl = f32(im_nodes[l + 6u]);
+    let wr = f32(im_nodes[r + 6u]);
+    let d = im_sum(l) / wl - im_sum(r) / wr;
+    return wl * wr / (wl + wr) * (d * d);
+  }
+  var wl = 0u;
+  var wr = 0u;
+  for (var k = 0u; k < p.K; k++) {
+    wl += im_nodes[l + 4u + k];
+    wr += im_nodes[r + 4u + k];
+  }
+  let fl = f32(wl);
+  let fr = f32(wr);
+  let fw = f32(wl + wr);
+  var acc = 0.0;
+  for (var k = 0u; k < p.K; k++) {
+    let cl = f32(im_nodes[l + 4u + k]);
+    let cr = f32(im_nodes[r + 4u + k]);
+    if (p.crit == GINI) {
+      let d = cl / fl - cr / fr;
+      acc = acc + d * d;
+    } else {
+      let c = cl + cr;
+      if (cl > 0.0) { acc = acc + cl * log(cl * fw / (c * fl)); }
+      if (cr > 0.0) { acc = acc + cr * log(cr * fw / (c * fr)); }
+    }
+  }
+  if (p.crit == GINI) { return fl * fr / fw * acc; }
+  return acc;
+}
+
+@compute @workgroup_size(256)
+fn importance(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
+              @builtin(local_invocation_index) lid: u32) {
+  let G = (p.NC + IMP_CHUNK - 1u) / IMP_CHUNK;
+  let fchunks = (p.F + 255u) / 256u;
+  let id = linear(wid, nwg);
+  let tree = id / (G * fchunks);
+  let g = id / fchunks % G;
+  let f = (id % fchunks) * 256u + lid;
+  if (tree >= p.T_all || f >= p.F) { return; }
+  let NW = 4u + p.C;
+  let end = min(im_meta[2u * tree], (g + 1u) * IMP_CHUNK);
+  var acc = 0.0;
+  for (var node = g * IMP_CHUNK; node < end; node++) {
+    let rec = (tree * p.NC + node) * NW;
+    if (im_nodes[rec] != f) { continue; }
+    let l = (tree * p.NC + im_nodes[rec + 3u]) * NW;
+    acc = acc + decrease(l, l + NW);
+  }
+  im_out[(tree * G + g) * p.F + f] = acc;
+}
+
+// ---- predict / oob: walk every tree for each row ----------------------------------------------
+// predict: 1 X · 2 ptree · 3 pval · 4 out (n, K, 2): the mean over T_all trees, f32 summed in
+//          tree order, written as the f64 of the same value (two words, lo and hi).
+// oob:     1 X · 2 ptree · 3 pval · 4 state (T, n) · 5 oob (n, K + 1) f32 += the batch's trees
+//          that did not draw the row, and their count.
+@group(0) @binding(2) var<storage, read> pr_tree: array<u32>;
+@group(0) @binding(3) var<storage, read> pr_val: array<f32>;
+@group(0) @binding(4) var<storage, read_write> pr_out: array<u32>;
+@group(0) @binding(4) var<storage, read> oob_state: array<u32>;
+@group(0) @binding(5) var<storage, read_write> oob_out: array<f32>;
+
+fn leaf_of(tree: u32, r: u32) -> u32 {
+  var node = 0u;
+  loop {
+    let e = 3u * (tree * p.NC + node);
+    let f = pr_tree[e];
+    if (f == LEAF) { break; }
+    let left = pr_tree[e + 2u];
+    node = select(left + 1u, left, x_at(r, f) <= bitcast<f32>(pr_tree[e + 1u]));
+  }
+  return tree * p.NC + node;
+}
+
+// The f64 of an f32, exactly (subnormals normalised).
+fn f32_to_f64(x: f32) -> vec2u {
+  let b = bitcast<u32>(x);
+  let sign = b & 0x80000000u;
+  let E = (b >> 23u) & 0xFFu;
+  var m = b & 0x7FFFFFu;
+  if (E == 0xFFu) { return vec2u(m << 29u, sign | 0x7FF00000u | (m >> 3u)); }
+  var e = i32(E) + 896;  // 1023 - 127
+  if (E == 0u) {
+    if (m == 0u) { return vec2u(0u, sign); }
+    let sh = 23u - firstLeadingBit(m);
+    m = (m << sh) & 0x7FFFFFu;
+    e = 897 - i32(sh);
+  }
+  return vec2u(m << 29u, sign | (u32(e) << 20u) | (m >> 3u));
+}
+
+@compute @workgroup_size(256)
+fn predict(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
+           @builtin(local_invocation_index) lid: u32) {
+  let r = linear(wid, nwg) * 256u + lid;
+  if (r >= p.n) { return; }
+  var acc: array<f32, MAXK>;
+  for (var tree = 0u; tree < p.T_all; tree++) {
+    let leaf = leaf_of(tree, r);
+    for (var k = 0u; k < p.K; k++) { acc[k] += pr_val[leaf * p.K + k]; }
+  }
+  for (var k = 0u; k < p.K; k++) {
+    let v = f32_to_f64(div_rn(acc[k], p.T_all));
+    pr_out[2u * (r * p.K + k)] = v.x;
+    pr_out[2u * (r * p.K + k) + 1u] = v.y;
+  }
+}
+
+@compute @workgroup_size(256)
+fn oob(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
+       @builtin(local_invocation_index) lid: u32) {
+  let r = linear(wid, nwg) * 256u + lid;
+  if (r >= p.n) { return; }
+  let o = r * (p.K + 1u);
+  for (var t = 0u; t < p.T; t++) {
+    if ((oob_state[t * p.n + r] & 255u) != 0u) { continue; }
+    let leaf = leaf_of(p.tree0 + t, r);
+    for (var k = 0u; k < p.K; k++) { oob_out[o + k] += pr_val[leaf * p.K + k]; }
+    oob_out[o + p.K] += 1.0;
+  }
+}

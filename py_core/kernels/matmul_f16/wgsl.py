@@ -1,0 +1,362 @@
+"""Writes `matmul_f16.wgsl`: the subgroup-matrix (tensor core) matmul, one tiling.
+
+The kernel is written out here rather than by hand because WGSL has no loop unrolling and
+Chromium's robustness pass clamps every dynamic array index: arrays of subgroup matrices or of
+staging registers indexed by a loop variable end up in local memory. So every accumulator,
+operand matrix and staging register is a named variable, one statement each, for the tiling
+asked for. `python -m py_core.kernels.matmul_f16.wgsl` rewrites the committed file (the default
+tiling); tests check that the file is this module's output.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+DEFAULT = {"bm": 128, "bn": 128, "bk": 32, "wm": 2, "wn": 4}
+
+HEADER = """\
+// WRITTEN by py_core/kernels/matmul_f16/wgsl.py ({tiling}): edit that file, then run
+// `python -m py_core.kernels.matmul_f16.wgsl`. Params and the flags come from the family header.
+//
+// Mixed-precision matrix multiply on subgroup matrices (tensor cores): f16 operands, f32
+// accumulation, f32 results. The same contract as transformer_matmul (the same Params, bindings
+// and flags, see shaders/transformer_matmul.wgsl), so a model swaps one for the other:
+//   C[z] = alpha * op(A[z]) * op(B[z]) (+ bias) (+ R[z]) (+ C[z] when ACCUMULATE), z < grid.z
+// with the GELU, GELU-gradient and row-sum epilogues and the causal tile shortcuts, on {bm} x {bn}
+// tiles (the causal flags act on tiles of {bm} rows). The transposes are also pipeline constants
+// (TRANSPOSE_A, TRANSPOSE_B), which must agree with flags TRANS_A and TRANS_B.
+// Needs the adapter features `shader-f16`, `subgroups` and `chromium-experimental-subgroup-matrix`
+// with an f16 x f16 -> f32 16x16x16 configuration, and subgroups of 32 invocations.
+//
+// Operands: A and B are bound as raw 32-bit words. With IN_F16 false (the mixed path: f32 master
+// values) each word is an f32, rounded to f16 (to nearest) when staged; with IN_F16 true each word
+// holds two f16 values (element 2i in the low half), and offsets, strides and element counts of A
+// and B count f16 elements. C, bias, R and G are f32 in both.
+//
+// Tiling: {wm} x {wn} subgroups compute a {bm} x {bn} tile of C; a subgroup owns a {sm} x {sn} block
+// of it as {fm} x {fn} 16x16 result matrices. For each {bk}-deep slice of K the workgroup stages
+// op(A) and op(B) in workgroup memory as f16, in the orientation they lie in memory (a transposed
+// operand is read back column-major by subgroupMatrixLoad), so staging copies contiguous runs and
+// global loads coalesce; the next slice's loads are issued before this slice's multiply-adds.
+// Epilogue: a workgroup whose tile lies inside C, with no epilogue flag and alpha 1, stores its
+// matrices straight to C; otherwise each subgroup passes them through a 16 x 16 f32 scratch in
+// workgroup memory and every invocation applies the epilogue to 8 elements of each.
+enable f16;
+enable subgroups;
+enable chromium_experimental_subgroup_matrix;
+diagnostic(off, chromium.subgroup_matrix_uniformity);
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> A: array<u32>;
+@group(0) @binding(2) var<storage, read> B: array<u32>;
+@group(0) @binding(3) var<storage, read_write> C: array<f32>;
+@group(0) @binding(4) var<storage, read> bias: array<f32>;
+@group(0) @binding(5) var<storage, read> R: array<f32>;
+@group(0) @binding(6) var<storage, read_write> G: array<f32>;
+
+override IN_F16: bool = false;
+override TRANSPOSE_A: bool = false;
+override TRANSPOSE_B: bool = false;
+
+const BM = {bm}u;
+const BN = {bn}u;
+const BK = {bk}u;
+const NT = {nt}u;
+const PAD = 8u;  // f16 elements after each staged row: 16 bytes, rows stay 16-byte aligned
+// staged tiles: A as [m][k], or [k][m] when transposed; B as [k][n], or [n][k] when transposed
+override A_COLS: u32 = select(BK, BM, TRANSPOSE_A);
+override B_COLS: u32 = select(BN, BK, TRANSPOSE_B);
+override SA: u32 = A_COLS + PAD;
+override SB: u32 = B_COLS + PAD;
+var<workgroup> As: array<f16, {a_len}>;
+var<workgroup> Bs: array<f16, {b_len}>;
+var<workgroup> Cs: array<f32, {c_len}>;  // a 16 x 16 scratch a subgroup
+
+const K0 = 0.7978845608028654;  // sqrt(2 / pi): GELU's tanh approximation
+const K1 = 0.044715;
+
+fn tanh_(u: f32) -> f32 {{
+  let e = exp(-2.0 * abs(u));
+  return sign(u) * (1.0 - e) / (1.0 + e);
+}}
+
+fn elem_a(i: u32) -> f16 {{
+  if (IN_F16) {{ return f16(unpack2x16float(A[i >> 1u])[i & 1u]); }}
+  return f16(bitcast<f32>(A[i]));
+}}
+
+fn elem_b(i: u32) -> f16 {{
+  if (IN_F16) {{ return f16(unpack2x16float(B[i >> 1u])[i & 1u]); }}
+  return f16(bitcast<f32>(B[i]));
+}}
+
+// Elements i and i + 1 of a row, both in range, i even when IN_F16 (the caller checks).
+fn pair_a(i: u32) -> vec2<f16> {{
+  if (IN_F16) {{ return vec2<f16>(unpack2x16float(A[i >> 1u])); }}
+  return vec2<f16>(vec2<f32>(bitcast<f32>(A[i]), bitcast<f32>(A[i + 1u])));
+}}
+
+fn pair_b(i: u32) -> vec2<f16> {{
+  if (IN_F16) {{ return vec2<f16>(unpack2x16float(B[i >> 1u])); }}
+  return vec2<f16>(vec2<f32>(bitcast<f32>(B[i]), bitcast<f32>(B[i + 1u])));
+}}
+
+// Pair q of the A tile of the slice at k0: (row, column) in memory order, bounds checked.
+fn load_a(q: u32, row0: u32, k0: u32, k_end: u32, base: u32, fast: bool) -> vec2<f16> {{
+  let e = 2u * q;
+  let r = e / A_COLS;
+  let c = e % A_COLS;
+  var m = row0 + r;
+  var k = k0 + c;
+  if (TRANSPOSE_A) {{ m = row0 + c; k = k0 + r; }}
+  var idx = base + m * p.lda + k;
+  if (TRANSPOSE_A) {{ idx = base + k * p.lda + m; }}
+  if (fast) {{ return pair_a(idx); }}
+  var ok0 = m < p.M && k < k_end;
+  var ok1 = m < p.M && k + 1u < k_end;
+  if (TRANSPOSE_A) {{ ok1 = k < k_end && m + 1u < p.M; }}
+  var v = vec2<f16>(0.0h, 0.0h);
+  if (ok0) {{ v.x = elem_a(idx); }}
+  if (ok1) {{ v.y = elem_a(idx + 1u); }}
+  return v;
+}}
+
+fn load_b(q: u32, col0: u32, k0: u32, k_end: u32, base: u32, fast: bool) -> vec2<f16> {{
+  let e = 2u * q;
+  let r = e / B_COLS;
+  let c = e % B_COLS;
+  var k = k0 + r;
+  var n = col0 + c;
+  if (TRANSPOSE_B) {{ k = k0 + c; n = col0 + r; }}
+  var idx = base + k * p.ldb + n;
+  if (TRANSPOSE_B) {{ idx = base + n * p.ldb + k; }}
+  if (fast) {{ return pair_b(idx); }}
+  var ok0 = k < k_end && n < p.N;
+  var ok1 = k < k_end && n + 1u < p.N;
+  if (TRANSPOSE_B) {{ ok1 = n < p.N && k + 1u < k_end; }}
+  var v = vec2<f16>(0.0h, 0.0h);
+  if (ok0) {{ v.x = elem_b(idx); }}
+  if (ok1) {{ v.y = elem_b(idx + 1u); }}
+  return v;
+}}
+
+fn stage_a(q: u32, v: vec2<f16>) {{
+  let e = 2u * q;
+  let at = (e / A_COLS) * SA + e % A_COLS;
+  As[at] = v.x;
+  As[at + 1u] = v.y;
+}}
+
+fn stage_b(q: u32, v: vec2<f16>) {{
+  let e = 2u * q;
+  let at = (e / B_COLS) * SB + e % B_COLS;
+  Bs[at] = v.x;
+  Bs[at + 1u] = v.y;
+}}
+
+fn left(m: u32, kk: u32) -> subgroup_matrix_left<f16, 16, 16> {{
+  if (TRANSPOSE_A) {{ return subgroupMatrixLoad<subgroup_matrix_left<f16, 16, 16>>(&As, kk * SA + m, true, SA); }}
+  return subgroupMatrixLoad<subgroup_matrix_left<f16, 16, 16>>(&As, m * SA + kk, false, SA);
+}}
+
+fn right(n: u32, kk: u32) -> subgroup_matrix_right<f16, 16, 16> {{
+  if (TRANSPOSE_B) {{ return subgroupMatrixLoad<subgroup_matrix_right<f16, 16, 16>>(&Bs, n * SB + kk, true, SB); }}
+  return subgroupMatrixLoad<subgroup_matrix_right<f16, 16, 16>>(&Bs, kk * SB + n, false, SB);
+}}
+
+// The epilogue of one element of C.
+fn store1(c_base: u32, r: u32, c: u32, acc: f32) {{
+  if (r >= p.M || c >= p.N) {{ return; }}
+  let f = p.flags;
+  var v = p.alpha * acc;
+  if ((f & BIAS) != 0u) {{ v += bias[p.bias_off + c]; }}
+  let at = c_base + r * p.ldc + c;
+  if ((f & RESIDUAL) != 0u) {{ v += R[at]; }}
+  if ((f & GELU_GRAD) != 0u) {{
+    let x = R[at];
+    let t = tanh_(K0 * (x + K1 * x * x * x));
+    v *= 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * K0 * (1.0 + 3.0 * K1 * x * x);
+  }}
+  if ((f & ACCUMULATE) != 0u) {{ v += C[at]; }}
+  C[at] = v;
+  if ((f & GELU) != 0u) {{ G[at] = 0.5 * v * (1.0 + tanh_(K0 * (v + K1 * v * v * v))); }}
+}}
+
+// The scratch-path epilogue of one 16 x 16 result matrix at (r0, c0) of C, for subgroup sg.
+fn scratch(sg: u32, lane: u32, c_base: u32, r0: u32, c0: u32) {{
+  for (var e = 0u; e < 8u; e++) {{
+    let el = e * 32u + lane;
+    store1(c_base, r0 + el / 16u, c0 + el % 16u, Cs[sg * 256u + el]);
+  }}
+}}
+
+@compute @workgroup_size(NT)
+fn matmul(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) t: u32) {{
+  let row0 = wg.y * BM;
+  let col0 = wg.x * BN;
+  if ((p.flags & SKIP_UPPER) != 0u && col0 > row0 + BM - 1u) {{ return; }}  // whole workgroup: uniform
+  let outer = wg.z / p.inner;
+  let inner = wg.z % p.inner;
+  let a_base = p.a_off + outer * p.a_so + inner * p.a_si;
+  let b_base = p.b_off + outer * p.b_so + inner * p.b_si;
+  let c_base = p.c_off + outer * p.c_so + inner * p.c_si;
+  let rowsum = (p.flags & ROWSUM) != 0u && wg.x == 0u;
+  var k_end = p.K;
+  if ((p.flags & K_UPTO_ROW) != 0u) {{ k_end = min(p.K, row0 + BM); }}
+  var k0 = 0u;
+  if ((p.flags & K_FROM_ROW) != 0u) {{ k0 = min(row0, k_end); }}
+  // unchecked pair loads where the tile's rows and columns are inside and pairs are aligned
+  let even = !IN_F16 || (p.lda % 2u == 0u && p.ldb % 2u == 0u && a_base % 2u == 0u && b_base % 2u == 0u);
+  let inside_a = even && row0 + BM <= p.M;
+  let inside_b = even && col0 + BN <= p.N;
+  let sg = t / 32u;
+  let lane = t % 32u;
+  let m0 = (sg / {wn}u) * {sm}u;  // the subgroup's block within the tile
+  let n0 = (sg % {wn}u) * {sn}u;
+"""
+
+
+def wgsl(bm=128, bn=128, bk=32, wm=2, wn=4) -> str:
+    """The kernel's WGSL for one tiling (tile bm x bn, slices bk deep, wm x wn subgroups)."""
+    sm, sn = bm // wm, bn // wn
+    fm, fn = sm // 16, sn // 16
+    nt = wm * wn * 32
+    pa, pb = bm * bk // 2 // nt, bk * bn // 2 // nt
+    if sm % 16 or sn % 16 or bk % 16 or pa * 2 * nt != bm * bk or pb * 2 * nt != bk * bn or pa < 1 or pb < 1:
+        raise ValueError(f"tiling {bm}x{bn}x{bk} on {wm}x{wn} subgroups does not divide evenly")
+    pad = 8
+    fmt = {"bm": bm, "bn": bn, "bk": bk, "wm": wm, "wn": wn, "sm": sm, "sn": sn, "fm": fm, "fn": fn, "nt": nt,
+               "tiling": f"BM {bm}, BN {bn}, BK {bk}, {wm} x {wn} subgroups",
+               "a_len": max(bm * (bk + pad), bk * (bm + pad)), "b_len": max(bk * (bn + pad), bn * (bk + pad)),
+               "c_len": wm * wn * 256}
+    out = [HEADER.format(**fmt)]
+    w = out.append
+
+    def fetch(k: str, ind: str):
+        w(f"{ind}let fa = inside_a && {k} + BK <= k_end;")
+        w(f"{ind}let fb = inside_b && {k} + BK <= k_end;")
+        for i in range(pa):
+            w(f"{ind}ra{i} = load_a({i * nt}u + t, row0, {k}, k_end, a_base, fa);")
+        for i in range(pb):
+            w(f"{ind}rb{i} = load_b({i * nt}u + t, col0, {k}, k_end, b_base, fb);")
+
+    for i in range(pa):
+        w(f"  var ra{i}: vec2<f16>;")
+    for i in range(pb):
+        w(f"  var rb{i}: vec2<f16>;")
+    w("  {")
+    fetch("k0", "    ")
+    w("  }")
+    w("  var rs = 0.0;  // ROWSUM: invocation t < BM sums row t of op(A)")
+    for i in range(fm):
+        for j in range(fn):
+            w(f"  var acc{i}_{j}: subgroup_matrix_result<f32, 16, 16>;")
+    w("  for (; k0 < k_end; k0 += BK) {")
+    for i in range(pa):
+        w(f"    stage_a({i * nt}u + t, ra{i});")
+    for i in range(pb):
+        w(f"    stage_b({i * nt}u + t, rb{i});")
+    w("    workgroupBarrier();")
+    w("    let k1 = k0 + BK;")
+    w("    if (k1 < k_end) {  // the next slice's loads, in flight during the multiply-adds below")
+    fetch("k1", "      ")
+    w("    }")
+    w("    if (rowsum && t < BM) {  // row t of op(A)'s staged slice (zeros past K)")
+    w("      var s = 0.0;")
+    w("      for (var kk = 0u; kk < BK; kk++) {")
+    w("        if (TRANSPOSE_A) { s += f32(As[kk * SA + t]); } else { s += f32(As[t * SA + kk]); }")
+    w("      }")
+    w("      rs += s;")
+    w("    }")
+    for kk in range(0, bk, 16):
+        w("    {")
+        for i in range(fm):
+            w(f"      let l{i} = left(m0 + {16 * i}u, {kk}u);")
+        for j in range(fn):
+            w(f"      let r{j} = right(n0 + {16 * j}u, {kk}u);")
+            for i in range(fm):
+                w(f"      acc{i}_{j} = subgroupMatrixMultiplyAccumulate(l{i}, r{j}, acc{i}_{j});")
+        w("    }")
+    w("    workgroupBarrier();")
+    w("  }")
+    w("  if (rowsum && t < BM && row0 + t < p.M) { G[wg.z * p.M + row0 + t] = rs; }")
+    w("  let plain = (p.flags & (ACCUMULATE | BIAS | RESIDUAL | GELU | GELU_GRAD)) == 0u && p.alpha == 1.0;")
+    w("  let inside = row0 + BM <= p.M && col0 + BN <= p.N;")
+    w("  if (plain && inside && p.ldc % 4u == 0u && c_base % 4u == 0u) {")
+    for i in range(fm):
+        for j in range(fn):
+            w(f"    subgroupMatrixStore(&C, c_base + (row0 + m0 + {16 * i}u) * p.ldc + col0 + n0 + {16 * j}u, "
+              f"acc{i}_{j}, false, p.ldc);")
+    w("    return;")
+    w("  }")
+    for i in range(fm):
+        for j in range(fn):
+            w(f"  subgroupMatrixStore(&Cs, sg * 256u, acc{i}_{j}, false, 16u);")
+            w("  workgroupBarrier();")
+            w(f"  scratch(sg, lane, c_base, row0 + m0 + {16 * i}u, col0 + n0 + {16 * j}u);")
+            w("  workgroupBarrier();")
+    w("}")
+    return "\n".join(out) + "\n"
+
+
+def wgsl_direct(wm=2, wn=2, fm=2, fn=4, ku=1) -> str:
+    """A measuring variant without workgroup staging: each subgroup loads its operand matrices
+    straight from f16 storage (A: M x K, B: K x N, row-major; sizes multiples of the tile, K of
+    16 * ku), f32 results stored straight to C. Bindings 0 params, 1 A, 2 B, 3 C. For the probe's
+    comparison with the staged kernel; not a model's kernel (no edges, no epilogues)."""
+    bm, bn, nt = wm * fm * 16, wn * fn * 16, wm * wn * 32
+    out = [f"""// matmul_f16 direct variant: {wm} x {wn} subgroups of {fm} x {fn} 16x16 matrices, k unrolled {ku}x
+enable f16;
+enable subgroups;
+enable chromium_experimental_subgroup_matrix;
+diagnostic(off, chromium.subgroup_matrix_uniformity);
+struct Params {{
+  M: u32, N: u32, K: u32, flags: u32, alpha: f32, inner: u32, lda: u32, ldb: u32, ldc: u32,
+  a_off: u32, b_off: u32, c_off: u32, bias_off: u32, a_so: u32, a_si: u32, b_so: u32, b_si: u32,
+  c_so: u32, c_si: u32,
+}}
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> A: array<f16>;
+@group(0) @binding(2) var<storage, read> B: array<f16>;
+@group(0) @binding(3) var<storage, read_write> C: array<f32>;
+@compute @workgroup_size({nt})
+fn matmul(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) t: u32) {{
+  let sg = t / 32u;
+  let m0 = wg.y * {bm}u + (sg / {wn}u) * {fm * 16}u;
+  let n0 = wg.x * {bn}u + (sg % {wn}u) * {fn * 16}u;
+  let lda = p.lda;
+  let ldb = p.ldb;"""]
+    w = out.append
+    for i in range(fm):
+        for j in range(fn):
+            w(f"  var acc{i}_{j}: subgroup_matrix_result<f32, 16, 16>;")
+    w(f"  for (var k = 0u; k < p.K; k += {16 * ku}u) {{")
+    for u in range(ku):
+        w("    {")
+        for i in range(fm):
+            w(f"      let l{i} = subgroupMatrixLoad<subgroup_matrix_left<f16, 16, 16>>(&A, (m0 + {16 * i}u) * lda + k + {16 * u}u, false, lda);")
+        for j in range(fn):
+            w(f"      let r{j} = subgroupMatrixLoad<subgroup_matrix_right<f16, 16, 16>>(&B, (k + {16 * u}u) * ldb + n0 + {16 * j}u, false, ldb);")
+        for i in range(fm):
+            for j in range(fn):
+                w(f"      acc{i}_{j} = subgroupMatrixMultiplyAccumulate(l{i}, r{j}, acc{i}_{j});")
+        w("    }")
+    w("  }")
+    for i in range(fm):
+        for j in range(fn):
+            w(f"  subgroupMatrixStore(&C, (m0 + {16 * i}u) * p.ldc + n0 + {16 * j}u, acc{i}_{j}, false, p.ldc);")
+    w("}")
+    return "\n".join(out) + "\n"
+
+
+def path() -> Path:
+    return Path(__file__).resolve().parent / "matmul_f16.wgsl"
+
+
+if __name__ == "__main__":
+    import sys
+    if len(sys.argv) > 1:  # python -m py_core.kernels.matmul_f16.wgsl OUT BM BN BK WM WN: a variant,
+        from ..family import assemble  # as a backend compiles it (header and all)
+        bm, bn, bk, wm, wn = (int(x) for x in sys.argv[2:7])
+        Path(sys.argv[1]).write_text(assemble("matmul_f16", wgsl(bm, bn, bk, wm, wn)))
+    else:
+        path().write_text(wgsl(**DEFAULT))

@@ -1,0 +1,37 @@
+"""Reference of `transformer_loss.wgsl`: cross-entropy with its gradient, mean loss."""
+from __future__ import annotations
+
+import math
+
+from ...gpu.layout import Struct
+from .. import reference
+from ..family import Family
+from ..transformer_embedding import SCHED
+
+PARAMS = Struct("rows:u32 V:u32 inv_rows:f32 pad:u32")
+FAMILY = Family(structs={"Params": PARAMS, "Sched": SCHED})
+WRITES = {("transformer_loss", "cross_entropy"): {1, 3}, ("transformer_loss", "loss_mean"): {3}}
+
+
+@reference("transformer_loss", "cross_entropy")
+def cross_entropy(bufs, grid, constants):
+    prm, logits, tgt, losses = bufs
+    p = PARAMS.unpack(prm)
+    v_, inv = p["V"], p["inv_rows"]
+    for r in range(p["rows"]):
+        row = logits[r * v_:(r + 1) * v_]
+        t = tgt[r]
+        m = max(row)
+        e = [math.exp(x - m) for x in row]
+        s = sum(e)
+        losses[r] = m + math.log(s) - row[t]
+        g = [x / s for x in e]
+        g[t] -= 1.0
+        logits[r * v_:(r + 1) * v_] = type(logits)("f", [x * inv for x in g])
+
+
+@reference("transformer_loss", "loss_mean")
+def loss_mean(bufs, grid, constants):
+    prm, sched, losses, hist = bufs
+    p = PARAMS.unpack(prm)
+    hist[SCHED.unpack(sched)["slot"]] = sum(losses[:p["rows"]]) * p["inv_rows"]

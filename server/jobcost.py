@@ -1,0 +1,149 @@
+"""What a server-side comparison job will cost, from its config alone, and the caps it must fit.
+
+Checked before a job is queued (server/comparisons.py), never after it started:
+
+    random_forest   rows x trees x depth   (depth: max_depth, or 2 log2(rows) for unlimited
+                    trees, the depth a fully grown tree on random data reaches); rows and
+                    columns of a synthetic set from its generator's size, of a file from its
+                    line count; also trees alone and the generated table's cells
+    transformer     parameters x tokens a step x steps (about a sixth of the training FLOPs)
+
+Caps (server options, PLAYGROUND_* environment variables too; 0 turns one off):
+
+    --max-forest-cost     1e10   rows x trees x depth (1M rows x 100 trees x depth 12 = 1.2e9)
+    --max-trees           5000   n_estimators
+    --max-table-cells     1e8    rows x columns of a generated data set (800 MB as float64)
+    --max-transformer-cost 2e15  parameters x tokens x steps (nanoGPT's shakespeare_char: 8.8e14)
+
+A job over a cap is refused with the cap's name (422 on POST /api/runs/{id}/comparisons; on
+POST /api/runs the run is stored and its comparisons are marked failed with the same message).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+CAPS = {  # option: (default, what it limits)
+    "max_forest_cost": (1e10, "rows x trees x depth of a random_forest job"),
+    "max_trees": (5000, "n_estimators of a random_forest job"),
+    "max_table_cells": (1e8, "rows x columns of a generated data set"),
+    "max_transformer_cost": (2e15, "parameters x tokens a step x steps of a transformer job"),
+}
+
+
+@dataclass
+class OverCap(Exception):
+    cap: str        # the option's name, e.g. "max_trees"
+    value: float    # the job's estimate
+    limit: float    # the cap
+    field: str      # where in the run it comes from, e.g. "config.params.n_estimators"
+
+    def __str__(self) -> str:
+        flag = "--" + self.cap.replace("_", "-")
+        return (f"this job is over the server's limit {self.cap} ({CAPS[self.cap][1]}): "
+                f"{_fmt(self.value)} > {_fmt(self.limit)} ({flag} raises it)")
+
+
+def _fmt(x: float) -> str:
+    return f"{x:,.0f}" if x < 1e7 else f"{x:.3g}"
+
+
+def caps_of(settings) -> dict:
+    out = {}
+    for name, (default, _) in CAPS.items():
+        value = getattr(settings, name, None)
+        out[name] = float(default if value is None else value)
+    return out
+
+
+def estimate(job: dict, data_dir: Path) -> dict:
+    """{"cost": ..., "unit": ..., and the parts}; a job the runners will refuse anyway costs 0."""
+    kind = job.get("kind") if isinstance(job, dict) else None
+    if kind == "random_forest":
+        return _forest(job, data_dir)
+    if kind == "transformer":
+        return _transformer(job)
+    return {"cost": 0, "unit": "none"}
+
+
+def check(job: dict, data_dir: Path, caps: dict) -> dict:
+    """The estimate, or OverCap naming the first cap it breaks."""
+    est = estimate(job, data_dir)
+    for cap, key, field in (("max_trees", "trees", "config.params.n_estimators"),
+                            ("max_table_cells", "generated_cells", "config.dataset"),
+                            ("max_forest_cost", "forest_cost", "config.params"),
+                            ("max_transformer_cost", "transformer_cost", "config.params")):
+        limit = caps.get(cap) or 0
+        if limit and est.get(key, 0) > limit:
+            raise OverCap(cap, est[key], limit, field)
+    return est
+
+
+def _number(value, default):
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return default
+    return value
+
+
+def _forest(job: dict, data_dir: Path) -> dict:
+    params = job.get("params") if isinstance(job.get("params"), dict) else {}
+    rows, cols, generated = shape(job.get("dataset"), data_dir)
+    trees = max(1, _number(params.get("n_estimators"), 100))
+    depth = params.get("max_depth")
+    depth = _number(depth, None) if depth is not None else None
+    if depth is None or depth <= 0:
+        depth = 2 * math.ceil(math.log2(max(2, rows)))
+    cost = rows * trees * depth
+    return {"cost": cost, "unit": "rows x trees x depth", "forest_cost": cost, "rows": rows,
+            "columns": cols, "trees": trees, "depth": depth,
+            "generated_cells": rows * cols if generated else 0}
+
+
+def _transformer(job: dict) -> dict:
+    from py_core.transformer.config import parse_job_params
+    from py_core.transformer.params import ParamLayout
+    try:
+        cfg, _ = parse_job_params(job.get("params"))
+    except (ValueError, TypeError):
+        return {"cost": 0, "unit": "none"}  # the job itself says what is wrong, at once
+    vocab = 256  # characters: an upper bound for the playground's texts' vocabularies
+    n_params = ParamLayout(cfg, vocab).n
+    tokens = cfg.batch_size * cfg.block_size
+    cost = n_params * tokens * (cfg.steps + cfg.eval_steps * (cfg.steps // cfg.eval_interval + 1))
+    return {"cost": cost, "unit": "parameters x tokens x steps", "transformer_cost": cost,
+            "parameters": n_params, "tokens_per_step": tokens, "steps": cfg.steps}
+
+
+def shape(dataset, data_dir: Path) -> tuple[int, int, bool]:
+    """(rows, columns, generated?) of a data set, cheaply: no parsing, no generating."""
+    from urllib.parse import parse_qsl
+
+    from py_core.data import GENERATORS
+    from py_core.jobs import SYNTHETIC
+    if not isinstance(dataset, str):
+        return 0, 0, False  # the job itself will say what is wrong
+    if dataset.startswith(SYNTHETIC):
+        name, _, query = dataset[len(SYNTHETIC):].partition("?")
+        params = {**(GENERATORS[name].params if name in GENERATORS else {}),
+                  **dict(parse_qsl(query))}
+        try:
+            rows = float(params.get("n_samples", 0))
+            cols = float(params.get("n_features", 2)) + 1
+        except ValueError:
+            return 0, 0, True
+        if not (math.isfinite(rows) and math.isfinite(cols)):
+            return 0, 0, True
+        return int(rows), int(cols), True
+    from server.datasets import dataset_path
+    try:
+        path = dataset_path(data_dir, dataset)
+    except LookupError:
+        return 0, 0, False
+    rows, first = 0, b""
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            if not first:
+                first = chunk[:chunk.find(b"\n")]
+            rows += chunk.count(b"\n")
+    return rows, first.count(b",") + 1, False

@@ -1,0 +1,285 @@
+"""XGBoost and LightGBM in random-forest mode: the peers a practitioner would pick instead.
+
+Both are gradient-boosting libraries with a forest mode; neither is scikit-learn's algorithm, so each
+runner maps the job's parameters as closely as its library allows and lists what differs in
+`notes` (shown in the page's comparison table) and what it could not map in `ignored`.
+
+    xgboost   XGBRFRegressor / XGBRFClassifier: one boosting round of `num_parallel_tree` =
+              n_estimators trees, learning_rate 1, reg_lambda 0 (a leaf is its rows' mean
+              residual), row subsample 0.632 WITHOUT replacement (XGBoost cannot bootstrap),
+              colsample_bynode = max_features / features, max_bin = n_bins, tree_method hist.
+              max_depth None: max_depth 0 with grow_policy depthwise and max_leaves 0 (hist's
+              "no limit": trees grow until a leaf's hessian sum is below min_child_weight, the
+              same fully grown trees as lossguide, measured faster).
+              On CUDA when the server's device is cuda and the installed xgboost is the CUDA
+              build (`pip install xgboost`; the xgboost-cpu wheel of the `peers` extra is CPU
+              only), else on every CPU core.
+    lightgbm  boosting "rf": bagging_fraction 0.632 with bagging_freq 1 (also without
+              replacement), feature_fraction_bynode from max_features, max_bin = n_bins,
+              min_data_in_leaf = min_samples_leaf, max_depth with num_leaves = 2**max_depth
+              (None: max_depth -1, num_leaves = train rows // min_samples_leaf, at most 131072).
+              The PyPI wheel runs on the CPU.
+
+Classification in both: one round of the softmax (multiclass) or logistic (binary) loss, so a tree
+predicts a Newton step of log-odds, not class fractions; the forest averages them, then softmax.
+Splits follow that loss's gradient (criterion gini/entropy is not used).
+"""
+from __future__ import annotations
+
+import math
+import os
+import time
+from pathlib import Path
+
+from .common import (
+    Runner,
+    Unavailable,
+    as_numpy,
+    cpu_name,
+    forest_data,
+    forest_metrics,
+    full_proba,
+    installed,
+    versions,
+)
+
+SUBSAMPLE = 0.632  # the expected share of distinct rows in a bootstrap sample: 1 - 1/e
+MAX_LEAVES_LGBM = 131072  # LightGBM's largest num_leaves
+
+
+def features_per_split(max_features, n_features: int) -> int:
+    """How many features scikit-learn (and py_core) draw at a split for `max_features`."""
+    F = n_features
+    if max_features is None or max_features == "default":
+        return F
+    if max_features == "sqrt":
+        return max(1, int(math.sqrt(F)))
+    if max_features == "log2":
+        return max(1, int(math.log2(F)))
+    if isinstance(max_features, bool):
+        raise ValueError(f"max_features {max_features!r} is not a number or 'sqrt'/'log2'")
+    if isinstance(max_features, int):
+        return max(1, min(F, max_features))
+    if isinstance(max_features, float) and 0 < max_features <= 1:
+        return max(1, int(max_features * F))
+    raise ValueError(f"max_features {max_features!r} must be 'sqrt', 'log2', None, an int or a "
+                     "float in (0, 1]")
+
+
+def _common(params: dict, task: str, n_features: int, n_train: int):
+    """The job's parameters in the shape both libraries need, and what neither maps."""
+    default_mf = "sqrt" if task == "classification" else 1.0
+    k = features_per_split(params.get("max_features", default_mf), n_features)
+    criterion = params.get("criterion")
+    ignored = sorted(set(params) & {"min_samples_split", "oob_score"})
+    notes = []
+    if criterion is not None and criterion not in ("squared_error", "mse"):
+        notes.append(f"criterion {criterion} not used: splits follow the log-loss gradient")
+    msl = int(params.get("min_samples_leaf", 1) or 1)
+    return {
+        "n_estimators": int(params.get("n_estimators", 100)),
+        "max_depth": params.get("max_depth"),
+        "min_samples_leaf": msl,
+        "fraction": k / n_features,
+        "features_per_split": k,
+        "bootstrap": bool(params.get("bootstrap", True)),
+        "n_bins": int(params.get("n_bins", 256)),
+        "seed": params.get("random_state"),
+        "leaves_unlimited": max(2, n_train // msl),
+    }, ignored, notes
+
+
+def _prepare(job: dict, data_dir: Path):
+    prep = forest_data(job, data_dir)
+    task = prep.info["task"]
+    X_train, y_train, X_test, y_test = as_numpy(prep)
+    n_classes = len(prep.info["classes"] or ())
+    return prep, task, X_train, y_train, X_test, y_test, n_classes
+
+
+def _encode(y_train):
+    """Train labels as 0..k-1 (a class absent from the training rows has no column), and the
+    class code each column stands for."""
+    import numpy as np
+    seen, codes = np.unique(y_train, return_inverse=True)
+    return codes.astype(np.int32), seen
+
+
+def _result(name, device, hardware, vers, fit, predict, t0, metrics, kwargs, ignored, notes,
+            y_train, y_test):
+    return {"runner": name, "device": device, "hardware": hardware, "versions": vers,
+            "timings": {"fit": fit, "predict": predict, "total": time.perf_counter() - t0},
+            "metrics": metrics, "params": kwargs, "ignored": ignored,
+            "note": "; ".join(notes), "notes": notes,
+            "rows": {"train": len(y_train), "test": len(y_test)}}
+
+
+# -- XGBoost -----------------------------------------------------------------------------------
+
+def xgboost_cuda() -> bool:
+    import xgboost
+    return bool(xgboost.build_info().get("USE_CUDA"))
+
+
+def xgboost_kwargs(params: dict, task: str, n_features: int, n_train: int, device: str):
+    p, ignored, notes = _common(params, task, n_features, n_train)
+    kwargs = {"n_estimators": p["n_estimators"], "learning_rate": 1.0, "reg_lambda": 0.0,
+              "subsample": SUBSAMPLE if p["bootstrap"] else 1.0,
+              "colsample_bynode": p["fraction"], "max_bin": p["n_bins"],
+              "tree_method": "hist", "device": device, "n_jobs": os.cpu_count() or 1}
+    if p["bootstrap"]:
+        notes.insert(0, f"rows: subsample {SUBSAMPLE} without replacement (XGBoost cannot "
+                        "bootstrap); forest mode is deprecated in XGBoost")
+    if p["max_depth"] is None:
+        # hist grows depthwise with no depth limit at 0; min_child_weight stops the growth.
+        kwargs.update(max_depth=0, grow_policy="depthwise", max_leaves=0)
+        notes.append("max_depth None: max_depth 0 (no limit), depthwise, max_leaves 0")
+    else:
+        kwargs["max_depth"] = int(p["max_depth"])
+    if task == "regression":
+        kwargs["min_child_weight"] = float(p["min_samples_leaf"])  # hessian 1 a row
+    else:
+        kwargs["min_child_weight"] = 0.0
+        if p["min_samples_leaf"] > 1:
+            ignored.append("min_samples_leaf")
+        notes.append("classes: averaged log-odds steps, then softmax")
+    if p["seed"] is not None:
+        kwargs["random_state"] = int(p["seed"])
+    if p["features_per_split"] != n_features:
+        notes.append(f"colsample_bynode {p['fraction']:.4g} ({p['features_per_split']} of "
+                     f"{n_features} features)")
+    return kwargs, sorted(ignored), notes
+
+
+def _xgb_check(device: str) -> str | None:
+    if not installed("xgboost"):
+        return "XGBoost is not installed (pip install '.[peers]')"
+    return None
+
+
+def run_xgboost(job: dict, data_dir: Path, device: str) -> dict:
+    reason = _xgb_check(device)
+    if reason:
+        raise Unavailable(reason)
+    t0 = time.perf_counter()
+    import xgboost
+    prep, task, X_train, y_train, X_test, y_test, n_classes = _prepare(job, data_dir)
+    use = "cuda" if device == "cuda" and xgboost_cuda() else "cpu"
+    kwargs, ignored, notes = xgboost_kwargs(job.get("params") or {}, task, X_train.shape[1],
+                                            len(y_train), use)
+    if device == "cuda" and use == "cpu":
+        notes.append("on the CPU: this xgboost is a CPU-only build (pip install xgboost)")
+    if task == "regression":
+        model = xgboost.XGBRFRegressor(**kwargs)
+        labels, seen = y_train, None
+    else:
+        labels, seen = _encode(y_train)
+        model = xgboost.XGBRFClassifier(**kwargs)
+    t_fit = time.perf_counter()
+    model.fit(X_train, labels)
+    fit = time.perf_counter() - t_fit
+    t_pred = time.perf_counter()
+    if task == "regression":
+        pred, proba = model.predict(X_test).astype("float64"), None
+    else:
+        pred, proba = None, full_proba(model.predict_proba(X_test), seen, n_classes)
+    predict = time.perf_counter() - t_pred
+    used = _xgb_device(model) or use
+    metrics = forest_metrics(task, y_test, pred, proba, n_classes)
+    return _result("xgboost", used, _gpu_name() if used.startswith("cuda") else cpu_name(),
+                   versions("xgboost", "xgboost-cpu", "numpy"), fit, predict, t0, metrics,
+                   kwargs, ignored, notes, y_train, y_test)
+
+
+def _xgb_device(model) -> str | None:
+    """The device the booster ran on, from its own configuration."""
+    import json
+    try:
+        config = json.loads(model.get_booster().save_config())
+        return config["learner"]["generic_param"]["device"]
+    except (KeyError, ValueError):
+        return None
+
+
+def _gpu_name() -> str | None:
+    try:
+        import subprocess
+        out = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=10)
+        return out.stdout.splitlines()[0].strip() if out.returncode == 0 and out.stdout else None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+# -- LightGBM ----------------------------------------------------------------------------------
+
+def lightgbm_kwargs(params: dict, task: str, n_features: int, n_train: int):
+    p, ignored, notes = _common(params, task, n_features, n_train)
+    kwargs = {"boosting_type": "rf", "n_estimators": p["n_estimators"],
+              "feature_fraction_bynode": p["fraction"], "max_bin": p["n_bins"],
+              "min_child_samples": p["min_samples_leaf"], "min_child_weight": 0.0,
+              "min_split_gain": 0.0, "reg_lambda": 0.0, "n_jobs": os.cpu_count() or 1,
+              "verbose": -1}
+    if p["bootstrap"]:
+        kwargs.update(subsample=SUBSAMPLE, subsample_freq=1)
+        notes.insert(0, f"rows: bagging {SUBSAMPLE} without replacement")
+    else:
+        # boosting=rf needs bagging or feature sampling; 0.999 keeps all but 1 row in 1000.
+        kwargs.update(subsample=0.999, subsample_freq=1)
+        notes.insert(0, "bootstrap off: bagging 0.999 (rf mode needs some bagging)")
+    if p["max_depth"] is None:
+        leaves = min(MAX_LEAVES_LGBM, p["leaves_unlimited"])
+        kwargs.update(max_depth=-1, num_leaves=leaves)
+        notes.append(f"max_depth None: num_leaves {leaves}")
+    else:
+        d = int(p["max_depth"])
+        kwargs.update(max_depth=d, num_leaves=max(2, min(MAX_LEAVES_LGBM, 2 ** d)))
+    if task == "classification":
+        notes.append("classes: averaged log-odds steps, then softmax")
+    if p["seed"] is not None:
+        kwargs["random_state"] = int(p["seed"])
+    if p["features_per_split"] != n_features:
+        notes.append(f"feature_fraction_bynode {p['fraction']:.4g} ({p['features_per_split']} "
+                     f"of {n_features})")
+    return kwargs, sorted(ignored), notes
+
+
+def _lgbm_check(device: str) -> str | None:
+    if not installed("lightgbm"):
+        return "LightGBM is not installed (pip install '.[peers]')"
+    return None
+
+
+def run_lightgbm(job: dict, data_dir: Path, device: str) -> dict:
+    reason = _lgbm_check(device)
+    if reason:
+        raise Unavailable(reason)
+    t0 = time.perf_counter()
+    import lightgbm
+    prep, task, X_train, y_train, X_test, y_test, n_classes = _prepare(job, data_dir)
+    kwargs, ignored, notes = lightgbm_kwargs(job.get("params") or {}, task, X_train.shape[1],
+                                             len(y_train))
+    if device == "cuda":
+        notes.append("on the CPU: LightGBM's PyPI wheel has no CUDA")
+    if task == "regression":
+        model = lightgbm.LGBMRegressor(**kwargs)
+        labels, seen = y_train, None
+    else:
+        labels, seen = _encode(y_train)
+        model = lightgbm.LGBMClassifier(**kwargs)
+    t_fit = time.perf_counter()
+    model.fit(X_train, labels)
+    fit = time.perf_counter() - t_fit
+    t_pred = time.perf_counter()
+    if task == "regression":
+        pred, proba = model.predict(X_test).astype("float64"), None
+    else:
+        pred, proba = None, full_proba(model.predict_proba(X_test), seen, n_classes)
+    predict = time.perf_counter() - t_pred
+    metrics = forest_metrics(task, y_test, pred, proba, n_classes)
+    return _result("lightgbm", "cpu", cpu_name(), versions("lightgbm", "numpy"), fit, predict,
+                   t0, metrics, kwargs, ignored, notes, y_train, y_test)
+
+
+XGBOOST = Runner("xgboost", ("random_forest",), run_xgboost, _xgb_check)
+LIGHTGBM = Runner("lightgbm", ("random_forest",), run_lightgbm, _lgbm_check)

@@ -1,0 +1,111 @@
+"""Kernel families: one description (layouts, constants) generates the WGSL header; includes.
+
+The proof that the generated `struct`s match the Python packing: for every family and every
+layout, a kernel compiled from the family's generated header reads each field of the uniform and
+writes its bits out; on the native backend the words must equal what `Struct.pack` wrote.
+"""
+from __future__ import annotations
+
+import asyncio
+import re
+
+import pytest
+
+from py_core.gpu import Struct
+from py_core.kernels import family as fam
+
+FAMILIES = fam.families()
+
+
+def test_every_family_is_a_package_with_its_wgsl_description_reference_and_cases():
+    assert {"matmul", "forest", "transformer_matmul", "transformer_adamw"} <= set(FAMILIES)
+    for name in FAMILIES:
+        folder = fam.HERE / name
+        assert (folder / "__init__.py").is_file() and (folder / "cases.py").is_file(), name
+        d = fam.description(name)
+        assert d.structs, f"{name}: FAMILY describes no uniform layout"
+
+
+@pytest.mark.parametrize("name", FAMILIES)
+def test_the_wgsl_uses_the_generated_names(name):
+    """The family's file declares none of the generated structs or constants itself, and tests
+    flags by name, never by a bare number."""
+    text = fam.wgsl_file(name).read_text()
+    d = fam.description(name)
+    for struct in d.structs:
+        assert not re.search(rf"^\s*struct\s+{struct}\b", text, re.M), f"{name}.wgsl declares {struct}"
+    for const in d.consts:
+        assert not re.search(rf"^\s*const\s+{const}\b", text, re.M), f"{name}.wgsl declares {const}"
+    bare = re.findall(r"\b\w*flags\w*(?:\.\w+)?\s*&\s*\d+u?\b|\bf\s*&\s*\d+u?\b", text)
+    assert not bare, f"{name}.wgsl tests flags by number: {bare}"
+    src = fam.shader_source(name)
+    assert src.startswith("// Generated from py_core/kernels/") and "#include" not in src
+    for struct_name, struct in d.structs.items():
+        assert struct.wgsl(struct_name) in src
+
+
+def test_include_step():
+    parts = fam.sections()
+    assert {"wg_reduce", "mix32", "hash32"} <= set(parts)
+    text = fam.expand_includes("#include hash32\n#include mix32\n", "t.wgsl", parts)
+    assert text.count("fn mix32(") == 1 and text.count("fn hash32(") == 1
+    with pytest.raises(ValueError, match="no section 'nope'"):
+        fam.expand_includes("#include nope\n", "t.wgsl", parts)
+    for name in ("transformer_attention", "transformer_layernorm"):  # wg_sum written once
+        assert "fn wg_sum(" not in fam.wgsl_file(name).read_text()
+        assert fam.shader_source(name).count("fn wg_sum(") == 1
+
+
+def test_fingerprint_covers_the_expanded_text(monkeypatch):
+    before = fam.fingerprint("matmul")
+    assert re.fullmatch(r"[0-9a-f]{16}", before)
+    d = fam.description("matmul")
+    monkeypatch.setitem(d.consts, "TRANS_A", 8)
+    monkeypatch.setattr(fam, "_SOURCES", {})
+    assert "const TRANS_A: u32 = 8u;" in fam.shader_source("matmul")
+    assert fam.fingerprint("matmul") != before
+
+
+def test_struct_declaration():
+    s = Struct("n:u32 lr:f32 k:i32")
+    assert s.wgsl("P") == "struct P { n: u32, lr: f32, k: i32 }"
+
+
+def _probe(header: str, name: str, struct: Struct) -> str:
+    reads = "\n".join(f"  o[{i}] = bitcast<u32>(p.{f});" for i, (f, _) in enumerate(struct.fields))
+    return (header + f"@group(0) @binding(0) var<uniform> p: {name};\n"
+            "@group(0) @binding(1) var<storage, read_write> o: array<u32>;\n"
+            f"@compute @workgroup_size(1) fn probe() {{\n{reads}\n}}\n")
+
+
+@pytest.mark.native
+@pytest.mark.parametrize("name", FAMILIES)
+def test_generated_structs_match_the_python_packing(name, native_backend):
+    """Distinct values packed by Python come back field by field from the generated struct."""
+    b = native_backend
+    d = fam.description(name)
+    header = d.header(name)
+    for struct_name, struct in d.structs.items():
+        values = {}
+        for i, (f, kind) in enumerate(struct.fields):
+            values[f] = {"u32": 0x01020300 + i, "i32": -1000 - i, "f32": 1.5 + i}[kind]
+        words = struct.pack(**values)
+        module = b.device.create_shader_module(code=_probe(header, struct_name, struct))
+        pipeline = b.device.create_compute_pipeline(layout="auto",
+                                                    compute={"module": module, "entry_point": "probe"})
+        u = b.buffer("u32", data=words, uniform=True)
+        out = b.buffer("u32", len(struct.fields))
+        group = b.device.create_bind_group(layout=pipeline.get_bind_group_layout(0), entries=[
+            {"binding": 0, "resource": {"buffer": u.handle}},
+            {"binding": 1, "resource": {"buffer": out.handle}}])
+        enc = b.device.create_command_encoder()
+        cp = enc.begin_compute_pass()
+        cp.set_pipeline(pipeline)
+        cp.set_bind_group(0, group)
+        cp.dispatch_workgroups(1)
+        cp.end()
+        b.device.queue.submit([enc.finish()])
+        got = asyncio.run(b.read(out))
+        assert list(got) == list(words[:len(struct.fields)]), f"{name}: {struct_name}"
+        b.free(u)
+        b.free(out)

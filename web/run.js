@@ -1,0 +1,96 @@
+// One stored run's page (/runs/<id>): what was trained on what, its parameters, metrics against
+// the baseline, timings, its plots (kept with the run), the server's comparisons, the run as JSON,
+// and a link that opens the same set-up in the playground.
+import { getRun } from "./api.js";
+import { lineChart } from "./charts.js";
+import { showComparisons } from "./panels/compare.js";
+import { drawPlots } from "./panels/forest.js";
+import { dataName, loadNames } from "./panels/runs.js";
+import { $, el, fmtNumber, fmtSeconds, table } from "./ui.js";
+
+const NOT_METRICS = new Set(["n_train", "n_test", "n_features", "predict_all_rows", "loss_curve", "val_curve"]);
+
+// The playground URL (state.js keys) that opens this run's set-up.
+export function setupLink(run) {
+  const c = run.config || {};
+  const q = new URLSearchParams();
+  if (run.kind === "random_forest") {
+    q.set("tab", "forest");
+    if (c.dataset) q.set("data", c.dataset);
+    if (c.target) q.set("target", c.target);
+    if (c.task) q.set("task", c.task);
+    if (c.features) q.set("features", c.features.map(encodeURIComponent).join(","));
+    if (c.split?.test_size !== undefined) q.set("test", c.split.test_size);
+    if (c.split?.seed !== undefined) q.set("seed", c.split.seed);
+    for (const [k, v] of Object.entries(c.params || {})) {
+      if (k === "bootstrap") q.set("rf.bootstrap", v ? "1" : "0");
+      else if (typeof v !== "object" || v === null) q.set(`rf.${k}`, v === null ? "" : String(v));
+    }
+  } else if (run.kind === "transformer") {
+    q.set("tab", "transformer");
+    if (c.text) q.set("tf.text", c.text);
+    for (const [k, v] of Object.entries(c.params || {})) {
+      if (k === "sample_chars") continue;
+      q.set(`tf.${k}`, String(v));
+    }
+  } else if (run.kind === "selftest") q.set("tab", "gpu");
+  return `/?${q}`;
+}
+
+async function main() {
+  const id = decodeURIComponent(location.pathname.split("/").filter(Boolean).pop() || "");
+  const root = $("#run-page");
+  let run;
+  try {
+    [run] = await Promise.all([getRun(id), loadNames()]);
+  } catch (e) {
+    $("#run-status").className = "status error";
+    $("#run-status").textContent = e.status === 404 ? `There is no run ${id} on this server.` : `Could not load run ${id}: ${e.message}`;
+    return;
+  }
+  document.title = `${run.kind} run ${id.slice(0, 8)} · WebGPU ML Playground`;
+  const data = run.config?.dataset || run.config?.text;
+  const a = run.adapter || {};
+  const device = run.backend === "webgpu" ? `WebGPU · ${[a.vendor, a.architecture].filter(Boolean).join(" ")}${a.is_fallback_adapter ? " (software)" : ""}` : run.backend;
+  const json = new Blob([JSON.stringify(run, null, 1)], { type: "application/json" });
+  const about = el("div", { class: "card" }, el("h2", {}, `${run.kind} run ${id.slice(0, 8)}`),
+    el("dl", { class: "kv", id: "run-about" },
+      el("dt", {}, "When"), el("dd", {}, new Date(run.created_at).toLocaleString()),
+      el("dt", {}, "Data"), el("dd", {}, data ? dataName(data) : "–"),
+      run.config?.target ? [el("dt", {}, "Target"), el("dd", {}, `${run.config.target}${run.config.task ? ` (${run.config.task})` : ""}`)] : null,
+      el("dt", {}, "Device"), el("dd", {}, device),
+      el("dt", {}, "Id"), el("dd", {}, run.id)),
+    el("div", { class: "row", style: "margin-top:10px" },
+      el("a", { class: "button secondary", id: "run-download", href: URL.createObjectURL(json), download: `run-${id.slice(0, 8)}.json` }, "Download the run (JSON)"),
+      el("a", { class: "button secondary", id: "run-open", href: setupLink(run) }, "Open this set-up in the playground")));
+  const params = Object.entries(run.config?.params || {});
+  const paramsCard = el("div", { class: "card" }, el("h2", {}, "Parameters"),
+    params.length ? table(["Parameter", "Value"], params.map(([k, v]) => [k, v === null ? "none" : typeof v === "object" ? JSON.stringify(v) : String(v)]), { id: "run-params" })
+      : el("p", { class: "muted" }, "No parameters."));
+  const m = run.metrics || {};
+  const base = run.extra?.baseline;
+  const metricRows = Object.entries(m).filter(([k, v]) => typeof v === "number" && !NOT_METRICS.has(k))
+    .map(([k, v]) => [k, fmtNumber(v, 5), base && typeof base[k] === "number" ? fmtNumber(base[k], 5) : "–"]);
+  const timingRows = Object.entries(run.timings || {}).filter(([, v]) => typeof v === "number").map(([k, v]) => [k, fmtSeconds(v)]);
+  const resultsCard = el("div", { class: "card" }, el("h2", {}, "Results"),
+    m.n_test ? el("p", { class: "muted" }, `On the ${m.n_test} test rows (trained on ${m.n_train} rows).`) : null,
+    metricRows.length ? table(["Metric", "This run", "Baseline"], metricRows, { id: "run-metrics" }) : null,
+    base ? el("p", { class: "muted" }, `Baseline: ${base.predictor}.`) : null,
+    el("h3", {}, "Time"), table(["Phase", "Seconds"], timingRows, { id: "run-timings" }));
+  const plots = el("div", { class: "cards", id: "run-plots", style: "margin-top:16px" });
+  const compare = el("div", { id: "run-compare" });
+  root.replaceChildren(el("div", { class: "cards" }, about, paramsCard, resultsCard), plots,
+    el("h2", { class: "section-note" }, "The same job on the server"), compare);
+  if (run.extra?.plots) drawPlots(run.extra.plots, plots);
+  if (Array.isArray(m.loss_curve) && m.loss_curve.length) {
+    const box = el("div");
+    plots.append(el("div", { class: "card" }, el("h2", {}, "Loss"), box));
+    lineChart(box, [{ name: "train", points: m.loss_curve }, ...(m.val_curve?.length ? [{ name: "validation", points: m.val_curve }] : [])],
+      { title: "Loss by step", xName: "step", yName: "loss", integerX: true });
+  }
+  if (!plots.children.length) plots.remove();
+  if (["random_forest", "transformer"].includes(run.kind)) showComparisons(compare, run);
+  else compare.replaceChildren(el("p", { class: "muted" }, "The server runs no comparison for this kind of run."));
+}
+
+main();

@@ -1,0 +1,28 @@
+// The page's state in its URL: the tab, the data set, target, features and split, each model's
+// parameters. Panels read what they need when they mount (`initial(key)`) and write what the
+// person changes (`save({key: value})`, null or "" removes the key); the address bar then holds
+// a link that opens the same set-up (history.replaceState: no history entry per keystroke).
+const start = new URLSearchParams(location.search);
+
+export const initial = (key) => start.get(key);
+
+export function save(values) {
+  const q = new URLSearchParams(location.search);
+  for (const [k, v] of Object.entries(values)) {
+    if (v === null || v === undefined || v === "") q.delete(k);
+    else q.set(k, String(v));
+  }
+  const text = q.toString();
+  const next = `${location.pathname}${text ? `?${text}` : ""}${location.hash}`;
+  if (next !== `${location.pathname}${location.search}${location.hash}`) history.replaceState(history.state, "", next);
+}
+
+// Keys a fresh set-up drops (a new data set clears the old one's target and features).
+export function clear(prefix) {
+  const q = new URLSearchParams(location.search);
+  for (const k of [...q.keys()]) if (k.startsWith(prefix)) q.delete(k);
+  const text = q.toString();
+  history.replaceState(history.state, "", `${location.pathname}${text ? `?${text}` : ""}${location.hash}`);
+}
+
+export const shareLink = () => location.href;
