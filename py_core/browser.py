@@ -131,3 +131,13 @@ async def export_transformer(hooks=None) -> str:
     weights = await transformer_job.export(_session.last_model)
     return json.dumps({"safetensors": base64.b64encode(weights).decode()})
 
+
+
+def memory(hooks=None) -> str:
+    """What this worker holds on its GPU now (window.playground.memory(), the GPU tab, the
+    benchmark's before/after of each job): live buffers, their bytes, plans, the peak, and what
+    the kept transformer holds; on WebGPU also the JS runtime's own counts ("runtime")."""
+    out = _session.backend.memory()
+    model = _session.last_model
+    out["kept_model_bytes"] = model.gpu_bytes if model is not None and not (model.scope and model.scope.closed) else 0
+    return json.dumps(out)

@@ -45,34 +45,40 @@ async def run_selftest(backend, progress=None, seed: int | None = None) -> dict:
     reference = backend if backend.name == "reference" else ReferenceBackend()
     results = []
     for i, c in enumerate(CASES):
-        if progress:
-            progress({"stage": f"self-test {c.name}", "fraction": i / len(CASES)})
         missing = [f for f in c.needs if f not in backend.features] if backend.is_gpu else []
         if missing:  # e.g. tensor-core kernels on an adapter without f16 subgroup matrices
             results.append({"name": c.name, "ok": True, "skipped": "the adapter lacks " + ", ".join(missing),
                             "max_abs_err": None, "err_over_tol": None, "atol": c.atol, "rtol": c.rtol,
                             "time_s": 0.0, "rate": None, "unit": c.unit})
             continue
-        plan, outs, work = await c.setup(backend, random.Random(seed + i))
-        await backend.run(plan)
-        got = [await backend.read(b) for b in outs]
-        if reference is backend:
-            want = got
-        else:
-            rplan, routs, _ = await c.setup(reference, random.Random(seed + i))
-            await reference.run(rplan)
-            want = [await reference.read(b) for b in routs]
-        abs_err, ratio, ok = 0.0, 0.0, True
-        for g, w in zip(got, want):
-            a, r, good = max_error(g, w, c.atol, c.rtol)
-            abs_err, ratio, ok = max(abs_err, a), max(ratio, r), ok and good
-        seconds = await _timed(backend, plan, 1 if backend.name == "reference" else 10)
-        # A NaN or infinite output (a GPU fault) has no finite error: null in JSON, and not ok.
-        abs_err, ratio = (x if math.isfinite(x) else None for x in (abs_err, ratio))
-        results.append({"name": c.name, "max_abs_err": abs_err, "err_over_tol": ratio,
-                        "atol": c.atol, "rtol": c.rtol, "ok": ok, "time_s": seconds,
-                        "rate": work / seconds / 1e9 if seconds > 0 else None, "unit": c.unit})
+        # Each case's buffers and plans are freed before the next (on failure too).
+        async with backend.scope(f"self-test {c.name}"), reference.scope("reference"):
+            await _one(backend, reference, c, i, seed, progress, results)
     if progress:
         progress({"stage": "self-test done", "fraction": 1.0})
     return {"metrics": {"all_ok": all(r["ok"] for r in results), "seed": seed, "kernels": results},
             "timings": {"kernels": sum(r["time_s"] for r in results)}}
+
+
+async def _one(backend, reference, c: Case, i: int, seed: int, progress, results: list) -> None:
+    if progress:
+        progress({"stage": f"self-test {c.name}", "fraction": i / len(CASES), "count": [i, len(CASES)]})
+    plan, outs, work = await c.setup(backend, random.Random(seed + i))
+    await backend.run(plan)
+    got = [await backend.read(b) for b in outs]
+    if reference is backend:
+        want = got
+    else:
+        rplan, routs, _ = await c.setup(reference, random.Random(seed + i))
+        await reference.run(rplan)
+        want = [await reference.read(b) for b in routs]
+    abs_err, ratio, ok = 0.0, 0.0, True
+    for g, w in zip(got, want):
+        a, r, good = max_error(g, w, c.atol, c.rtol)
+        abs_err, ratio, ok = max(abs_err, a), max(ratio, r), ok and good
+    seconds = await _timed(backend, plan, 1 if backend.name == "reference" else 10)
+    # A NaN or infinite output (a GPU fault) has no finite error: null in JSON, and not ok.
+    abs_err, ratio = (x if math.isfinite(x) else None for x in (abs_err, ratio))
+    results.append({"name": c.name, "max_abs_err": abs_err, "err_over_tol": ratio,
+                    "atol": c.atol, "rtol": c.rtol, "ok": ok, "time_s": seconds,
+                    "rate": work / seconds / 1e9 if seconds > 0 else None, "unit": c.unit})

@@ -424,6 +424,17 @@ def test_progress_and_stop(diabetes):
     X, y = diabetes
     seen = []
     run(RandomForestRegressor(n_estimators=3, max_depth=3).fit(X, y, progress=seen.append))
-    assert seen[-1]["fraction"] == 1.0 and seen[0]["stage"].startswith("level")
-    with pytest.raises(Stopped):
+    assert seen[-1]["fraction"] == 1.0 and "level 3/3" in seen[-1]["stage"]
+    levels = [p["level"][0] for p in seen]
+    assert levels == sorted(set(levels)) and all(p["eta_s"] >= 0 for p in seen)
+    with pytest.raises(Stopped, match="stopped at level 1 of trees 1-3, with 0 of 3 trees finished: "
+                                      "the forest is discarded"):
         run(RandomForestRegressor(n_estimators=3).fit(X, y, should_stop=lambda: True))
+    # Stop is seen between groups of levels: none is submitted after it
+    calls, seen = [], []
+    with pytest.raises(Stopped, match=r"stopped at level (\d+)") as info:
+        run(RandomForestRegressor(n_estimators=3).fit(X, y, progress=seen.append,
+                                                      should_stop=lambda: calls.append(1) or len(calls) > 2))
+    import re
+    stopped_at = int(re.search(r"level (\d+)", str(info.value)).group(1))
+    assert len(seen) == 2 and stopped_at > seen[-1]["level"][0]

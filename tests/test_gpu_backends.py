@@ -105,3 +105,105 @@ def test_plan_ops_are_typed_and_extend_keeps_labels():
     assert [type(op) for op in joined.ops] == [Dispatch, Clear, Copy, Dispatch]
     assert joined.ops[0].grid == (2, 1, 1) and joined.ops[2] == Copy(a, 0, b, 1, 2)
     assert [joined.label(i) for i in range(4)] == ["scores", "clear", "copy", "values"]
+
+
+# -- ownership: scopes free what runs make, and the backend counts what is alive -----------------
+
+def test_scope_frees_buffers_and_plans_nested_and_on_failure(backend):
+    start = backend.memory()
+    kern = run(backend.kernel("matmul", "matmul"))
+
+    async def go(fail: bool):
+        async with backend.scope("outer") as outer:
+            a = backend.buffer("f32", 64)
+            async with backend.scope("inner") as inner:
+                b = backend.buffer("f32", 64)
+                p = backend.buffer("u32", data=PARAMS.pack(M=8, N=8, K=8, flags=0, alpha=1.0), uniform=True)
+                plan = backend.plan().dispatch(kern, [p, a, a, b], grid(8, 8))
+                await backend.run(plan)
+                assert backend.memory()["plans"] == start["plans"] + 1
+                assert inner.counts() == {"buffers": 2, "bytes": 4 * 64 + p.nbytes, "plans": 1}
+                assert outer.counts()["buffers"] == 3
+                keep = backend.buffer("f32", 16)
+                outer.own(keep)  # handed out of the inner scope
+            assert b.handle is None and plan.compiled is None and keep.handle is not None
+            assert backend.memory()["buffers"] == start["buffers"] + 2
+            if fail:
+                raise RuntimeError("injected")
+        assert a.handle is None and keep.handle is None
+
+    run(go(False))
+    assert backend.memory() == dict(start, peak_bytes=backend.memory()["peak_bytes"])
+    with pytest.raises(RuntimeError, match="injected"):
+        run(go(True))
+    now = backend.memory()
+    assert (now["buffers"], now["bytes"], now["plans"]) == (start["buffers"], start["bytes"], start["plans"])
+
+
+def test_a_recompiled_plan_releases_its_old_form(backend):
+    start = backend.memory()["plans"]
+    a, b = backend.buffer("f32", 8), backend.buffer("f32", 8)
+    plan = backend.plan().copy(a, b)
+    run(backend.run(plan))
+    plan.clear(a)  # changed: the compiled form is stale and freed
+    run(backend.run(plan))
+    assert backend.memory()["plans"] == start + 1
+    backend.free_plan(plan)
+    backend.free(a)
+    backend.free(b)
+    backend.free(b)  # twice is harmless
+    assert backend.memory()["plans"] == start
+
+
+def _live(backend):
+    m = backend.memory()
+    return m["buffers"], m["bytes"], m["plans"]
+
+
+FOREST_JOB = {"kind": "random_forest", "dataset": "synthetic:friedman1?n_samples=300&seed=3",
+              "target": "y", "params": {"n_estimators": 4, "max_depth": 4, "random_state": 0}}
+TRANSFORMER_JOB = {"kind": "transformer", "text": "shakespeare", "params": {
+    "preset": "micro", "n_layer": 1, "steps": 3, "eval_interval": 3, "eval_steps": 1,
+    "sample_chars": 2, "seed": 1}}
+
+
+@pytest.mark.parametrize("kind", ["forest", "transformer", "selftest", "stopped"])
+def test_runs_leave_live_memory_where_it_started(backend, kind):
+    """Ten runs in one process (three on the reference backend) leave the live buffers, bytes
+    and plans where they started: exactly, but for the one kept transformer model (its weights
+    and sampler), whose bytes the result states; closing it returns to the start."""
+    from py_core.jobs import Context, Session, Stopped
+    from py_core.transformer import builtin_text
+    session = Session(backend)
+    runs = 10 if backend.name == "native" else 3
+    start = _live(backend)
+    kept = []
+    for i in range(runs):
+        if kind == "forest":
+            res = run(session.run(FOREST_JOB, Context()))
+            assert res["metrics"]["r2"] > 0
+        elif kind == "selftest":
+            if backend.name == "reference" and i:
+                break  # the reference checks itself slowly: once is enough there
+            assert run(session.run({"kind": "selftest", "seed": i}, Context()))["metrics"]["all_ok"]
+        else:
+            calls = []
+            stop = (lambda: calls.append(1) or len(calls) > 1) if kind == "stopped" else None
+            ctx = Context(load_text=builtin_text, should_stop=stop)
+            job = TRANSFORMER_JOB if kind == "transformer" else {
+                **TRANSFORMER_JOB, "params": {**TRANSFORMER_JOB["params"], "steps": 50}}
+            try:
+                res = run(session.run(job, ctx))
+                kept.append(res["metrics"]["kept_bytes"])
+            except Stopped:
+                kept.append(session.last_model.gpu_bytes)
+        buffers, nbytes, plans = _live(backend)
+        if kind in ("forest", "selftest"):
+            assert (buffers, nbytes, plans) == start, f"run {i}"
+        else:  # the kept model: the weights, the sampler's buffers and its plan
+            assert nbytes - start[1] == session.last_model.gpu_bytes == kept[-1] > 0, f"run {i}"
+            assert plans - start[2] <= 1
+    if kind in ("transformer", "stopped"):
+        assert len(set(kept)) == 1
+        session.last_model.close()
+        assert _live(backend) == start

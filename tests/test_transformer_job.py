@@ -27,8 +27,14 @@ def test_job_result_and_progress(native_backend):
     assert t["total"] >= t["train"] > 0
     assert len(res["samples"]) == 40 and set(res["samples"]) <= set(builtin_text("shakespeare"))
     training = [p for p in seen if p["stage"] == "training"]
-    assert [p["step"] for p in training] == [10, 20, 30]
-    assert all(p["tokens_per_s"] > 0 and p["loss"] > 0 for p in training)
+    # After every group of steps the GPU ran: steps rising to 30, the new losses (together the
+    # whole curve, in order), a rate and a time estimate.
+    steps = [p["step"] for p in training]
+    assert steps == sorted(set(steps)) and steps[-1] == 30 and len(steps) >= 2
+    streamed = [[p["losses"][0] + i, v] for p in training for i, v in enumerate(p["losses"][1])]
+    assert streamed == m["loss_curve"]
+    assert all(p["tokens_per_s"] > 0 and p["loss"] > 0 and p["eta_s"] >= 0 for p in training)
+    assert training[-1]["eta_s"] == 0
     assert training[-1]["fraction"] == 1.0 and training[-1]["val_loss"] == m["val_loss"]
 
     # the model stays in the session for the page: stream a sample, export the weights
@@ -71,11 +77,25 @@ def test_profile_of_the_step(native_backend):
 
 @pytest.mark.native
 def test_stop_is_clean(native_backend):
-    calls = []
-    ctx = Context(should_stop=lambda: calls.append(1) or len(calls) > 5)
-    with pytest.raises(Stopped):
-        asyncio.run(run_job(JOB, native_backend, ctx))  # a context without a loader: built-in text
+    """Stop is seen between groups of steps; the model as trained so far is kept (it samples and
+    exports), everything else the run made is freed."""
+    calls, seen = [], []
+    ctx = Context(should_stop=lambda: calls.append(1) or len(calls) > 5, progress=seen.append)
+    before = native_backend.memory()
+    session = Session(native_backend)
+    with pytest.raises(Stopped, match=r"stopped at step (\d+) of 30: the model as trained so far is kept") as info:
+        asyncio.run(session.run(JOB, ctx))  # a context without a loader: built-in text
     assert len(calls) == 6
+    steps = [p["step"] for p in seen if p["stage"] == "training"]
+    assert len(steps) == 5 and f"step {steps[-1]} of 30" in str(info.value)  # no step after Stop
+    kept = session.last_model
+    after = native_backend.memory()
+    assert after["bytes"] - before["bytes"] <= kept.gpu_bytes and after["plans"] == before["plans"]
+    assert len(asyncio.run(transformer_job.sample(kept, "ROMEO:", 5, 0.8, 10, seed=1))) == 5
+    cfg, _, flat = import_weights(asyncio.run(transformer_job.export(kept)))
+    assert len(flat) == kept.gpt.n_params
+    # sampling made the sampler's buffers and plan, owned by the kept model
+    assert native_backend.memory()["bytes"] - before["bytes"] <= kept.gpu_bytes
 
 
 def test_cpu_fallback_on_the_reference_backend(reference_backend):

@@ -133,9 +133,11 @@ function environment() {
 // Runs the job, posts its result to the server and resolves with the stored run.
 async function run(job, opts = {}) {
   await ready;
+  const memBefore = opts.memory ? await window.playground.memory().catch(() => null) : null;
   const { id, done } = compute(job, opts);
   const result = await done;
   const extra = { ...(result.extra || {}), ...(opts.extra || {}) };
+  if (opts.memory) extra.memory = { before: memBefore, after: await window.playground.memory().catch(() => null) };
   // Kept with the run, for its own page (/runs/<id>): the baseline and the plots (when small).
   if (result.baseline) extra.baseline = result.baseline;
   if (result.plots) {
@@ -193,6 +195,9 @@ window.playground = {
   get info() { return state.info; },
   announce,
   isSoftware: () => state.info?.backend === "webgpu" && isSoftware(state.info.adapter),
+  // What the worker holds on the GPU now: {buffers, bytes, plans, peak_bytes, kept_model_bytes,
+  // runtime: {buffers, bytes, plans, kernels} (WebGPU's own counts)}.
+  memory: async () => JSON.parse(await call("memory")),
 };
 
 // --- keyboard reach ------------------------------------------------------------------------

@@ -102,6 +102,7 @@ export class GPURuntime {
     this.kernels = new Map();
     this.plans = new Map();
     this.modules = new Map();
+    this.bufferBytes = 0;   // sizes of the live buffers in `buffers`
     this.nextId = 1;
     this.error = null;   // the first uncaptured error, reported at the next call
     this.lostInfo = null;
@@ -128,6 +129,7 @@ export class GPURuntime {
     const usage = (uniform ? U.UNIFORM : U.STORAGE) | U.COPY_DST | U.COPY_SRC;
     const size = Math.max(16, Math.ceil(nbytes / 16) * 16);
     const buffer = this.device.createBuffer({ size, usage });
+    this.bufferBytes += size;
     const id = this.nextId++;
     this.buffers.set(id, buffer);
     return id;
@@ -237,11 +239,16 @@ export class GPURuntime {
     if (pass) pass.end();
   }
 
-  runPlan(id, repeat = 1) {
+  runPlan(id, repeat = 1) { this.runPlans([id], repeat); }
+
+  // Several plans, `repeat` times, in one command encoder and one submission. `ids`: an array,
+  // or its JSON (from Python).
+  runPlans(ids, repeat = 1) {
     this.check();
-    const steps = this.plans.get(id);
+    if (typeof ids === "string") ids = JSON.parse(ids);
     const enc = this.device.createCommandEncoder();
     const prof = this.prof;
+    const first = prof ? prof.names.length : 0;
     // Profiling (profileStart): each dispatch stamped, while the query sets have room.
     const stamp = prof && ((s) => {
       if (prof.names.length >= prof.capacity) return null;
@@ -251,16 +258,26 @@ export class GPURuntime {
       prof.names.push(s.name);
       return { querySet: set.qs, beginningOfPassWriteIndex: at, endOfPassWriteIndex: at + 1 };
     });
-    for (let r = 0; r < repeat; r++) this.encode(enc, steps, stamp);
+    for (let r = 0; r < repeat; r++) {
+      for (const id of ids) {
+        const steps = this.plans.get(id);
+        if (!steps) throw new Error(`plan ${id} was freed or never made`);
+        this.encode(enc, steps, stamp);
+      }
+    }
+    if (prof && prof.names.length > first) prof.submits.push([first, prof.names.length]);
     this.device.queue.submit([enc.finish()]);
   }
 
-  // GPU time per kernel name, from timestamp queries (feature "timestamp-query"), while a profile
-  // is open: profileStart(), then runPlan as usual, then await profileStop().
+  // The one profiling mechanism (py_core's Backend.profile_start/profile_stop/profile): while a
+  // profile is open, every dispatch runPlans encodes gets a compute pass of its own with
+  // timestamps at its start and end ("timestamp-query"). Chromium quantises timestamps (100 µs
+  // unless its WebGPU developer features are on): sums over many dispatches are fair, single
+  // values are not.
   profileStart(capacity = 65536) {
     this.check();
     if (!this.device.features.has("timestamp-query")) throw new Error("this device has no timestamp-query");
-    this.prof = { capacity, names: [], sets: [] };
+    this.prof = { capacity, names: [], sets: [], submits: [] };
   }
 
   addQuerySet(prof) {
@@ -273,11 +290,12 @@ export class GPURuntime {
     return set;
   }
 
-  // JSON {name: [seconds, dispatches]}.
+  // JSON {"ops": [[label, ns], ...] a dispatch at a time in submission order, "span": ns from
+  // each submission's first dispatch start to its last's end, summed}.
   async profileStop() {
     const prof = this.prof;
     this.prof = null;
-    const out = {};
+    const stamps = new Array(2 * prof.names.length);
     try {
       for (const [i, set] of prof.sets.entries()) {
         const count = Math.min(QUERIES_PER_SET, prof.names.length - i * QUERIES_PER_SET);
@@ -288,14 +306,8 @@ export class GPURuntime {
         enc.copyBufferToBuffer(set.resolved, 0, staging, 0, 16 * count);
         this.device.queue.submit([enc.finish()]);
         await staging.mapAsync(GPUMapMode.READ);
-        const stamps = new BigUint64Array(staging.getMappedRange());
-        for (let q = 0; q < count; q++) {
-          const name = prof.names[i * QUERIES_PER_SET + q];
-          const ns = stamps[2 * q + 1] > stamps[2 * q] ? Number(stamps[2 * q + 1] - stamps[2 * q]) : 0;
-          const e = (out[name] ??= [0, 0]);
-          e[0] += ns * 1e-9;
-          e[1] += 1;
-        }
+        const got = new BigUint64Array(staging.getMappedRange());
+        for (let q = 0; q < 2 * count; q++) stamps[2 * i * QUERIES_PER_SET + q] = got[q];
         staging.unmap();
         staging.destroy();
       }
@@ -303,55 +315,21 @@ export class GPURuntime {
       for (const set of prof.sets) { set.qs.destroy(); set.resolved.destroy(); }
     }
     this.check();
-    return JSON.stringify(out);
-  }
-
-  // Where a plan's time goes, from timestamp queries ("timestamp-query" feature): every dispatch
-  // in its own compute pass, the plan run `repeat` times (its effects with it). Returns JSON
-  // {"ops": mean ns of each op (0 for copies and clears), "span": mean ns from the first pass's
-  // start to the last's end}. Chromium quantises timestamps (100 µs unless its WebGPU developer
-  // features are on): means over many passes and runs are still fair, single values are not.
-  async profilePlan(id, repeat = 1) {
-    this.check();
-    const steps = this.plans.get(id);
-    const n = steps.length, count = 2 * n, PER_SET = 4096;
-    const sets = [];
-    for (let q = 0; q < count; q += PER_SET) {
-      sets.push(this.device.createQuerySet({ type: "timestamp", count: Math.min(PER_SET, count - q) }));
-    }
-    const U = GPUBufferUsage;
-    const resolve = this.device.createBuffer({ size: 8 * count, usage: U.QUERY_RESOLVE | U.COPY_SRC });
-    const staging = this.device.createBuffer({ size: 8 * count, usage: U.MAP_READ | U.COPY_DST });
-    const sums = new Float64Array(n);
+    const ops = prof.names.map((name, q) => {
+      const a = stamps[2 * q], b = stamps[2 * q + 1];
+      return [name, b > a ? Number(b - a) : 0];
+    });
     let span = 0;
-    try {
-      for (let r = 0; r < repeat; r++) {
-        const enc = this.device.createCommandEncoder();
-        this.encode(enc, steps, (s, i) => ({ querySet: sets[Math.floor(2 * i / PER_SET)],
-          beginningOfPassWriteIndex: (2 * i) % PER_SET, endOfPassWriteIndex: (2 * i) % PER_SET + 1 }));
-        sets.forEach((set, k) => enc.resolveQuerySet(set, 0, set.count, resolve, 8 * k * PER_SET));
-        enc.copyBufferToBuffer(resolve, 0, staging, 0, 8 * count);
-        this.device.queue.submit([enc.finish()]);
-        await staging.mapAsync(GPUMapMode.READ);
-        const t = new BigUint64Array(staging.getMappedRange());
-        let first = null, last = null;
-        steps.forEach((s, i) => {
-          if (s.kind !== "dispatch") return;
-          const a = t[2 * i], b = t[2 * i + 1];
-          if (b > a) sums[i] += Number(b - a);
-          if (first === null || a < first) first = a;
-          if (last === null || b > last) last = b;
-        });
-        if (first !== null && last > first) span += Number(last - first);
-        staging.unmap();
+    for (const [lo, hi] of prof.submits) {
+      let first = null, last = null;
+      for (let q = lo; q < hi; q++) {
+        const a = stamps[2 * q], b = stamps[2 * q + 1];
+        if (first === null || a < first) first = a;
+        if (last === null || b > last) last = b;
       }
-    } finally {
-      this.check();
-      sets.forEach((set) => set.destroy());
-      resolve.destroy();
-      staging.destroy();
+      if (first !== null && last > first) span += Number(last - first);
     }
-    return JSON.stringify({ ops: Array.from(sums, (v) => v / repeat), span: span / repeat });
+    return JSON.stringify({ ops, span });
   }
 
   async finish() {
@@ -361,8 +339,17 @@ export class GPURuntime {
 
   destroyBuffer(id) {
     const b = this.buffers.get(id);
-    if (b) { b.destroy(); this.buffers.delete(id); }
+    if (b) { this.bufferBytes -= b.size; b.destroy(); this.buffers.delete(id); }
   }
 
+  // A plan's bind groups go with it (WebGPU frees them once unreferenced).
   destroyPlan(id) { this.plans.delete(id); }
+
+  // What this runtime holds: buffers and their bytes (16-byte padded sizes), plans, kernels.
+  memory() {
+    return { buffers: this.buffers.size, bytes: this.bufferBytes, plans: this.plans.size,
+             kernels: this.kernels.size };
+  }
+
+  memoryJSON() { return JSON.stringify(this.memory()); }
 }

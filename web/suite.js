@@ -24,9 +24,15 @@ export async function runSuite(name, playground, log = () => {}, only = null) {
   const info = await playground.ready;
   const runs = [];
   const errors = [];
+  const stops = [];
   const t0 = performance.now();
   for (const [i, entry] of suite.jobs.entries()) {
     const label = entry.label || `${entry.job.kind} ${i + 1}`;
+    if (entry.stop_after_s !== undefined) {  // Stop latency: the job, Stop after s seconds, until it ends
+      stops.push(await timeStop(playground, entry, label));
+      log(`${label}: stopped ${stops.at(-1).latency_s?.toFixed(3)} s after Stop`);
+      continue;
+    }
     try {
       for (let w = 0; w < (entry.warmup ?? 1); w++) {
         log(`${label}: warm-up ${w + 1}`);
@@ -34,7 +40,9 @@ export async function runSuite(name, playground, log = () => {}, only = null) {
       }
       for (let r = 0; r < (entry.repeat ?? 1); r++) {
         log(`${label}: run ${r + 1}/${entry.repeat ?? 1}`);
-        const run = await playground.run(entry.job, { extra: { suite: suite.name, label, rep: r } });
+        // memory: the GPU memory the worker holds before and after the job, in the run's extra
+        // (a job that leaks shows as an "after" that grows run after run).
+        const run = await playground.run(entry.job, { extra: { suite: suite.name, label, rep: r }, memory: true });
         runs.push({ id: run.id, label, rep: r });
         // The server's runs of this job share the machine (and its GPU): let them finish before
         // the next timed run, so they never overlap a clock.
@@ -48,9 +56,32 @@ export async function runSuite(name, playground, log = () => {}, only = null) {
   const summary = await playground.post({
     id: crypto.randomUUID(), kind: "suite", config: { suite: suite.name, jobs: suite.jobs },
     backend: info.backend, adapter: info.adapter,
-    metrics: { runs, errors, ok: errors.length === 0 },
+    metrics: { runs, errors, ok: errors.length === 0, ...(stops.length ? { stops } : {}),
+               memory: await playground.memory().catch(() => null) },
     timings: { total: (performance.now() - t0) / 1000 },
   });
   log(`suite ${suite.name} done: ${runs.length} runs, ${errors.length} errors`);
   return summary;
+}
+
+// Runs entry.job, presses Stop (playground.stop, what the Stop buttons call) entry.stop_after_s
+// seconds in, and measures how long the job takes to end after it: {label, stop_after_s,
+// latency_s, stopped, message, memory: {before, after}} (GPU memory the worker holds).
+async function timeStop(playground, entry, label) {
+  const before = await playground.memory().catch(() => null);
+  const { done } = playground.compute(entry.job);
+  let tStop = null;
+  const timer = setTimeout(() => { tStop = performance.now(); playground.stop(); }, entry.stop_after_s * 1000);
+  let stopped = false, message = "finished before Stop";
+  try {
+    await done;
+  } catch (e) {
+    stopped = Boolean(e.stopped);
+    message = e.detail ? e.detail.split("\n").filter(Boolean).at(-1) : String(e.message || e);
+  }
+  const tEnd = performance.now();
+  clearTimeout(timer);
+  return { label, stop_after_s: entry.stop_after_s, stopped, message,
+           latency_s: tStop === null ? null : (tEnd - tStop) / 1000,
+           memory: { before, after: await playground.memory().catch(() => null) } };
 }

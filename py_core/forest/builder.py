@@ -41,6 +41,8 @@ from fractions import Fraction
 
 from ..errors import Stopped
 from ..gpu import LimitError
+from ..gpu.backend import by_label
+from ..gpu.pacing import GROUP_SECONDS, Pacer
 from ..kernels.forest import (
     ENTROPY,
     HC_SLOTS,
@@ -217,16 +219,21 @@ class Grower:
         check_fits(b, n, self.spec)  # before any data goes up
         self.clock, self.timings, self.t0 = time.perf_counter, {}, time.perf_counter()
         self.n, self.F, self.T, self.K = n, F, self.spec.n_estimators, self.spec.n_classes
-        self.owned, kept = [], []
+        # Every buffer and plan of the fit is the fit scope's, freed at the end (on Stop and
+        # failure too), but for the prediction arrays, handed to the caller's scope.
+        outer = b.current_scope()
+        fit = b.scope("forest fit").__enter__()  # current until `finally` closes it
         if profile:
             b.profile_start()
         try:
             await self._compile()
             columns = await self._upload_and_sort(X, y)
             await self._bin(columns)
-            t1 = self.clock()
+            t1 = self.t_levels = self.clock()
             self._tree_buffers()
             self._fixed_plans()
+            self.pacer = Pacer(GROUP_SECONDS)  # levels a submission, from the measured rate
+            self.levels_total = self.z.levels or max(1, math.ceil(math.log2(max(2, n))) + 4)
             for done in range(0, self.T, self.z.Tb):
                 await self._grow_batch(done, min(self.z.Tb, self.T - done), progress, should_stop,
                                        pause)
@@ -234,23 +241,23 @@ class Grower:
             self.timings["levels"] = self.clock() - t1
             grown = await self._read_back()
             if profile:
-                for name, (seconds, count) in (await b.profile_stop()).items():
+                for name, (seconds, count) in by_label(await b.profile_stop()).items():
                     grown.timings["k_" + name.split(".")[-1]] = seconds
                 profile = False
-            kept = [grown.ptree, grown.pval]
+            if outer is not None:
+                outer.own(grown.ptree, grown.pval)
+            else:  # the caller frees them (b.free)
+                fit._forget(grown.ptree)
+                fit._forget(grown.pval)
             return grown
-        finally:
+        finally:  # also when stopped or failed
             if profile:
                 await b.profile_stop()
-            for made in self.owned:
-                if not any(made is keep for keep in kept):
-                    b.free(made)
+            fit.__exit__(None, None, None)
 
     def _buf(self, *args, **kwargs):
-        """A buffer of this fit (freed when the fit ends)."""
-        made = self.b.buffer(*args, **kwargs)
-        self.owned.append(made)
-        return made
+        """A buffer of this fit (the fit's scope frees it when the fit ends)."""
+        return self.b.buffer(*args, **kwargs)
 
     async def _compile(self) -> None:
         """The kernels (the parallel-bins set on GPUs) and the parameters every kernel shares."""
@@ -374,14 +381,13 @@ class Grower:
                                 self._grid(n))
         self.level_params, self.level_plans = [], {}  # [(uniform, params)] per plan; (d, slots) -> plan
         self.batch = (0, Tb)  # first tree, trees: what the level uniforms are packed for
-        # A batch is one submission when its depth is fixed (<= 16). Deeper or unbounded trees
-        # run their first FIRST_LEVELS levels so, then one level a submission: a small readback
-        # of `meta` says how many slots the next level has open, and its plan covers only those
-        # (rounded up to a power of two, so plans are reused): deep levels, where few rows are
-        # left, cost what their live nodes need, not 2^depth or n slots.
+        # A batch's levels go in paced groups (_grow_batch) when its depth is fixed (<= 16).
+        # Deeper or unbounded trees run their first FIRST_LEVELS levels so, then one level a
+        # submission: a small readback of `meta` says how many slots the next level has open,
+        # and its plan covers only those (rounded up to a power of two, so plans are reused):
+        # deep levels, where few rows are left, cost what their live nodes need, not 2^depth.
         deep = z.levels is None or z.levels > 16
         self.head = z.levels if not deep else min(FIRST_LEVELS, z.levels or FIRST_LEVELS)
-        self.joined = {}  # (first levels, with final) or (level, slots) -> one plan, made once
 
     def _per_feature(self, sp: int):
         """A workgroup (parallel bins), or a thread, per (tree, slot of the pass, feature)."""
@@ -424,39 +430,36 @@ class Grower:
         self.level_plans[(e, s_cur)] = plan
         return plan
 
-    def _first_levels(self, with_final: bool):
-        """init and the first `head` levels (and final, when they are all), as one plan."""
-        if with_final not in self.joined:
-            parts = [self.init] + [self._level(d, level_slots(d, self.n, self.s_min))
-                                   for d in range(self.head)]
-            self.joined[with_final] = self.b.plan().extend(*parts, *([self.final] if with_final else []))
-        return self.joined[with_final]
-
     async def _grow_batch(self, done: int, nt: int, progress, should_stop, pause) -> None:
-        """Trees done .. done + nt - 1, level by level: the first levels in one submission, then
-        (deep trees) a level a submission sized by the open slots, until none is open."""
-        b, z, T = self.b, self.z, self.T
+        """Trees done .. done + nt - 1, level by level. The first `head` levels go to the GPU in
+        groups (py_core.gpu.pacing), each one submission sized to take about GROUP_SECONDS at
+        the measured rate, the GPU waited for after each; deep trees then go a level a
+        submission sized by the open slots (a small readback of `meta`), until none is open.
+        After every submission the fit reports what the GPU has done and honours Stop and
+        Pause: within a level on a software adapter, within a quarter second on a GPU."""
+        b, z = self.b, self.z
         self.batch = (done, nt)
         b.write(self.P0, PARAMS.pack(**self._params({}, done, nt)))
         for ups in self.level_params:
             for P, pp in ups:
                 b.write(P, PARAMS.pack(**self._params(pp, done, nt)))
-        levels_total = z.levels or max(1, math.ceil(math.log2(max(2, self.n))) + 4)  # progress
-        d = self.head  # levels grown after this submission
-        plan = self._first_levels(self.head == z.levels)
+        pacer = self.pacer
+        d = 0  # levels submitted
+        while d < self.head:
+            g = pacer.size(self.head - d)
+            plans = ([self.init] if d == 0 else []) + [
+                self._level(e, level_slots(e, self.n, self.s_min)) for e in range(d, d + g)]
+            d += g
+            if d == z.levels:
+                plans.append(self.final)
+            t0 = self.clock()
+            await b.run(plans)
+            await b.finish()
+            pacer.done(g, self.clock() - t0)
+            await self._between(done, nt, d, progress, should_stop, pause)
+        if d == z.levels:
+            return
         while True:
-            last = z.levels is not None and d >= z.levels
-            await b.run(plan)
-            if should_stop is not None and should_stop():
-                raise Stopped("stopped on request")
-            if pause is not None:
-                await pause()  # waits while paused; raises Stopped
-            if progress is not None:
-                total = max(levels_total, d)
-                progress({"stage": f"level {d}/{total}", "trees": [done, T],
-                          "fraction": (done + nt * min(1.0, d / total)) / T})
-            if last:
-                return
             m_ = await b.read(self.meta)  # a few words: the open pairs of each tree's next level
             pairs = max(m_[2 * (done + t) + 1] for t in range(nt))
             if not pairs:
@@ -464,11 +467,28 @@ class Grower:
                 return
             s_cur = min(level_slots(d, self.n, self.s_min), 1 << (2 * pairs - 1).bit_length())
             plan = self._level(d, s_cur)
-            if z.levels is not None and d == z.levels - 1:  # the last level: then finalize
-                if (d, s_cur) not in self.joined:
-                    self.joined[(d, s_cur)] = b.plan().extend(plan, self.final)
-                plan = self.joined[(d, s_cur)]
+            last = z.levels is not None and d == z.levels - 1
+            await b.run([plan, self.final] if last else plan)
             d += 1
+            if last:
+                return
+            await self._between(done, nt, d, progress, should_stop, pause)
+
+    async def _between(self, done: int, nt: int, d: int, progress, should_stop, pause) -> None:
+        """After a submission the GPU has finished: Stop, Pause, and progress with an estimate."""
+        T = self.T
+        if should_stop is not None and should_stop():
+            raise Stopped(f"stopped at level {d} of trees {done + 1}-{done + nt}, with {done} of "
+                          f"{T} trees finished: the forest is discarded (nothing is stored)")
+        if pause is not None:
+            await pause()  # waits while paused; raises Stopped
+        if progress is not None:
+            total = max(self.levels_total, d)
+            fraction = (done + nt * min(1.0, d / total)) / T
+            spent = self.clock() - self.t_levels
+            progress({"stage": f"trees {done + 1}-{done + nt} of {T}: level {d}/{total}",
+                      "trees": [done, T], "level": [d, total], "fraction": fraction,
+                      "eta_s": spent * (1 - fraction) / fraction if fraction > 0 else None})
 
     async def _read_back(self) -> Grown:
         """Importances on the device, then the one readback of the fit: tree sizes, prediction
@@ -497,16 +517,14 @@ class Grower:
         total = sum(x.length for x in bufs)
         if 4 * total > _cap(b):
             return [await b.read(x) for x in bufs]
-        pack = b.buffer("u32", total)
-        try:
+        async with b.scope("readback"):
+            pack = b.buffer("u32", total)
             plan, at = b.plan(), 0
             for x in bufs:
                 plan.copy(x, pack, x.length, dst_offset=at)
                 at += x.length
             await b.run(plan)
             words, out, at = await b.read(pack), [], 0
-        finally:
-            b.free(pack)
         for x in bufs:
             out.append(words[at:at + x.length])
             at += x.length

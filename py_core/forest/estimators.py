@@ -164,10 +164,19 @@ class _Forest:
         target, K = self._encode(y)
         spec = self._spec(n, F, K)
         backend = self._backend()
-        self._free_device()
+        self.release()  # a refit frees the previous fit's device arrays first
         t_prepare = time.perf_counter() - t0
-        grown = await builder.Grower(backend, spec, parallel_bins).grow(flat, n, F, target, progress, should_stop,
-                                                              pause, profile)
+        # The device arrays' owner: a child of the caller's current scope (a job's: freed with
+        # it), else a scope of its own, freed by `release` or the next fit.
+        scope = backend.scope(f"{type(self).__name__} model")
+        try:
+            with scope.use():  # the prediction arrays the fit hands back join it
+                grown = await builder.Grower(backend, spec, parallel_bins).grow(
+                    flat, n, F, target, progress, should_stop, pause, profile)
+        except BaseException:
+            scope.close()
+            raise
+        self._scope = scope
         await backend.finish()
         self.n_features_in_ = F
         self.n_outputs_ = K
@@ -196,22 +205,30 @@ class _Forest:
             self._tree_dicts = self._forest.dicts()
         return self._tree_dicts
 
-    def _free_device(self):
-        """Frees the previous fit's prediction arrays (GPU memory in the browser)."""
-        device = getattr(self, "_device", None)
-        if device is not None:
-            for buf in device[1:3]:
-                device[0].free(buf)
-        self._device = None
+    def release(self) -> None:
+        """Free the device copy of the trees (GPU memory in the browser); prediction uploads
+        them again when needed. Fitting again releases the previous fit's first."""
+        scope = getattr(self, "_scope", None)
+        if scope is not None:
+            scope.close()
+        self._scope = self._device = None
+
+    def device_bytes(self) -> int:
+        """Bytes this forest keeps on its backend for prediction (0 after `release`)."""
+        scope = getattr(self, "_scope", None)
+        return 0 if scope is None else scope.nbytes
 
     async def _predict_raw(self, X, n_features=None) -> tuple[array, int]:
         if getattr(self, "_forest", None) is None:
             raise RuntimeError(f"this {type(self).__name__} is not fitted yet: await fit() first")
         flat, n, F = as_matrix(X, n_features if n_features is not None else self.n_features_in_)
         backend = self._backend()
-        if self._device is None or self._device[0] is not backend:
-            self._free_device()
-            self._device = (backend,) + trees.upload(backend, self._forest) + (self._forest.NC,)
+        device = getattr(self, "_device", None)
+        if device is None or device[0] is not backend or device[1].handle is None:
+            self.release()
+            self._scope = backend.scope(f"{type(self).__name__} model")
+            with self._scope.use():
+                self._device = (backend,) + trees.upload(backend, self._forest) + (self._forest.NC,)
         _, ptree, pval, NC = self._device
         out = await trees.predict(backend, ptree, pval, NC, self._forest.T, self.n_outputs_,
                                   flat, n, F)

@@ -81,9 +81,9 @@ async def predict(backend, ptree, pval, NC: int, n_trees: int, K: int, X: array,
     x_rows = max(1, cap // (X.itemsize * F))
     rows = min(n, out_rows, x_rows)  # rows a dispatch: all of them unless the adapter binds less
     wg = backend.limits["maxComputeWorkgroupsPerDimension"]
-    flags = backend.buffer("u32", 1)
-    made, outs = [flags], []
-    try:
+    async with backend.scope("forest predict"):  # every buffer and plan here, freed at the end
+        flags = backend.buffer("u32", 1)
+        outs = []
         for r0 in range(0, n, rows):
             m = min(rows, n - r0)
             part = X if m == n else X[r0 * F:(r0 + m) * F]
@@ -92,7 +92,6 @@ async def predict(backend, ptree, pval, NC: int, n_trees: int, K: int, X: array,
             P = backend.buffer("u32", uniform=True, data=PARAMS.pack(**params))
             Xb = backend.buffer("u32", data=words)
             out = backend.buffer("u32", 2 * m * K)
-            made += [P, Xb, out]
             outs.append(out)
             await backend.run(backend.plan()
                               .dispatch(check, [P, Xb, flags], grid(-(-m * F // WG), wg))
@@ -103,10 +102,6 @@ async def predict(backend, ptree, pval, NC: int, n_trees: int, K: int, X: array,
         for out in outs:
             result.frombytes(memoryview(await backend.read(out)).cast("B"))
         return result
-    finally:
-        for buf in made:
-            backend.free(buf)
-
 
 def _predict_params(n, F, K, NC, T, xd):
     return dict(n=n, F=F, FW=0, NB=0, C=0, K=K, crit=0, T=0, tree0=0, seed=0, boot=0, mss=0, msl=0,

@@ -19,10 +19,14 @@ wgpu-native, on the server's GPU or lavapipe) and `webgpu` (the browser, through
 from __future__ import annotations
 
 import abc
+import contextvars
 import itertools
+import time
 from array import array
 from dataclasses import dataclass, field
 from typing import NamedTuple
+
+from .scope import Scope
 
 TYPECODES = {"f32": "f", "u32": "I", "i32": "i"}
 
@@ -53,7 +57,8 @@ class Buffer:
     dtype: str
     length: int  # elements
     uniform: bool = False
-    handle: object = None  # the backend's own object
+    handle: object = None  # the backend's own object; None once freed
+    scope: object = None   # the Scope that owns it, if any
 
     @property
     def nbytes(self) -> int:
@@ -101,15 +106,23 @@ class Plan:
     """A recorded list of operations; backends turn it into their own form once."""
 
     ops: list = field(default_factory=list)  # Dispatch | Clear | Copy
-    compiled: object = None  # the backend's cached form
+    compiled: object = None  # the backend's cached form (a JS plan id, bind groups): see `run`
     labels: dict = field(default_factory=dict)  # op index -> name in profiles (default: the kernel's)
+    backend: object = None   # the backend that compiled it
+    scope: object = None     # the Scope that owns it, if any
+
+    def _changed(self) -> None:
+        """The ops changed: the compiled form is stale (and freed in the backend)."""
+        if self.compiled is not None and self.backend is not None:
+            self.backend._release_plan(self)
+        self.compiled = None
 
     def dispatch(self, kernel: Kernel, buffers: list[Buffer], grid, label: str | None = None) -> "Plan":
         grid = tuple(grid) + (1,) * (3 - len(grid))
         if label is not None:
             self.labels[len(self.ops)] = label
         self.ops.append(Dispatch(kernel, list(buffers), grid))
-        self.compiled = None
+        self._changed()
         return self
 
     def label(self, i: int) -> str:
@@ -119,7 +132,7 @@ class Plan:
     def clear(self, buf: Buffer) -> "Plan":
         """Fill `buf` with zero bits."""
         self.ops.append(Clear(buf))
-        self.compiled = None
+        self._changed()
         return self
 
     def extend(self, *plans: "Plan") -> "Plan":
@@ -127,16 +140,16 @@ class Plan:
         submission."""
         for other in plans:
             at = len(self.ops)
-            self.labels.update((at + i, label) for i, label in other.labels.items())
             self.ops.extend(other.ops)
-        self.compiled = None
+            self.labels.update({at + i: name for i, name in other.labels.items()})
+        self._changed()
         return self
 
     def copy(self, src: Buffer, dst: Buffer, n: int | None = None, src_offset=0, dst_offset=0) -> "Plan":
         """Copy `n` elements (default all of `src`)."""
         n = src.length - src_offset if n is None else n
         self.ops.append(Copy(src, src_offset, dst, dst_offset, n))
-        self.compiled = None
+        self._changed()
         return self
 
 
@@ -163,6 +176,11 @@ class Backend(abc.ABC):
         self.limits = dict(DEFAULT_LIMITS)
         self.adapter: dict = {}
         self.features: list[str] = []
+        # The innermost current Scope (per asyncio task): new buffers and plans join it.
+        self._current_scope = contextvars.ContextVar(f"scope-{id(self)}", default=None)
+        self._live = {"buffers": 0, "bytes": 0, "plans": 0}
+        self._peak_bytes = 0
+        self._profile: Profile | None = None
 
     # -- description -------------------------------------------------------------------------
     @property
@@ -180,6 +198,24 @@ class Backend(abc.ABC):
                 f"{what} needs {nbytes / 2**20:.1f} MiB but this adapter binds at most "
                 f"{cap / 2**20:.0f} MiB per buffer: use fewer rows, trees or a smaller model")
 
+    # -- ownership and accounting ---------------------------------------------------------------
+    def scope(self, name: str = "", detached: bool = False) -> Scope:
+        """A new scope, the child of the current one (none when `detached`): see scope.py."""
+        return Scope(self, name, None if detached else self._current_scope.get())
+
+    def current_scope(self) -> Scope | None:
+        return self._current_scope.get()
+
+    def memory(self) -> dict:
+        """What is alive on this backend: {"buffers", "bytes" (4 x elements), "plans" (compiled),
+        "peak_bytes"}."""
+        return dict(self._live, peak_bytes=self._peak_bytes)
+
+    def _join_scope(self, thing) -> None:
+        scope = self._current_scope.get()
+        if scope is not None and thing.scope is None:
+            scope.own(thing)
+
     # -- buffers -----------------------------------------------------------------------------
     def buffer(self, dtype: str, n: int | None = None, data=None, uniform: bool = False) -> Buffer:
         if dtype not in TYPECODES:
@@ -194,6 +230,10 @@ class Backend(abc.ABC):
         self.check_size(4 * n)
         buf = Buffer(self, next(self._ids), dtype, n, uniform)
         buf.handle = self._create(buf)
+        self._live["buffers"] += 1
+        self._live["bytes"] += buf.nbytes
+        self._peak_bytes = max(self._peak_bytes, self._live["bytes"])
+        self._join_scope(buf)
         if data is not None and n:
             self.write(buf, data)
         return buf
@@ -209,8 +249,47 @@ class Backend(abc.ABC):
         n = buf.length if n is None else n
         return await self._read(buf, n)
 
+    def free(self, buf: Buffer) -> None:
+        """Give the buffer's memory back now (idempotent); it leaves its scope."""
+        if buf.scope is not None:
+            buf.scope._forget(buf)
+        if buf.handle is None:
+            return
+        self._destroy(buf)
+        buf.handle = None
+        self._live["buffers"] -= 1
+        self._live["bytes"] -= buf.nbytes
+
+    # -- plans -------------------------------------------------------------------------------
     def plan(self) -> Plan:
-        return Plan()
+        """An empty plan owned by the current scope."""
+        plan = Plan(backend=self)
+        self._join_scope(plan)
+        return plan
+
+    def free_plan(self, plan: Plan) -> None:
+        """Free the plan's compiled form (its JS plan, bind groups); it leaves its scope."""
+        if plan.scope is not None:
+            plan.scope._forget(plan)
+        self._release_plan(plan)
+
+    def _release_plan(self, plan: Plan) -> None:
+        if plan.compiled is not None and plan.backend is self:
+            self._destroy_plan(plan)
+            self._live["plans"] -= 1
+        plan.compiled = None
+
+    def _prepare(self, plan: Plan) -> None:
+        """Check and compile a plan once per recording: a step must stay O(1) in Python."""
+        if plan.compiled is not None:
+            return
+        for op in plan.ops:
+            if isinstance(op, Dispatch):
+                self._check_grid(op.kernel, op.grid)
+        plan.backend = self
+        plan.compiled = self._compile_plan(plan)
+        self._live["plans"] += 1
+        self._join_scope(plan)
 
     async def kernel(self, family: str, entry: str, constants: dict | None = None) -> Kernel:
         key = (family, entry, tuple(sorted((constants or {}).items())))
@@ -220,46 +299,22 @@ class Backend(abc.ABC):
             self._kernels[key] = k
         return self._kernels[key]
 
-    async def run(self, plan: Plan, repeat: int = 1) -> None:
-        """Run the plan's operations in order, `repeat` times; returns once they are submitted."""
-        if plan.compiled is None:  # once per recording: a training step must stay O(1) in Python
-            for op in plan.ops:
-                if isinstance(op, Dispatch):
-                    self._check_grid(op.kernel, op.grid)
+    async def run(self, plan: "Plan | list[Plan]", repeat: int = 1) -> None:
+        """Run the plan's operations in order, `repeat` times; returns once they are submitted.
+        A list of plans is one submission (their operations one after another)."""
+        plans = list(plan) if isinstance(plan, (list, tuple)) else [plan]
+        for p in plans:
+            self._prepare(p)
         if self._profile is not None:
-            await self._run_timed(plan, repeat)
+            await self._profile.run(plans, repeat)
         else:
-            await self._run(plan, repeat)
+            await self._submit(plans, repeat)
 
-    # -- profiling: time spent per kernel while a profile is open -----------------------------
-    _profile = None
-
-    def profile_start(self) -> None:
-        """From now on, time every operation `run` submits, per kernel name (for benchmarks:
-        by default each operation runs alone and the queue is drained after it)."""
-        self._profile = {}
-
-    async def profile_stop(self) -> dict:
-        """{kernel name: [seconds, dispatches]} since `profile_start`; ends the profile."""
-        await self.finish()
-        out, self._profile = self._profile or {}, None
-        return out
-
-    async def _run_timed(self, plan: Plan, repeat: int) -> None:
-        import time
-        subs = plan.__dict__.setdefault("_single_ops", [])
-        if len(subs) != len(plan.ops):
-            subs[:] = [Plan([op]) for op in plan.ops]
-        await self.finish()
+    async def _submit(self, plans: list[Plan], repeat: int) -> None:
+        """One submission of several plans; backends that encode commands override it."""
         for _ in range(repeat):
-            for op, sub in zip(plan.ops, subs):
-                name = op_name(op)
-                t0 = time.perf_counter()
-                await self._run(sub, 1)
-                await self.finish()
-                entry = self._profile.setdefault(name, [0.0, 0])
-                entry[0] += time.perf_counter() - t0
-                entry[1] += 1
+            for p in plans:
+                await self._run(p, 1)
 
     def _check_grid(self, kernel: Kernel, grid):
         cap = self.limits["maxComputeWorkgroupsPerDimension"]
@@ -269,33 +324,50 @@ class Backend(abc.ABC):
     async def finish(self) -> None:
         """Wait until all submitted work is done (before reading a clock)."""
 
+    # -- profiling: the one mechanism (benchmarks, Trainer.profile, the forest's k_ timings) ------
+    def profile_start(self) -> None:
+        """From now on, time every dispatch `run` submits, by its label (Plan.label): on the GPU's
+        timestamps where the backend has them, else each dispatch alone on the wall clock."""
+        self._profile = self._profiler()
+
+    async def profile_stop(self) -> dict:
+        """Ends the profile: {"ops": [(label, seconds) per dispatch run, in order], "span":
+        seconds from each submission's first dispatch start to its last's end, summed,
+        "method"}; `by_label(result)` sums it per label."""
+        prof, self._profile = self._profile, None
+        if prof is None:
+            return {"ops": [], "span": 0.0, "method": "none"}
+        return await prof.result()
+
     async def profile(self, plan: Plan, repeat: int = 3) -> dict:
-        """Where a plan's time goes: {"ops": [(label, seconds), ...] for every op (the mean of
-        `repeat` runs), "span": seconds from the first op's start to the last's end, "method"}.
-        The plan's operations run `repeat` times more (their effects with them). This default
-        times each op alone on the wall clock (its own submission, the queue drained around it,
-        less an empty submission's cost): relative costs on any backend. The webgpu backend
-        reads timestamp queries where the adapter has them."""
-        import time
+        """Where a plan's time goes: the plan run once untimed (compiling what it needs) and then
+        `repeat` times under a profile (its effects with it); "ops" holds each dispatch's mean."""
+        await self.run(plan)
+        await self.finish()
+        self.profile_start()
+        try:
+            await self.run(plan, repeat)
+        finally:
+            got = await self.profile_stop()
+        ops = got["ops"]
+        per = len(ops) // repeat if repeat else 0
+        mean = [(ops[i][0], sum(ops[i + r * per][1] for r in range(repeat)) / repeat) for i in range(per)]
+        return {"ops": mean, "span": got["span"] / max(1, repeat), "method": got["method"]}
 
-        async def timed(p: Plan) -> float:
-            await self.run(p)  # compiles pipelines and bind groups outside the timing
-            await self.finish()
-            t0 = time.perf_counter()
-            for _ in range(repeat):
-                await self.run(p)
-                await self.finish()
-            return (time.perf_counter() - t0) / repeat
-
-        base = await timed(Plan())
-        ops = [(plan.label(i), max(0.0, await timed(Plan(ops=[op])) - base))
-               for i, op in enumerate(plan.ops)]
-        return {"ops": ops, "span": sum(t for _, t in ops), "method": "wall clock, op by op"}
-
-    def free(self, buf: Buffer) -> None:
-        buf.handle = None
+    def _profiler(self) -> "Profile":
+        return Profile(self)
 
     # -- what each backend implements -------------------------------------------------------------
+    def _destroy(self, buf: Buffer) -> None:
+        """Release the buffer's memory in the backend (default: drop the reference)."""
+
+    def _compile_plan(self, plan: Plan):
+        """The backend's form of a plan, made once; anything but None."""
+        return True
+
+    def _destroy_plan(self, plan: Plan) -> None:
+        """Release a compiled plan's backend objects (default: nothing to do)."""
+
     @abc.abstractmethod
     def _create(self, buf: Buffer): ...
 
@@ -310,6 +382,53 @@ class Backend(abc.ABC):
 
     @abc.abstractmethod
     async def _run(self, plan: Plan, repeat: int) -> None: ...
+
+
+class Profile:
+    """The wall-clock profile: each dispatch in a submission of its own, the queue drained around
+    it (relative costs on any backend). The webgpu backend reads GPU timestamps instead."""
+
+    method = "wall clock, a dispatch at a time (queue drained around each)"
+
+    def __init__(self, backend: Backend):
+        self.b, self.ops, self.span = backend, [], 0.0
+        self._single: dict = {}  # id(plan) -> (plan, [one-op plans])
+
+    async def run(self, plans: list[Plan], repeat: int) -> None:
+        b = self.b
+        await b.finish()
+        for _ in range(repeat):
+            for plan in plans:
+                got = self._single.get(id(plan))
+                if got is None or got[0] is not plan or len(got[1]) != len(plan.ops):
+                    subs = [Plan(ops=[op], backend=b) for op in plan.ops]
+                    for sub in subs:
+                        b._prepare(sub)
+                    got = self._single[id(plan)] = (plan, subs)
+                for i, sub in enumerate(got[1]):
+                    t0 = time.perf_counter()
+                    await b._submit([sub], 1)
+                    await b.finish()
+                    if isinstance(plan.ops[i], Dispatch):
+                        dt = time.perf_counter() - t0
+                        self.ops.append((plan.label(i), dt))
+                        self.span += dt
+
+    async def result(self) -> dict:
+        for _, subs in self._single.values():
+            for sub in subs:
+                self.b.free_plan(sub)
+        return {"ops": self.ops, "span": self.span, "method": self.method}
+
+
+def by_label(profile: dict) -> dict:
+    """{label: [seconds, dispatches]} of a profile's ops."""
+    out: dict = {}
+    for label, seconds in profile["ops"]:
+        entry = out.setdefault(label, [0.0, 0])
+        entry[0] += seconds
+        entry[1] += 1
+    return out
 
 
 def _as_array(data, dtype: str):

@@ -55,10 +55,10 @@ class WebGPUBackend(Backend):
 
     def _compile_plan(self, plan: Plan) -> int:
         ops = []  # the runtime's plan steps (web/gpu.js, createPlan), offsets in bytes
-        for op in plan.ops:
+        for i, op in enumerate(plan.ops):
             if isinstance(op, Dispatch):
                 ops.append({"kind": "dispatch", "kernel": op.kernel.handle, "grid": list(op.grid),
-                            "buffers": [b.handle for b in op.buffers], "name": op.kernel.name})
+                            "buffers": [b.handle for b in op.buffers], "name": plan.label(i)})
             elif isinstance(op, Clear):
                 ops.append({"kind": "clear", "buffer": op.buffer.handle})
             else:
@@ -66,40 +66,35 @@ class WebGPUBackend(Backend):
                             "dst": op.dst.handle, "dstOffset": 4 * op.dst_offset, "bytes": 4 * op.n})
         return self._call("plan recording", self.rt.createPlan, json.dumps(ops))
 
+    def _destroy_plan(self, plan: Plan) -> None:
+        self._call("plan release", self.rt.destroyPlan, plan.compiled)
+
     async def _run(self, plan: Plan, repeat: int) -> None:
-        if plan.compiled is None:
-            plan.compiled = self._compile_plan(plan)
-        self._call("submit", self.rt.runPlan, plan.compiled, repeat)
+        await self._submit([plan], repeat)
 
-    async def profile(self, plan: Plan, repeat: int = 3) -> dict:
+    async def _submit(self, plans: list[Plan], repeat: int) -> None:
+        if len(plans) == 1:
+            self._call("submit", self.rt.runPlan, plans[0].compiled, repeat)
+        else:
+            self._call("submit", self.rt.runPlans, json.dumps([p.compiled for p in plans]), repeat)
+
+    def _profiler(self):
         """Timestamp queries around every dispatch where the adapter has "timestamp-query"
-        (web/gpu.js profilePlan), else the wall-clock default."""
+        (web/gpu.js profileStart/profileStop), else the wall-clock default."""
         if "timestamp-query" not in self.features:
-            return await super().profile(plan, repeat)
-        if plan.compiled is None:
-            plan.compiled = self._compile_plan(plan)
-        try:
-            got = json.loads(await self.rt.profilePlan(plan.compiled, repeat))
-        except Exception as exc:
-            raise GPUError(f"WebGPU profiling failed: {exc}") from exc
-        return {"ops": [(plan.label(i), ns * 1e-9) for i, ns in enumerate(got["ops"])],
-                "span": got["span"] * 1e-9, "method": "timestamp queries, a pass per dispatch"}
-
-    def profile_start(self) -> None:
-        """With timestamp queries, kernels are timed on the GPU without draining the queue."""
-        if "timestamp-query" not in self.features:
-            return super().profile_start()
+            return super()._profiler()
         self._call("profile start", self.rt.profileStart)
-        self._gpu_profile = True
+        return _GPUProfile(self)
 
-    async def profile_stop(self) -> dict:
-        if not getattr(self, "_gpu_profile", False):
-            return await super().profile_stop()
-        self._gpu_profile = False
+    def memory(self) -> dict:
+        """The Python-side counts, and the JS runtime's own ("runtime": its maps' sizes and the
+        bytes of the GPUBuffers it holds, 16-byte padded)."""
+        out = super().memory()
         try:
-            return json.loads(await self.rt.profileStop())
-        except Exception as exc:
-            raise GPUError(f"WebGPU profile readback failed: {exc}") from exc
+            out["runtime"] = json.loads(self.rt.memoryJSON())
+        except Exception:  # an older runtime: the Python counts alone
+            pass
+        return out
 
     async def finish(self) -> None:
         try:
@@ -107,7 +102,25 @@ class WebGPUBackend(Backend):
         except Exception as exc:
             raise GPUError(str(exc)) from exc
 
-    def free(self, buf: Buffer) -> None:
-        if buf.handle is not None:
-            self.rt.destroyBuffer(buf.handle)
-        buf.handle = None
+    def _destroy(self, buf: Buffer) -> None:
+        self.rt.destroyBuffer(buf.handle)
+
+
+class _GPUProfile:
+    """A profile read from GPU timestamps: runs submit as usual, the runtime stamps each dispatch."""
+
+    method = "timestamp queries, a pass per dispatch"
+
+    def __init__(self, backend: WebGPUBackend):
+        self.b = backend
+
+    async def run(self, plans: list[Plan], repeat: int) -> None:
+        await self.b._submit(plans, repeat)
+
+    async def result(self) -> dict:
+        try:
+            got = json.loads(await self.b.rt.profileStop())
+        except Exception as exc:
+            raise GPUError(f"WebGPU profile readback failed: {exc}") from exc
+        return {"ops": [(name, ns * 1e-9) for name, ns in got["ops"]], "span": got["span"] * 1e-9,
+                "method": self.method}

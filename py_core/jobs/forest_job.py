@@ -48,6 +48,12 @@ PARAMS = set(RandomForestRegressor().get_params()) - {"backend"}
 
 
 async def run(job: dict, backend, ctx) -> dict:
+    """The job; every GPU buffer and plan it makes (the forest's too) is freed when it ends."""
+    async with backend.scope("forest job"):
+        return await _run(job, backend, ctx)
+
+
+async def _run(job: dict, backend, ctx) -> dict:
     from ..data import DataError, prepare
 
     for key in ("dataset", "target"):
@@ -256,7 +262,6 @@ async def predict_csv(model, data: bytes, name: str, backend="reference") -> dic
     """Predictions of an exported model (a job's "model": its binary form, or the JSON format with
     "data") for a new CSV with the same feature columns: {"csv": the rows' predictions (and class
     probabilities) as CSV text, "rows": n, "seconds": time to predict}."""
-    from ..data import DataError, parse_csv
     from ..forest import export
     if isinstance(model, dict) and "binary" in model:
         model = model["binary"]
@@ -273,6 +278,14 @@ async def predict_csv(model, data: bytes, name: str, backend="reference") -> dic
                   else cls.from_bytes(model, backend=backend))
     except (ValueError, KeyError, TypeError) as exc:
         raise JobError(f"not a forest model: {exc}") from exc
+    try:
+        return await _predict_csv(forest, cls, meta, data, name)
+    finally:
+        forest.release()  # the trees' device copy goes with the request
+
+
+async def _predict_csv(forest, cls, meta, data, name) -> dict:
+    from ..data import DataError, parse_csv
     try:
         table = parse_csv(data, name=name)
         cols = [table.column(f) for f in meta["features"]]

@@ -4,14 +4,17 @@
      "params": {"preset": "tiny", "steps": 500, "seed": 1, ...config overrides,
                 "sample_chars": 200, "temperature": 0.8, "top_k": 200, "prompt": ""}}
 
-Pause and Stop: `ctx.pause_point()` before every step (it raises `Stopped`).
-Progress: {"stage", "fraction", "step", "loss", "val_loss", "tokens_per_s"} every log_interval
-steps (the page's live chart). The result: {"metrics": {"loss_curve": [[step, loss], ...],
-"val_loss", "val_curve": [[steps done, loss], ...], "n_params", ..., and with params
+Steps go to the GPU in groups of about a quarter second (py_core.gpu.pacing); after each group the
+per-step losses are read back (the readback completes when the GPU has run the group), so
+Pause and Stop (`ctx.pause_point()`, between groups) act within a group: one step on a software
+adapter. Progress after each group: {"stage", "fraction", "step", "steps", "losses": [first step,
+[loss, ...]], "loss", "val_loss", "tokens_per_s", "eta_s", "elapsed_s"} (the page's live chart).
+The result: {"metrics": {"loss_curve": [[step, loss], ...], "val_loss", "val_curve": [[steps
+done, loss], ...], "n_params", "kept_bytes" (the kept model's GPU bytes), ..., and with params
 {"profile": N} "profile": the step's time by kernel (Trainer.profile)}, "timings": {"step" (median
-seconds a step, queue drained around the timed steps), "tokens_per_s", "total", ...},
+over the groups of seconds a step, submission to readback), "tokens_per_s", "total", ...},
 "samples": text}. The trained model stays in the session (`Session.last_model`) for `sample()`
-and `export()`.
+and `export()`; a new run frees the previous one's first.
 """
 from __future__ import annotations
 
@@ -19,6 +22,7 @@ import statistics
 import time
 
 from ..errors import JobError, Stopped
+from ..gpu.pacing import Pacer
 from ..transformer import BUILTIN_TEXTS, Trainer, builtin_text, export_weights, memory_bytes
 from ..transformer import sample as _sample
 from ..transformer.config import parse_job_params
@@ -38,80 +42,112 @@ async def _load_text(job, ctx) -> str:
         raise
 
 
+class _Holder:
+    """Where a run's kept model goes when no session is given."""
+    last_model = None
+
+
 async def run(job: dict, backend, ctx, session=None) -> dict:
+    """Train, sample, report. A new run first frees the session's previous model; the run's own
+    buffers and plans are freed when it ends (success, Stop or failure) but for the trained
+    model's (weights and sampler), kept in `session.last_model` for `sample()` and `export()`.
+    A stopped run keeps its model as trained so far and raises Stopped saying so."""
+    session = session if session is not None else _Holder()
     t_start = time.perf_counter()
     try:
         cfg, sampling = parse_job_params(job.get("params"))
     except (ValueError, TypeError) as exc:
         raise JobError(str(exc)) from None
     text = await _load_text(job, ctx)
-    ctx.progress({"stage": "initialising weights", "fraction": 0.0})
-    try:
-        trainer = Trainer(backend, cfg, text, tiles=sampling["tiles"], precision=sampling["precision"])
-    except ValueError as exc:
-        raise JobError(str(exc)) from None
     if sampling["precision"] not in PRECISIONS:
         raise JobError(f"precision must be one of {', '.join(PRECISIONS)}, not {sampling['precision']!r}")
     if sampling["precision"] == "mixed" and (why := mixed_unavailable(backend)):
         raise JobError(f"mixed precision needs tensor cores (f16 subgroup matrices): {why}. "
                        "Choose f32, or in Chrome on NVIDIA start with "
                        "--enable-dawn-features=vulkan_enable_f16_on_nvidia")
+    if session.last_model is not None:  # one model at a time on the GPU
+        session.last_model.close()
+        session.last_model = None
+    ctx.progress({"stage": "initialising weights", "fraction": 0.0, "step": 0, "steps": cfg.steps})
+    try:
+        trainer = Trainer(backend, cfg, text, tiles=sampling["tiles"], precision=sampling["precision"])
+    except ValueError as exc:
+        raise JobError(str(exc)) from None
+    try:
+        async with backend.scope("transformer job"):
+            return await _train(trainer, cfg, sampling, backend, ctx, session, t_start)
+    finally:
+        kept = session.last_model
+        if kept is None or kept.gpt is not trainer.model:
+            trainer.close(model=True)  # failed before a model was kept
+
+
+async def _train(trainer, cfg, sampling, backend, ctx, session, t_start) -> dict:
     await trainer.setup()
     await backend.finish()
     t_setup = time.perf_counter() - t_start
 
-    loss_curve, val_curve, timed = [], [], []
-    time_every = max(1, cfg.steps // 20)  # about 20 timed steps, spread over the run
-    read, t_eval = 0, 0.0
-    t_train = t_mark = time.perf_counter()
+    loss_curve, val_curve, rates = [], [], []
+    t_eval = 0.0
+    t_train = time.perf_counter()
     pause_point = getattr(ctx, "pause_point", None)  # Pause / Stop from the page
-    for step in range(cfg.steps):
-        if pause_point is not None:
-            await pause_point()  # waits while paused; raises Stopped
-        elif ctx.should_stop():
-            raise Stopped("stopped on request")
-        timing = step % time_every == time_every // 2
-        if timing:
-            await backend.finish()
-            t0 = time.perf_counter()
-        await trainer.step()
-        if timing:
-            await backend.finish()
-            timed.append(time.perf_counter() - t0)
-        done = step + 1
+    pacer = Pacer()
+    done = 0
+    while done < cfg.steps:
+        try:
+            if pause_point is not None:
+                await pause_point()  # waits while paused; raises Stopped
+            elif ctx.should_stop():
+                raise Stopped("stopped on request")
+        except Stopped:
+            model = session.last_model = trainer.trained()
+            raise Stopped(f"stopped at step {done} of {cfg.steps}: the model as trained so far is "
+                          f"kept ({model.gpu_bytes / 2**20:.1f} MiB on the GPU), sample or "
+                          f"save it") from None
+        # A group of steps, one wait: the losses' readback completes when the GPU has run them.
+        to_eval = cfg.eval_interval - done % cfg.eval_interval
+        group = pacer.size(min(cfg.steps - done, to_eval))
+        t0 = time.perf_counter()
+        for _ in range(group):
+            await trainer.step()
+        fresh = await trainer.losses(done)
+        seconds = time.perf_counter() - t0
+        pacer.done(group, seconds)
+        rates.append(seconds / group)
+        loss_curve += [[done + i, v] for i, v in enumerate(fresh)]
+        done += group
         if done % cfg.eval_interval == 0 or done == cfg.steps:
             t0 = time.perf_counter()
             val_curve.append([done, await trainer.evaluate()])
             t_eval += time.perf_counter() - t0
-        if done % cfg.log_interval == 0 or done == cfg.steps:
-            fresh = await trainer.losses(read)  # one readback: also drains the queue
-            loss_curve += [[read + i, v] for i, v in enumerate(fresh)]
-            now = time.perf_counter()
-            ctx.progress({"stage": "training", "fraction": done / cfg.steps, "step": done,
-                          "loss": fresh[-1], "val_loss": val_curve[-1][1] if val_curve else None,
-                          "tokens_per_s": (done - read) * trainer.tokens_per_step / (now - t_mark)})
-            read, t_mark = done, now
+        now = time.perf_counter()
+        ctx.progress({"stage": "training", "fraction": done / cfg.steps, "step": done,
+                      "steps": cfg.steps, "losses": [done - len(fresh), fresh],
+                      "loss": fresh[-1], "val_loss": val_curve[-1][1] if val_curve else None,
+                      "tokens_per_s": trainer.tokens_per_step / pacer.last_rate,
+                      "eta_s": pacer.eta(cfg.steps - done), "elapsed_s": now - t_train})
     t_train = time.perf_counter() - t_train
-
-    model = trainer.trained()
-    if session is not None:
-        session.last_model = model
-    ctx.progress({"stage": "sampling", "fraction": 1.0})
-    t0 = time.perf_counter()
-    samples = await _sample(model, sampling["prompt"], sampling["sample_chars"],
-                            sampling["temperature"], sampling["top_k"], seed=cfg.seed)
-    t_sample = time.perf_counter() - t0
-    step_s = statistics.median(timed)
-    mem = memory_bytes(cfg, len(trainer.vocab))
     extra = {}
     if sampling["profile"]:
         ctx.progress({"stage": "profiling", "fraction": 1.0})
         extra["profile"] = await trainer.profile(int(sampling["profile"]))
+    trainer.close()  # gradients, moments, activations and plans: training is over
+
+    model = session.last_model = trainer.trained()
+    ctx.progress({"stage": "sampling", "fraction": 1.0, "step": done, "steps": cfg.steps})
+    t0 = time.perf_counter()
+    samples = await _sample(model, sampling["prompt"], sampling["sample_chars"],
+                            sampling["temperature"], sampling["top_k"], seed=cfg.seed)
+    t_sample = time.perf_counter() - t0
+    # Seconds a step: the median over the groups (each from submission to its losses' readback).
+    step_s = statistics.median(rates)
+    mem = memory_bytes(cfg, len(trainer.vocab))
     return {
         "metrics": {"loss_curve": loss_curve, "val_loss": val_curve[-1][1], "val_curve": val_curve,
                     "n_params": trainer.model.n_params, "vocab_size": len(trainer.vocab),
                     "train_chars": len(trainer.train_ids), "val_chars": len(trainer.val_ids),
-                    "gpu_bytes": mem["total"], "precision": sampling["precision"], **extra},
+                    "gpu_bytes": mem["total"], "kept_bytes": model.gpu_bytes,
+                    "precision": sampling["precision"], **extra},
         "timings": {"step": step_s, "tokens_per_s": trainer.tokens_per_step / step_s,
                     "setup": t_setup, "train": t_train, "eval": t_eval, "sample": t_sample,
                     "sample_chars_per_s": len(samples) / t_sample if t_sample > 0 else None,

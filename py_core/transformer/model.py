@@ -152,17 +152,17 @@ class GPT:
             if p.init == "ones":
                 plain[p.offset - L.n_decay:p.offset - L.n_decay + p.size] = array("f", [1.0]) * p.size
         b.write(self.params, plain, offset=L.n_decay)
-        table = b.buffer("u32", data=init.quantile_table())
-        plan = b.plan()
-        r = _Recorder(b, plan)
-        for p in L:
-            if p.init == "normal":
-                await r("transformer_init", "init_normal", init.INIT, dict(
-                    n=p.size, offset=p.offset, key=rng.init_key(seed, p.name), scale=init.scale_of(p.std)),
-                    [table, self.params], ew.grid_1d(p.size), "init")
-        await b.run(plan)
-        await b.finish()
-        b.free(table)
+        async with b.scope("init"):  # the table, the plan and its uniforms: freed when done
+            table = b.buffer("u32", data=init.quantile_table())
+            plan = b.plan()
+            r = _Recorder(b, plan)
+            for p in L:
+                if p.init == "normal":
+                    await r("transformer_init", "init_normal", init.INIT, dict(
+                        n=p.size, offset=p.offset, key=rng.init_key(seed, p.name), scale=init.scale_of(p.std)),
+                        [table, self.params], ew.grid_1d(p.size), "init")
+            await b.run(plan)
+            await b.finish()
         return self
 
     async def weights(self) -> array:

@@ -24,7 +24,19 @@ class TrainedModel:
     config: TransformerConfig
     vocab: Vocab
     gpt: GPT
+    scope: object = field(default=None, repr=False)  # owns the weights and the sampler's buffers
     _sampler: object = field(default=None, repr=False)
+
+    @property
+    def gpu_bytes(self) -> int:
+        """Bytes this model keeps on its backend (weights, and the sampler's once it has sampled)."""
+        return self.scope.nbytes if self.scope is not None else 4 * self.gpt.n_params
+
+    def close(self) -> None:
+        """Free the model's GPU memory; it cannot sample afterwards."""
+        if self.scope is not None:
+            self.scope.close()
+        self._sampler = None
 
 
 def choose(logits, temperature: float, top_k: int | None, u: float) -> int:
@@ -74,8 +86,14 @@ async def sample(model: TrainedModel, prompt: str = "", n: int = 200, temperatur
     if not prompt:
         prompt = "\n" if "\n" in vocab.chars else vocab.chars[0]
     context = vocab.encode(prompt).tolist()
+    if model.scope is not None and model.scope.closed:
+        raise ValueError("this model's GPU memory was freed (a newer run replaced it): train again")
     if model._sampler is None:
-        model._sampler = await _Sampler(model).setup()
+        if model.scope is not None:
+            with model.scope.use():  # the sampler's buffers and plan live as long as the model
+                model._sampler = await _Sampler(model).setup()
+        else:
+            model._sampler = await _Sampler(model).setup()
     key = stream_key(seed, STREAM_SAMPLE)
     out = []
     for i in range(n):

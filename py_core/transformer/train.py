@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from array import array
 
+from ..gpu.backend import by_label
 from ..kernels.transformer_embedding import SCHED
 from ..kernels.transformer_matmul import MODES
 from .config import TransformerConfig
@@ -40,6 +41,7 @@ class Trainer:
         self.step_no = 0   # steps taken
         self.evals = 0     # validation estimates made
         self.model: GPT | None = None
+        self.scope = self.model_scope = None
 
     @property
     def tokens_per_step(self) -> int:
@@ -50,11 +52,23 @@ class Trainer:
         record the step and evaluation plans."""
         cfg, b = self.config, self.backend
         check_fits(b, cfg, len(self.vocab))
-        self.model = GPT(b, cfg, len(self.vocab), self.tiles, self.precision)
-        if weights is None:
-            await self.model.init(cfg.seed)  # on the GPU: init_weights' very bits
-        else:
-            self.model.load(weights)
+        # Two owners: the model (weights, what sampling needs; outlives training, closed by the
+        # TrainedModel's holder) and training (gradients, moments, activations, plans; a child
+        # of the caller's current scope, closed by `close`).
+        self.model_scope = b.scope("transformer model", detached=True)
+        self.scope = b.scope("transformer training")
+        with self.model_scope.use():
+            self.model = GPT(b, cfg, len(self.vocab), self.tiles, self.precision)
+            if weights is None:
+                await self.model.init(cfg.seed)  # on the GPU: init_weights' very bits
+            else:
+                self.model.load(weights)
+        with self.scope.use():
+            await self._setup_training()
+        return self
+
+    async def _setup_training(self) -> None:
+        cfg, b = self.config, self.backend
         self.model.allocate_optimizer()
         self.acts = Activations(b, cfg, len(self.vocab), cfg.batch_size, cfg.block_size, backward=True)
         self.train_tokens = b.buffer("u32", data=self.train_ids)
@@ -82,7 +96,13 @@ class Trainer:
             self.eval_plan.ops += forward.ops
             self.eval_plan.labels.update({first + i: lab for i, lab in forward.labels.items()})
             await m.record_loss(self.eval_plan, a, s, self.val_hist)
-        return self
+
+    def close(self, model: bool = False) -> None:
+        """Free what training holds (and with model=True the model too)."""
+        if getattr(self, "scope", None) is not None:
+            self.scope.close()
+        if model and getattr(self, "model_scope", None) is not None:
+            self.model_scope.close()
 
     def _schedule(self, step: int, slot: int) -> array:
         """The schedule uniform of step `step` (AdamW's t = step + 1), as torch.optim.AdamW
@@ -121,27 +141,29 @@ class Trainer:
         moments and loss history are put back afterwards."""
         b, m = self.backend, self.model
         state = [m.params, m.m1, m.m2, self.hist]
-        keep = [b.buffer("f32", buf.length) for buf in state]
-        save, restore = b.plan(), b.plan()
-        for buf, copy in zip(state, keep):
-            save.copy(buf, copy)
-            restore.copy(copy, buf)
-        await b.run(save)
-        got = await b.profile(self.step_plan, repeat)
-        await b.run(restore)
-        await b.finish()
-        for copy in keep:
-            b.free(copy)
-        by_label: dict[str, list] = {}
-        for label, seconds in got["ops"]:
-            entry = by_label.setdefault(label, [label, 0.0, 0])
-            entry[1] += seconds * 1e3
-            entry[2] += 1
-        rows = sorted(by_label.values(), key=lambda e: -e[1])
-        return {"method": got["method"], "span_ms": got["span"] * 1e3,
+        async with b.scope("profile"):  # the copies and their plans, freed at the end
+            keep = [b.buffer("f32", buf.length) for buf in state]
+            save, restore = b.plan(), b.plan()
+            for buf, copy in zip(state, keep):
+                save.copy(buf, copy)
+                restore.copy(copy, buf)
+            await b.run(save)
+            await b.run(self.step_plan)  # compiled and warm before the clock
+            await b.finish()
+            b.profile_start()
+            try:
+                await b.run(self.step_plan, repeat)
+            finally:
+                got = await b.profile_stop()
+            await b.run(restore)
+            await b.finish()
+        rows = [[label, seconds * 1e3 / repeat, n // repeat]
+                for label, (seconds, n) in by_label(got).items()]
+        rows.sort(key=lambda e: -e[1])
+        return {"method": got["method"], "span_ms": got["span"] * 1e3 / repeat,
                 "sum_ms": sum(e[1] for e in rows), "kernels": [[k, round(t, 4), n] for k, t, n in rows]}
 
     def trained(self):
         """The model as it stands, for sampling and export."""
         from .sample import TrainedModel
-        return TrainedModel(self.config, self.vocab, self.model)
+        return TrainedModel(self.config, self.vocab, self.model, scope=self.model_scope)

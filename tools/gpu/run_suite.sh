@@ -24,6 +24,11 @@ for _ in $(seq 1 60); do api /api/health >/dev/null 2>&1 && break; sleep 0.5; do
   --disable-sync --no-first-run --user-data-dir="$(mktemp -d)" $CHROMIUM_GPU_FLAGS \
   --enable-logging=stderr --v=0 "http://127.0.0.1:$port/?$query&suite_key=$key" >"$out/chromium-$tag.log" 2>&1 & browser=$!
 t0=$(date +%s)
+# GPU memory in use, twice a second, for the whole suite (issue 12: runs must give back what they took)
+smi=""
+if command -v nvidia-smi >/dev/null; then
+  nvidia-smi --query-gpu=timestamp,memory.used --format=csv,noheader -lms 500 >"$out/smi-$tag.csv" 2>/dev/null & smi=$!
+fi
 until api "/api/runs?kind=suite" | grep -q '"suite"'; do
   if [ $(( $(date +%s) - t0 )) -gt "$wait_s" ]; then echo "suite $suite: no summary after ${wait_s}s"; break; fi
   sleep 2
@@ -69,7 +74,7 @@ for m in ("torch", "sklearn", "numpy"):
     except Exception: pass
 json.dump({"gpu": smi, "cpu": cpu, "cpu_cores": os.cpu_count(), "versions": versions, "os": platform.platform()}, open(envfile, "w"))
 PY
-kill $browser $server 2>/dev/null; wait 2>/dev/null
+kill $browser $server $smi 2>/dev/null; wait 2>/dev/null
 python3 - "$out/runs-$tag.json" <<'PY'
 import json, sys
 runs = json.load(open(sys.argv[1]))["runs"]

@@ -186,7 +186,7 @@ export function mountForestPanel(root, playground) {
     setProgress(bar, 0);
     try {
       const run = await playground.run(job, { onProgress: (p) => {
-        const text = p.stage + (p.trees ? ` · trees ${p.trees[0]}/${p.trees[1]}` : "");
+        const text = p.stage + (p.eta_s !== undefined && p.eta_s !== null ? ` · about ${fmtSeconds(p.eta_s)} left` : "");
         setProgress(bar, p.fraction, text);
         status.textContent = text;
       } });
@@ -200,7 +200,10 @@ export function mountForestPanel(root, playground) {
       updateEstimate();
     } catch (e) {
       status.className = e.stopped ? "status" : "status error";
-      status.textContent = e.stopped ? "Stopped: nothing was posted." : `Training failed: ${e.message}`;
+      // A stopped forest is discarded (its trees so far are not stored): the message says where it was.
+      const where = e.stopped && /stopped at level \d+ of trees [\d-]+, with \d+ of \d+ trees finished/.exec(e.detail || "");
+      status.textContent = where ? `Stopped ${where[0].replace(/^stopped /, "")}: the forest is discarded, nothing was posted.`
+        : e.stopped ? "Stopped: nothing was posted." : `Training failed: ${e.message}`;
     } finally {
       train.disabled = false; stop.disabled = true; training = false;
     }

@@ -21,7 +21,21 @@ export function mountGpuPanel(root, playground) {
       "plain-Python reference: the largest error, whether it is within tolerance, and the time."),
     el("div", { class: "row" }, button, el("label", {}, bench, " and measure matmul TFLOP/s at 4096³ (f32; tensor cores where the adapter has them)")),
     status, results);
-  root.append(el("div", { class: "cards" }, adapterCard, testCard));
+  // What this tab holds on the GPU now: every run frees what it made when it ends (finished,
+  // stopped or failed) but for the last transformer, kept for sampling and saving.
+  const memory = el("dl", { class: "kv", id: "gpu-memory" });
+  const memoryCard = el("div", { class: "card" }, el("h2", {}, "GPU memory held by this tab"), memory,
+    el("p", { class: "muted" }, "Buffers and recorded plans alive now. A run frees all it made when it ends, " +
+      "stops or fails; the last trained transformer stays (for sampling and saving) until the next one starts."));
+  async function showMemory() {
+    const m = await playground.memory().catch(() => null);
+    if (!m) return;
+    const rows = [["Buffers", `${m.buffers} (${fmtBytes(m.bytes)})`], ["Recorded plans", String(m.plans)],
+      ["Kept transformer", fmtBytes(m.kept_model_bytes)], ["Peak this session", fmtBytes(m.peak_bytes)]];
+    memory.replaceChildren(...rows.flatMap(([k, v]) => [el("dt", {}, k), el("dd", {}, v)]));
+  }
+  playground.onRun(() => showMemory());
+  root.append(el("div", { class: "cards" }, adapterCard, testCard, memoryCard));
 
   playground.ready.then((info) => {
     const a = info.adapter;
@@ -39,6 +53,7 @@ export function mountGpuPanel(root, playground) {
     adapterCard.replaceChildren(el("h2", {}, "Adapter"),
       el("dl", { class: "kv" }, rows.flatMap(([k, v]) => [el("dt", {}, k), el("dd", {}, v)])));
     button.disabled = false;
+    showMemory();
   }, (err) => adapterCard.append(el("p", { class: "status error" }, err.message)));
 
   button.addEventListener("click", async () => {

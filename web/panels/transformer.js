@@ -182,12 +182,15 @@ export function mountTransformerPanel(root, playground) {
     try {
       const run = await playground.run(job, { onProgress: (p) => {
         setProgress(bar, p.fraction, p.stage);
-        if (p.loss !== undefined) curve.push([p.step, p.loss]);
-        if (p.val_loss !== undefined && p.val_loss !== null) valCurve.push([p.step, p.val_loss]);
+        // Every step's loss, in the batches the GPU has finished (a few a second).
+        if (p.losses) curve.push(...p.losses[1].map((v, i) => [p.losses[0] + i, v]));
+        else if (p.loss !== undefined) curve.push([p.step, p.loss]);
+        if (p.val_loss !== undefined && p.val_loss !== null && valCurve.at(-1)?.[1] !== p.val_loss) valCurve.push([p.step, p.val_loss]);
         if (curve.length) draw();
-        status.textContent = `${p.stage}` + (p.step !== undefined ? ` · step ${p.step}` : "") +
+        status.textContent = `${p.stage}` + (p.step !== undefined ? ` · step ${p.step}${p.steps ? ` of ${p.steps}` : ""}` : "") +
           (p.loss !== undefined ? ` · loss ${fmtNumber(p.loss, 4)}` : "") +
-          (p.tokens_per_s ? ` · ${Math.round(p.tokens_per_s).toLocaleString()} tokens/s` : "");
+          (p.tokens_per_s ? ` · ${Math.round(p.tokens_per_s).toLocaleString()} tokens/s` : "") +
+          (p.eta_s !== undefined && p.eta_s !== null ? ` · about ${fmtSeconds(p.eta_s)} left` : "");
       } });
       curve = run.metrics.loss_curve; valCurve = run.metrics.val_curve || [];
       draw();
@@ -208,7 +211,11 @@ export function mountTransformerPanel(root, playground) {
       }, 3000);
     } catch (e) {
       status.className = e.stopped ? "status" : "status error";
-      status.textContent = e.stopped ? "Stopped: nothing was posted." : `Training failed: ${e.message}`;
+      // A stopped run keeps its model as trained so far: it can be sampled and saved (not posted).
+      const kept = e.stopped && /stopped at step \d+ of \d+[^.]*/.exec(e.detail || "");
+      status.textContent = kept ? `Stopped: ${kept[0].replace(/^stopped/, "").trim()}. Nothing was posted.`
+        : e.stopped ? "Stopped: nothing was posted." : `Training failed: ${e.message}`;
+      if (kept) { sampleBtn.disabled = false; download.disabled = false; }
     } finally {
       train.disabled = false; pauseBtn.disabled = true; stopBtn.disabled = true; pauseBtn.textContent = "Pause";
     }

@@ -91,29 +91,36 @@ class NativeBackend(Backend):
         return steps
 
     async def _run(self, plan: Plan, repeat: int) -> None:
-        if plan.compiled is None:
-            plan.compiled = self._compile_plan(plan)
+        await self._submit([plan], repeat)
+
+    async def _submit(self, plans: list[Plan], repeat: int) -> None:
+        """All the plans, `repeat` times, in one command encoder and one submission."""
         encoder = self.device.create_command_encoder()
         for _ in range(repeat):
-            compute = None
-            for step in plan.compiled:
-                if step[0] == "dispatch":
-                    if compute is None:
-                        compute = encoder.begin_compute_pass()
-                    compute.set_pipeline(step[1])
-                    compute.set_bind_group(0, step[2])
-                    compute.dispatch_workgroups(*step[3])
-                    continue
-                if compute is not None:
-                    compute.end()
-                    compute = None
-                if step[0] == "clear":
-                    encoder.clear_buffer(step[1])
-                else:
-                    encoder.copy_buffer_to_buffer(step[1], step[2], step[3], step[4], step[5])
+            for plan in plans:
+                self._encode(encoder, plan.compiled)
+        self.device.queue.submit([encoder.finish()])
+
+    @staticmethod
+    def _encode(encoder, steps) -> None:
+        compute = None
+        for step in steps:
+            if step[0] == "dispatch":
+                if compute is None:
+                    compute = encoder.begin_compute_pass()
+                compute.set_pipeline(step[1])
+                compute.set_bind_group(0, step[2])
+                compute.dispatch_workgroups(*step[3])
+                continue
             if compute is not None:
                 compute.end()
-        self.device.queue.submit([encoder.finish()])
+                compute = None
+            if step[0] == "clear":
+                encoder.clear_buffer(step[1])
+            else:
+                encoder.copy_buffer_to_buffer(step[1], step[2], step[3], step[4], step[5])
+        if compute is not None:
+            compute.end()
 
     async def finish(self) -> None:
         # A readback waits for every submitted command. (wgpu-py 0.32's on_submitted_work_done
@@ -122,7 +129,5 @@ class NativeBackend(Backend):
             self._fence = self.device.create_buffer(size=16, usage=self._usage.COPY_SRC | self._usage.COPY_DST)
         self.device.queue.read_buffer(self._fence, 0, 4)
 
-    def free(self, buf: Buffer) -> None:
-        if buf.handle is not None:
-            buf.handle.destroy()
-        buf.handle = None
+    def _destroy(self, buf: Buffer) -> None:
+        buf.handle.destroy()
