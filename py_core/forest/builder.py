@@ -233,6 +233,7 @@ class Grower:
             self._tree_buffers()
             self._fixed_plans()
             self.pacer = Pacer(GROUP_SECONDS)  # levels a submission, from the measured rate
+            self.pending = 0  # levels submitted since the GPU was last waited for
             self.levels_total = self.z.levels or max(1, math.ceil(math.log2(max(2, n))) + 4)
             for done in range(0, self.T, self.z.Tb):
                 await self._grow_batch(done, min(self.z.Tb, self.T - done), progress, should_stop,
@@ -452,13 +453,20 @@ class Grower:
             d += g
             if d == z.levels:
                 plans.append(self.final)
-            t0 = self.clock()
+            if not self.pending:
+                self.t_pending = self.clock()
             await b.run(plans)
-            await b.finish()
-            pacer.done(g, self.clock() - t0)
-            await self._between(done, nt, d, progress, should_stop, pause)
+            self.pending += g
+            # The GPU is waited for once the work submitted since the last wait is a group's
+            # worth: small batches (many trees) share a wait rather than each draining the queue.
+            if self.pending >= pacer.next or d < self.head:
+                await self._wait()
+                await self._between(done, nt, d, progress, should_stop, pause)
+            elif should_stop is not None and should_stop():
+                await self._between(done, nt, d, None, should_stop, None)
         if d == z.levels:
             return
+        await self._wait()
         while True:
             m_ = await b.read(self.meta)  # a few words: the open pairs of each tree's next level
             pairs = max(m_[2 * (done + t) + 1] for t in range(nt))
@@ -473,6 +481,14 @@ class Grower:
             if last:
                 return
             await self._between(done, nt, d, progress, should_stop, pause)
+
+    async def _wait(self) -> None:
+        """Wait for the GPU to finish what was submitted since the last wait; the pacer learns
+        its rate."""
+        if self.pending:
+            await self.b.finish()
+            self.pacer.done(self.pending, self.clock() - self.t_pending)
+            self.pending = 0
 
     async def _between(self, done: int, nt: int, d: int, progress, should_stop, pause) -> None:
         """After a submission the GPU has finished: Stop, Pause, and progress with an estimate."""
