@@ -33,6 +33,7 @@ def test_ten_runs_of_each_kind_leave_gpu_memory_where_it_started(page):
     """Ten forests, ten transformers and three self-tests in one tab: afterwards the live buffers,
     bytes and plans (py_core's count and the JS runtime's) are where they started, but for the one
     kept transformer (its weights and sampler: the bytes it states), which the next run frees."""
+    page.goto("/")
     wait_ready(page)
     start = _memory(page)
     assert start["runtime"]["buffers"] == start["buffers"] and start["runtime"]["plans"] == start["plans"]
