@@ -197,7 +197,7 @@ window.playground = {
   isSoftware: () => state.info?.backend === "webgpu" && isSoftware(state.info.adapter),
   // What the worker holds on the GPU now: {buffers, bytes, plans, peak_bytes, kept_model_bytes,
   // runtime: {buffers, bytes, plans, kernels} (WebGPU's own counts)}.
-  memory: async () => JSON.parse(await call("memory")),
+  memory: () => call("memory"),
 };
 
 // --- keyboard reach ------------------------------------------------------------------------
