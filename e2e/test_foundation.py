@@ -14,7 +14,12 @@ def test_page_ready_with_webgpu_adapter(page):
     page.click("#tab-gpu")
     assert page.locator("#adapter-panel").inner_text().count("WebGPU") >= 1
     assert page.evaluate("() => self.crossOriginIsolated")  # Stop and Pause use shared memory
-    assert page.locator("#gpu-problem").is_hidden()
+    banner = page.locator("#gpu-problem")
+    if info["adapter"]["is_fallback_adapter"]:  # SwiftShader: the page says it is software
+        assert banner.get_attribute("data-reason") == "software" and "software" in banner.inner_text()
+        assert "backend=reference" in page.locator("#use-cpu").get_attribute("href")  # the CPU path offered
+    else:
+        assert banner.is_hidden()
 
 
 def test_selftest_runs_on_webgpu_and_is_stored(page, server):

@@ -191,11 +191,11 @@ def parse_args(argv: list[str] | None = None) -> Settings:
               ("client_queue_limit", int, "--client-queue-limit",
                "jobs queued or running for one client before 429"),
               ("queue_limit", int, "--queue-limit", "jobs queued or running in all before 429"),
-              ("max_forest_cost", float, "--max-forest-cost", "cap: rows x trees x depth"),
-              ("max_trees", int, "--max-trees", "cap: n_estimators"),
-              ("max_table_cells", float, "--max-table-cells", "cap: cells of a generated set"),
+              ("max_forest_cost", float, "--max-forest-cost", "most rows x trees x depth of a forest job"),
+              ("max_trees", int, "--max-trees", "most n_estimators of a forest job"),
+              ("max_table_cells", float, "--max-table-cells", "most cells of a generated data set"),
               ("max_transformer_cost", float, "--max-transformer-cost",
-               "cap: parameters x tokens x steps"))
+               "most parameters x tokens x steps of a transformer job"))
     for name, kind, flag, what in limits:
         p.add_argument(flag, dest=name, type=kind, default=kind(_env(name, getattr(d, name))),
                        help=f"{what}; 0: none (default %(default)s)")

@@ -24,7 +24,7 @@ def app_routes() -> list[tuple[str, str]]:
 
 STATIC_FILES = {  # a real file under each mount, so that with the token the answer is a 200
     "/web": "/web/app.js", "/pyodide": "/pyodide/pyodide.mjs", "/wheels": "/wheels/manifest.json",
-    "/shaders": "/shaders/matmul/matmul.wgsl",
+    "/shaders": "/shaders/matmul/matmul.wgsl", "/vendor/uplot": "/vendor/uplot/uPlot.esm.js",
 }
 
 
@@ -41,6 +41,7 @@ def request(server, method: str, path: str, token: str | None):
     path = path.replace("/api/runs/{id}", f"/api/runs/{run_id}")
     path = path.replace("/api/datasets/{id}", "/api/datasets/iris")
     path = path.replace("/api/texts/{id}", "/api/texts/shakespeare")
+    path = path.replace("/runs/{run_id:str}", f"/runs/{run_id}")  # a run's own page
     assert "{" not in path, f"a new route with a parameter: teach this test an id for {path}"
     headers = {"authorization": f"Bearer {token}"} if token else {}
     kwargs = {}
