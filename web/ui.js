@@ -68,3 +68,11 @@ export function filePicker(input, text, attrs = {}) {
   const button = el("button", { type: "button", class: "secondary", ...attrs, onclick: () => input.click() }, text);
   return el("span", { class: "picker-wrap" }, button, input);
 }
+
+// "How to use it elsewhere": a <details> with a code box; `text` may come later (a Promise of the
+// server's snippet, GET /api/runs/{id}/snippet), its failure shown in its place.
+export function snippetBox(id, summary, text) {
+  const pre = el("pre", { class: "snippet" }, typeof text === "string" ? text : "Loading…");
+  if (typeof text !== "string") text.then((t) => { pre.textContent = t; }, (e) => { pre.textContent = e.message; });
+  return el("details", { class: "snippet-box", id }, el("summary", {}, summary), pre);
+}
