@@ -31,12 +31,20 @@ def _newest(server, kind) -> dict:
     return httpx.get(f"{server}/api/runs/{newest['id']}").json()
 
 
-def test_forest_onnx_download_predicts_what_the_tab_predicted(page, server):
+def test_downloads_load_elsewhere_as_their_snippets_say(page, server, tmp_path, monkeypatch):
+    """One page (a Pyodide start is the dearest part here): a forest, then a transformer."""
+    page.goto("/?tab=forest&tf.preset=micro&tf.steps=3")
+    wait_ready(page)
+    _forest_onnx(page, server)
+    page.click("#tab-transformer")
+    _transformer_safetensors(page, server, tmp_path, monkeypatch)
+
+
+def _forest_onnx(page, server):
+    """The ONNX download predicts what the tab predicted; its snippet is beside it."""
     import onnxruntime as ort
 
     from py_core.data import parse_csv, prepare
-    page.goto("/?tab=forest")
-    wait_ready(page)
     page.wait_for_function("() => window.playground.selection?.dataset === 'diabetes'", timeout=60_000)
     page.fill("#forest-n_estimators", "6")
     page.fill("#forest-max_depth", "6")
@@ -63,12 +71,13 @@ def test_forest_onnx_download_predicts_what_the_tab_predicted(page, server):
     assert page.locator("#forest-onnx-status").inner_text() == f"Downloaded {name}."
 
 
-def test_transformer_download_loads_into_nanogpt_with_its_snippet(page, server, tmp_path, monkeypatch):
+def _transformer_safetensors(page, server, tmp_path, monkeypatch):
+    """The weights load into nanoGPT's GPT strictly; the PyTorch snippet names the file."""
     import torch
+    from safetensors import safe_open
     from safetensors.torch import load_file
-    page.goto("/?tab=transformer&tf.preset=micro&tf.steps=3")
-    wait_ready(page)
     page.wait_for_function("() => document.querySelector('#tf-size').textContent.includes('parameters')", timeout=60_000)
+    assert page.locator("#tf-preset").input_value() == "micro"
     assert "Train a model" in page.locator("#tf-snippet pre").text_content()
     _trained(page, "tf", "Done")
     run = _newest(server, "transformer")
@@ -81,12 +90,11 @@ def test_transformer_download_loads_into_nanogpt_with_its_snippet(page, server, 
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.delitem(sys.modules, "model", raising=False)
     nanogpt = importlib.import_module("model")
-    from safetensors import safe_open
     with safe_open(download.value.path(), "pt") as f:
         meta = f.metadata()
     model = nanogpt.GPT(nanogpt.GPTConfig(**json.loads(meta["gpt_config"])))
     model.load_state_dict(load_file(download.value.path()), strict=True)
-    assert model.config.n_layer == run["config"]["params"].get("n_layer", 2)
+    assert model.config.n_layer == run["config"]["params"]["n_layer"]
     assert torch.equal(model.lm_head.weight, model.transformer.wte.weight)
 
 
