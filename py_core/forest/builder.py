@@ -12,8 +12,9 @@ The method (kernels in `py_core/kernels/forest/forest.wgsl`):
 3. Level by level, all trees of the batch at once, a plan recorded once per level runs:
    `hist_clear` (zeroes the histograms this level builds), `hist_build` (integer atomics into
    (tree, slot, feature, bin): only the smaller child of each split, or the root), `hist_prefix`
-   (built histograms made cumulative along the bins), `split_vary` (per slot and feature: the
-   larger child's histogram as parent - sibling, and whether the feature varies in the node),
+   (built histograms made cumulative along the bins; then per feature of an open built slot its
+   rank in the node's random permutation and whether it varies in the node), `split_vary` (the
+   same for the other open slots, their histograms first made as parent - sibling),
    `split_scan` (the best split of each of the first max_features varying features of the node's
    random permutation, as scikit-learn draws them; f32 gain, correctly rounded), `split_pick` (per slot: the best over its random feature subset), `alloc` (per
    tree, a prefix sum numbers the children and gives the open ones slots of the next level) and
@@ -416,7 +417,7 @@ class Grower:
             (plan.dispatch(k["hist_clear"], [P, cur, h], grid(Tb * -(-sp // HC_SLOTS), wgs))
              .dispatch(k["hist_build"], [P, self.binned, fb, self.tgt, self.state, cur, h],
                        self._grid(Tb * n))
-             .dispatch(prefix, [P, fb, cur, h], self._per_feature(sp))
+             .dispatch(prefix, [P, fb, cur, h, nodes, cand, xlogx, parent], self._per_feature(sp))
              .dispatch(vary, [P, fb, cur, h, nodes, cand, xlogx, parent], self._per_feature(sp))
              .dispatch(scan, [P, fb, cur, h, nodes, cand, xlogx, parent], self._per_feature(sp))
              .dispatch(k["split_pick"], [P, fb, cur, h, nodes, cand, xlogx, self.left],

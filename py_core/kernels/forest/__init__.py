@@ -13,6 +13,7 @@ from array import array
 from bisect import bisect_left
 from fractions import Fraction
 from itertools import accumulate
+from struct import Struct as _Struct
 
 from ...gpu.layout import Struct
 from .. import reference
@@ -30,7 +31,9 @@ SORT = Struct("j:u32 k:u32 len:u32 count:u32")  # sort_pass's own parameters
 
 LEAF = 0xFFFFFFFF  # no feature: a leaf; also "none"
 DONE = 0xFFFFFF    # a row's slot once it rests in a leaf
-OPEN, BUILT = 1, 2
+OPEN, BUILT = 1, 2  # a slot's flags
+VARIES, RANK_SHIFT = 2, 8  # a candidate's fourth word: rank << RANK_SHIFT | VARIES (0: no split)
+SLOT_SHIFT, COUNT_MASK = 8, 0xFF  # a row's state: slot << SLOT_SHIFT | bootstrap count
 MSE, GINI, ENTROPY = 0, 1, 2
 CRITERIA = {"squared_error": MSE, "gini": GINI, "entropy": ENTROPY}
 MAXK = 64          # classes the split scan keeps in registers
@@ -41,7 +44,8 @@ IMP_CHUNK = 2048   # nodes summed by one thread of `importance`
 HC_SLOTS = 8       # slots a workgroup of `hist_clear` zeroes
 NOT_FINITE_X, NOT_FINITE_Y = 1, 2  # flags
 FAMILY = Family(structs={"Params": PARAMS, "Sort": SORT}, consts={
-    "LEAF": LEAF, "DONE": DONE, "OPEN": OPEN, "BUILT": BUILT, "MSE": MSE, "GINI": GINI,
+    "LEAF": LEAF, "DONE": DONE, "OPEN": OPEN, "BUILT": BUILT, "VARIES": VARIES,
+    "RANK_SHIFT": RANK_SHIFT, "SLOT_SHIFT": SLOT_SHIFT, "COUNT_MASK": COUNT_MASK, "MSE": MSE, "GINI": GINI,
     "ENTROPY": ENTROPY, "MAXK": MAXK, "HC_SLOTS": HC_SLOTS, "IMP_CHUNK": IMP_CHUNK,
     "NOT_FINITE_X": NOT_FINITE_X, "NOT_FINITE_Y": NOT_FINITE_Y})
 
@@ -103,12 +107,15 @@ def f32_of_int(v: int) -> float:
     return math.copysign(float(q << sh), v)
 
 
+_F32, _U32 = _Struct("<f"), _Struct("<I")
+
+
 def _f32_bits(x: float) -> int:
-    return array("I", array("f", [x]).tobytes())[0]
+    return _U32.unpack(_F32.pack(x))[0]
 
 
 def _f32_from_bits(b: int) -> float:
-    return array("f", array("I", [b]).tobytes())[0]
+    return _F32.unpack(_U32.pack(b))[0]
 
 
 def _f32_step(x: float, up: bool) -> float:
@@ -122,11 +129,16 @@ def _f32_step(x: float, up: bool) -> float:
 def mid_down(a: float, b: float) -> float:
     """The largest f32 <= (a + b) / 2, exactly (a < b finite f32): mid_down in the shader. An f32
     lies at or below it exactly when it lies at or below the real midpoint."""
-    mid = (Fraction(a) + Fraction(b)) / 2
-    t = f32([float(mid)])[0] + 0.0
-    while Fraction(t) > mid:
+    big, small = (a, b) if abs(a) >= abs(b) else (b, a)
+    s = big + small
+    if s - big == small:  # the f64 sum is exact (Fast2Sum), so is mid: compare in f64
+        mid = s * 0.5
+    else:  # exponents over 29 apart: exactly, in fractions (rare)
+        mid = (Fraction(a) + Fraction(b)) / 2
+    t = _F32.unpack(_F32.pack(float(mid)))[0] + 0.0
+    while t > mid:
         t = _f32_step(t, False)
-    while Fraction(_f32_step(t, True)) <= mid:
+    while _f32_step(t, True) <= mid:
         t = _f32_step(t, True)
     return t + 0.0  # -0 made +0, as the shader
 
@@ -318,7 +330,7 @@ def hist_build(bufs, grid_, constants):
             continue
         sums: dict = {}  # word index -> what the atomics add up to
         for r, st in enumerate(state[t * n:(t + 1) * n]):
-            w, slot = st & 255, st >> 8
+            w, slot = st & COUNT_MASK, st >> SLOT_SHIFT
             if not w or slot not in built:
                 continue
             base = hist_slot(p, t, slot) * NB
@@ -387,14 +399,17 @@ def _prefix_slot(p, hist, h0, starts):
 @reference("forest", "hist_prefix_wg")
 @reference("forest", "hist_prefix")
 def hist_prefix(bufs, grid_, constants):
-    _, fmeta, slots, hist = bufs
+    _, fmeta, slots, hist, nodes, cand, xlogx, prev = bufs
     p = _unpack(bufs)
     S, NB, C = p["S"], p["NB"], p["C"]
     starts = _starts(fmeta, p["F"])
     for t in range(p["T"]):
         for s in pass_range(p):
-            if slots[(t * S + s) * 4 + 1] & BUILT:
+            flags = slots[(t * S + s) * 4 + 1]
+            if flags & BUILT:
                 _prefix_slot(p, hist, hist_slot(p, t, s) * NB * C, starts)
+                if flags & OPEN:
+                    _vary_slot(p, fmeta, hist, nodes, cand, t, s, slots[(t * S + s) * 4])
 
 
 def _derive(p, slots, prev, hist, t, s):
@@ -511,24 +526,30 @@ def _open_slots(p, slots):
 def split_vary(bufs, grid_, constants):
     _, fmeta, slots, hist, nodes, cand, xlogx, prev = bufs
     p = _unpack(bufs)
-    F, C, NC = p["F"], p["C"], p["NC"]
     for t, s, node, flags in _open_slots(p, slots):
-        if not flags & BUILT:
+        if not flags & BUILT:  # built slots were done by hist_prefix
             _derive(p, slots, prev, hist, t, s)
-        hbase = hist_slot(p, t, s) * p["NB"]
-        ht = _feature_range(p, fmeta, hbase, 0)[1] - C  # feature 0's last bin: the totals
-        tot = hist[ht:ht + C].tolist()
-        if p["depth"] == 0:
-            rec = ((p["tree0"] + t) * NC + node) * (4 + C)
-            nodes[rec + 4:rec + 4 + C] = array("I", tot)
-        out = [0, 0, LEAF, 0] * F
-        if _eligible(p, tot):
-            slot = _Slot(p, hist, fmeta, None, hbase)
-            key = hash3(p["seed"], 2 * (p["tree0"] + t) + 1, node)
-            for f in range(F):
-                out[4 * f + 3] = (feature_rank(key, f, p["hb"], F) << 8) | (2 if slot.varies(f) else 0)
-        e = 4 * hist_slot(p, t, s) * F
-        cand[e:e + 4 * F] = array("I", out)
+            _vary_slot(p, fmeta, hist, nodes, cand, t, s, node)
+
+
+def _vary_slot(p, fmeta, hist, nodes, cand, t, s, node):
+    """An open slot whose cumulative histogram is final: the root's totals (depth 0), and per
+    feature its rank in the node's permutation and whether it varies (cand's fourth word)."""
+    F, C, NC = p["F"], p["C"], p["NC"]
+    hbase = hist_slot(p, t, s) * p["NB"]
+    ht = _feature_range(p, fmeta, hbase, 0)[1] - C  # feature 0's last bin: the totals
+    tot = hist[ht:ht + C].tolist()
+    if p["depth"] == 0:
+        rec = ((p["tree0"] + t) * NC + node) * (4 + C)
+        nodes[rec + 4:rec + 4 + C] = array("I", tot)
+    out = [0, 0, LEAF, 0] * F
+    if _eligible(p, tot):
+        slot = _Slot(p, hist, fmeta, None, hbase)
+        key = hash3(p["seed"], 2 * (p["tree0"] + t) + 1, node)
+        for f in range(F):
+            out[4 * f + 3] = (feature_rank(key, f, p["hb"], F) << RANK_SHIFT) | (VARIES if slot.varies(f) else 0)
+    e = 4 * hist_slot(p, t, s) * F
+    cand[e:e + 4 * F] = array("I", out)
 
 
 @reference("forest", "split_scan_wg")
@@ -541,7 +562,7 @@ def split_scan(bufs, grid_, constants):
     for t, s, _node, _flags in _open_slots(p, slots):
         e = 4 * hist_slot(p, t, s) * F
         words = cand[e + 3:e + 4 * F:4].tolist()
-        varying = sorted((w >> 8, f) for f, w in enumerate(words) if w & 2)
+        varying = sorted((w >> RANK_SHIFT, f) for f, w in enumerate(words) if w & VARIES)
         if not varying:
             continue
         slot = _Slot(p, hist, fmeta, xl, hist_slot(p, t, s) * p["NB"])
@@ -568,7 +589,7 @@ def split_pick(bufs, grid_, constants):
         for f in range(F):  # the best score; ties: the feature first in the node's permutation
             if cands[4 * f + 2] == LEAF:  # not scanned, or no split
                 continue
-            key = (scores[f], -(cands[4 * f + 3] >> 8))
+            key = (scores[f], -(cands[4 * f + 3] >> RANK_SHIFT))
             if best is None or key > best[1]:
                 best = (f, key, cands[4 * f + 1], cands[4 * f + 2])
         hbase = hist_slot(p, t, s) * p["NB"]
@@ -655,7 +676,7 @@ def route_rows(bufs, grid_, constants):
         # Per slot: None (rows rest) or (feature, bin, left slot, right slot).
         route: dict = {}
         for r, st in enumerate(state[t * n:(t + 1) * n]):
-            w, slot = st & 255, st >> 8
+            w, slot = st & COUNT_MASK, st >> SLOT_SHIFT
             if not w or slot == DONE:
                 continue
             if slot not in route:
@@ -675,7 +696,7 @@ def route_rows(bufs, grid_, constants):
                 f, b, cl, cr = rule
                 bin_ = (binned[r * FW + (f >> 2)] >> ((f & 3) << 3)) & 255
                 nxt = cr if bin_ > b else cl
-            state[t * n + r] = (nxt << 8) | w
+            state[t * n + r] = (nxt << SLOT_SHIFT) | w
 
 
 def _i64_value(lo, hi):
@@ -814,7 +835,7 @@ def oob(bufs, grid_, constants):
     for t in range(p["T"]):
         base = (p["tree0"] + t) * NC
         for r, st in enumerate(state[t * n:(t + 1) * n]):
-            if st & 255:
+            if st & COUNT_MASK:
                 continue
             e = _leaf(feats, thr, lefts, base, x[r * F:(r + 1) * F].tolist())
             o = r * (K + 1)

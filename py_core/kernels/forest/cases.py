@@ -88,7 +88,7 @@ def _two_levels_case(n, F, T, crit, K, max_features):
             s_cur = 1 if d == 0 else 2
             (plan.dispatch(k["hist_clear"], [P[d], sc, cur], grid(T * s_cur))
              .dispatch(k["hist_build"], [P[d], bb, fb, tb, state, sc, cur], g(T * n))
-             .dispatch(k["hist_prefix"], [P[d], fb, sc, cur], g(T * s_cur * F))
+             .dispatch(k["hist_prefix"], [P[d], fb, sc, cur, nodes, cand, xlogx, other], g(T * s_cur * F))
              .dispatch(k["split_vary"], [P[d], fb, sc, cur, nodes, cand, xlogx, other], g(T * s_cur * F))
              .dispatch(k["split_scan"], [P[d], fb, sc, cur, nodes, cand, xlogx, other], g(T * s_cur * F))
              .dispatch(k["split_pick"], [P[d], fb, sc, cur, nodes, cand, xlogx, left], g(T * s_cur))

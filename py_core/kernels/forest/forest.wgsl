@@ -1,20 +1,20 @@
 // Random forest, grown level by level for a batch of trees at once (py_core/forest/builder.py).
-// References: py_core/kernels/forest.py. Every kernel takes the same uniform Params at binding 0
+// References: py_core/kernels/forest/__init__.py. Every kernel takes the same uniform Params at binding 0
 // (sort_pass: its own Sort).
 // Once a fit: check_finite (X, and targets for y), sample + sort_pass (each feature's sorted
 // subsample, for the bin thresholds), bin_features, targets (y to fixed point).
 // A level (or, where one level's histograms do not fit a buffer, each range of its slots):
 // hist_clear (zero the built slots) -> hist_build (atomics, built slots) -> hist_prefix
-// (cumulative) -> split_scan (derived slots = parent - sibling; best split per feature) ->
-// split_pick (per node); then alloc (number the children, give the open ones next-level slots)
-// -> route_rows. On GPUs hist_prefix_wg and split_scan_wg do the work of hist_prefix and
-// split_scan. At the end: finalize (prediction arrays), importance, oob; predict.
+// (cumulative; per feature of a built slot: varies? rank?) -> split_vary (the same for derived
+// slots = parent - sibling) -> split_scan (best split per selected feature) -> split_pick (per
+// node); then alloc (number the children, give the open ones next-level slots) -> route_rows.
+// On GPUs the _wg versions of hist_prefix, split_vary and split_scan do their work. At the end: finalize (prediction arrays), importance, oob; predict.
 //
 // Shapes (u32 unless said): X (rows, F) f32, or f64 as two words (lo, hi) when p.xd = 1: read
 // through x_at, which rounds an f64 to f32 exactly as the CPU does · edges f32 (NB, 3): per bin
 // its upper threshold, smallest and largest value · fmeta (F, 2): first global bin, bins · binned
 // (n, FW): four 8-bit bins a word · target (n): i32 fixed-point y or class · state (T, n):
-// slot << 8 | bootstrap count · hist (T, S_h, NB, C): the slots [s_lo, s_lo + S_h) of the level
+// slot << SLOT_SHIFT | bootstrap count · hist (T, S_h, NB, C): the slots [s_lo, s_lo + S_h) of the level
 // (S_h = S: all of them) · slots (T, S, 4): node, flags, parent slot, - · childmap (T, S, 2)
 // · left (T, S, C) · cand (T, S_h, F, 4): the pass's slots · nodes (T_all, NC, 4 + C): feature, bin, next bin, left
 // child, stats[C] (the node's channels; a leaf's feature is LEAF)
@@ -484,8 +484,8 @@ fn hist_build(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: v
   let i = linear(wid, nwg) * 256u + lid;
   if (i >= p.T * p.n) { return; }
   let st = hb_state[i];
-  let w = st & 255u;
-  let slot = st >> 8u;
+  let w = st & COUNT_MASK;
+  let slot = st >> SLOT_SHIFT;
   if (w == 0u || slot == DONE || slot < p.s_lo || slot >= p.s_lo + pass_slots()) { return; }
   let t = i / p.n;
   let r = i % p.n;
@@ -516,10 +516,10 @@ fn hist_build(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: v
 }
 
 // ---- hist_prefix: built histograms become cumulative along each feature's bins ---------------
-// 1 fmeta (F, 2) · 2 slots (T, S, 4) · 3 hist (T, S_h, NB, C). Thread per (tree, slot of the
-// pass, feature).
+// The bindings of split_vary (below). Thread per (tree, slot of the pass, feature).
 // From here on every histogram is cumulative: bin j holds bins 0..j, so a split's left side is
 // one bin's channels, the last bin holds the node's totals, and parent - sibling stays exact.
+// An open built slot's feature then gets split_vary's work (finish_vary): its histogram is final.
 @group(0) @binding(1) var<storage, read> sp_fmeta: array<u32>;
 @group(0) @binding(2) var<storage, read> sp_slots: array<u32>;
 @group(0) @binding(3) var<storage, read_write> sp_hist: array<u32>;
@@ -527,13 +527,16 @@ fn hist_build(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: v
 @compute @workgroup_size(256)
 fn hist_prefix(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
                @builtin(local_invocation_index) lid: u32) {
+  _ = &sp_xlogx;  // the bindings of split_vary, all of them used
+  _ = &sp_prev;
   let i = linear(wid, nwg) * 256u + lid;
   let sp = pass_slots();
   if (i >= p.T * sp * p.F) { return; }
   let f = i % p.F;
   let t = i / p.F / sp;
   let s = p.s_lo + i / p.F % sp;
-  if ((sp_slots[(t * p.S + s) * 4u + 1u] & BUILT) == 0u) { return; }
+  let flags = sp_slots[(t * p.S + s) * 4u + 1u];
+  if ((flags & BUILT) == 0u) { return; }
   let h0 = (hist_slot(t, s) * p.NB + sp_fmeta[2u * f]) * p.C;
   for (var j = 1u; j < sp_fmeta[2u * f + 1u]; j++) {
     let h = h0 + j * p.C;
@@ -546,15 +549,18 @@ fn hist_prefix(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: 
     }
     for (var c = c0; c < p.C; c++) { sp_hist[h + c] += sp_hist[h - p.C + c]; }
   }
+  if ((flags & OPEN) != 0u) { finish_vary(t, s, f, LEAF); }
 }
 
 // ---- split_vary, split_scan: the best split of one feature of one open slot, in two dispatches --
 // 1 fmeta · 2 slots · 3 hist · 4 nodes · 5 cand (T, S_h, F, 4): score bits, bin, next bin (LEAF:
-// no split), rank << 8 | 2 if the feature varies in the node (0: the node cannot split) · 6 xlogx
+// no split), rank << RANK_SHIFT | VARIES if the feature varies in the node (0: the node
+// cannot split) · 6 xlogx
 // (n + 1) f32: x ln x, for entropy · 7 hist_prev (the parent level's). Thread (or, _wg, workgroup)
 // per (tree, slot of the pass, feature).
-// split_vary: a slot not built by atomics first gets this feature's bins as parent - sibling;
-// then whether the feature varies in the node, and its rank in the node's random permutation.
+// split_vary: an open slot not built by atomics gets this feature's bins as parent - sibling;
+// then whether the feature varies in the node, and its rank in the node's random permutation
+// (finish_vary; hist_prefix did this for the built slots).
 // split_scan: the features scanned are the first max_features of the permutation that vary in
 // the node (scikit-learn draws features until it has max_features non-constant ones).
 // Candidates: a split after each non-empty bin b, the right side starting at the next non-empty
@@ -694,6 +700,31 @@ fn varies(hbase: u32, f: u32) -> u32 {
   return 0u;
 }
 
+// Feature f of open slot s, its cumulative bins final: the root's totals (depth 0, recorded
+// once), and f's candidate reset: no split yet, and rank << RANK_SHIFT | VARIES when f varies
+// in the node (0: the node cannot split). v: whether f varies (1 or 0), LEAF: find it out here.
+fn finish_vary(t: u32, s: u32, f: u32, v: u32) {
+  let node = sp_slots[(t * p.S + s) * 4u];
+  let hbase = hist_slot(t, s) * p.NB;
+  let ht = (hbase + sp_fmeta[2u * f] + sp_fmeta[2u * f + 1u] - 1u) * p.C;  // the node's totals
+  if (p.depth == 0u && f == 0u) {
+    let rec = ((p.tree0 + t) * p.NC + node) * (4u + p.C);
+    for (var c = 0u; c < p.C; c++) { sp_nodes[rec + 4u + c] = sp_hist[ht + c]; }
+  }
+  var out = 0u;
+  if (eligible_at(false, ht)) {
+    var vary = v;
+    if (vary == LEAF) { vary = varies(hbase, f); }
+    let key = hash3(p.seed, 2u * (p.tree0 + t) + 1u, node);
+    out = (feature_rank(key, f) << RANK_SHIFT) | select(0u, VARIES, vary == 1u);
+  }
+  let e = 4u * (hist_slot(t, s) * p.F + f);
+  sp_cand[e] = 0u;
+  sp_cand[e + 1u] = 0u;
+  sp_cand[e + 2u] = LEAF;  // no split (yet)
+  sp_cand[e + 3u] = out;
+}
+
 @compute @workgroup_size(256)
 fn split_vary(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
               @builtin(local_invocation_index) lid: u32) {
@@ -705,43 +736,24 @@ fn split_vary(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: v
   let t = i / p.F / sp;
   let s = p.s_lo + i / p.F % sp;
   let sl = (t * p.S + s) * 4u;
-  let flags = sp_slots[sl + 1u];
-  if ((flags & OPEN) == 0u) { return; }
-  let hbase = hist_slot(t, s) * p.NB;
+  if ((sp_slots[sl + 1u] & (OPEN | BUILT)) != OPEN) { return; }  // built: done by hist_prefix
   let off = sp_fmeta[2u * f];
   let nb = sp_fmeta[2u * f + 1u];
-  if ((flags & BUILT) == 0u) {  // parent - sibling, for this feature's bins
-    let me = (hbase + off) * p.C;
-    let sib = (hist_slot(t, s ^ 1u) * p.NB + off) * p.C;
-    let par = ((t * p.S_h + sp_slots[sl + 2u]) * p.NB + off) * p.C;
-    for (var e = 0u; e < nb * p.C; e += p.C) {
-      var c0 = 0u;
-      if (p.crit == MSE) {
-        let a = sp_prev[par + e];
-        let b = sp_hist[sib + e];
-        sp_hist[me + e] = a - b;
-        sp_hist[me + e + 1u] = sp_prev[par + e + 1u] - sp_hist[sib + e + 1u] - select(0u, 1u, a < b);
-        c0 = 2u;
-      }
-      for (var c = c0; c < p.C; c++) { sp_hist[me + e + c] = sp_prev[par + e + c] - sp_hist[sib + e + c]; }
+  let me = (hist_slot(t, s) * p.NB + off) * p.C;  // parent - sibling, for this feature's bins
+  let sib = (hist_slot(t, s ^ 1u) * p.NB + off) * p.C;
+  let par = ((t * p.S_h + sp_slots[sl + 2u]) * p.NB + off) * p.C;
+  for (var e = 0u; e < nb * p.C; e += p.C) {
+    var c0 = 0u;
+    if (p.crit == MSE) {
+      let a = sp_prev[par + e];
+      let b = sp_hist[sib + e];
+      sp_hist[me + e] = a - b;
+      sp_hist[me + e + 1u] = sp_prev[par + e + 1u] - sp_hist[sib + e + 1u] - select(0u, 1u, a < b);
+      c0 = 2u;
     }
+    for (var c = c0; c < p.C; c++) { sp_hist[me + e + c] = sp_prev[par + e + c] - sp_hist[sib + e + c]; }
   }
-  let node = sp_slots[sl];
-  let ht = (hbase + off + nb - 1u) * p.C;  // this feature's last bin: the node's totals
-  if (p.depth == 0u && f == 0u) {  // the root's totals, recorded once
-    let rec = ((p.tree0 + t) * p.NC + node) * (4u + p.C);
-    for (var c = 0u; c < p.C; c++) { sp_nodes[rec + 4u + c] = sp_hist[ht + c]; }
-  }
-  var out = 0u;  // not eligible: no flags
-  if (eligible_at(false, ht)) {
-    let key = hash3(p.seed, 2u * (p.tree0 + t) + 1u, node);
-    out = (feature_rank(key, f) << 8u) | (varies(hbase, f) << 1u);
-  }
-  let e = 4u * (hist_slot(t, s) * p.F + f);
-  sp_cand[e] = 0u;
-  sp_cand[e + 1u] = 0u;
-  sp_cand[e + 2u] = LEAF;  // no split (yet)
-  sp_cand[e + 3u] = out;
+  finish_vary(t, s, f, LEAF);
 }
 
 // Is a feature of rank r among the first mf features of the node's permutation that vary in it?
@@ -752,7 +764,7 @@ fn selected(t: u32, s: u32, r: u32) -> bool {
   var before = 0u;
   for (var g = 0u; g < p.F; g++) {
     let w = sp_cand[4u * (cbase + g) + 3u];
-    if ((w & 2u) != 0u && (w >> 8u) < r) { before += 1u; }
+    if ((w & VARIES) != 0u && (w >> RANK_SHIFT) < r) { before += 1u; }
   }
   return before < p.mf;
 }
@@ -771,7 +783,7 @@ fn split_scan(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: v
   if ((sp_slots[(t * p.S + s) * 4u + 1u] & OPEN) == 0u) { return; }
   let e = 4u * (hist_slot(t, s) * p.F + f);
   let w = sp_cand[e + 3u];
-  if ((w & 2u) == 0u || !selected(t, s, w >> 8u)) { return; }
+  if ((w & VARIES) == 0u || !selected(t, s, w >> RANK_SHIFT)) { return; }
   var best = Best(0.0, LEAF, 0u, 0u);
   scan_feature(hist_slot(t, s) * p.NB, f, &best);
   if (best.f != LEAF) {  // words e..e+2 only: other threads read e+3
@@ -782,10 +794,11 @@ fn split_scan(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: v
 }
 
 // ---- hist_prefix_wg, split_vary_wg, split_scan_wg: the same, a workgroup per (tree, slot, feature)
-// What hist_prefix and split_scan do, with the bins of a feature spread over the workgroup's
-// threads (BPT contiguous bins each) rather than looped over by one thread: for GPUs, where one
-// thread's 256-bin loop is slow. Same integers, same f32 scores, same ties, so the same forest.
-// (CPU adapters run the looping versions: workgroup barriers cost more than loops there.)
+// What the looping kernels do, with a feature's bins spread over the workgroup's threads rather
+// than looped over by one thread: for GPUs, where one thread's 256-bin loop is slow. Same
+// integers, same f32 scores, same ties, so the same forest. (CPU adapters run the looping
+// versions: workgroup barriers cost more than loops there.) split_vary_wg reads and writes a
+// feature's NB x C words in consecutive order (coalesced).
 const PW: u32 = 64u;   // threads a workgroup
 const BPT: u32 = 4u;   // bins a thread: PW * BPT = 256, the most bins a feature has
 
@@ -793,9 +806,23 @@ var<workgroup> wg_flags: u32;
 var<workgroup> wg_node: u32;
 var<workgroup> wg_elig: u32;
 var<workgroup> wg_any: atomic<u32>;
-var<workgroup> wg_sum: array<vec4u, PW>;
 var<workgroup> wg_rs: array<f32, PW>;
 var<workgroup> wg_rb: array<u32, PW>;
+var<workgroup> wg_sum: array<vec4u, PW>;
+
+// The (tree, slot, feature) of a workgroup, and the slot's flags for all its threads (0: none).
+fn wg_item(id: u32, lid: u32) -> vec4u {
+  let sp = pass_slots();
+  let f = id % p.F;
+  let t = id / p.F / sp;
+  let s = p.s_lo + id / p.F % sp;
+  if (lid == 0u) {
+    wg_flags = sp_slots[(t * p.S + s) * 4u + 1u];
+    wg_node = sp_slots[(t * p.S + s) * 4u];
+    atomicStore(&wg_any, 0u);
+  }
+  return vec4u(t, s, f, 0u);
+}
 
 // Four channels; with `wide`, x and y are the lo and hi words of one 64-bit sum.
 fn add4(a: vec4u, b: vec4u, wide: bool) -> vec4u {
@@ -834,23 +861,14 @@ fn store4(h: u32, c0: u32, v: vec4u) {
   }
 }
 
-// The (tree, slot, feature) of a workgroup, and the slot's flags for all its threads (0: none).
-fn wg_item(id: u32, lid: u32) -> vec4u {
-  let sp = pass_slots();
-  let f = id % p.F;
-  let t = id / p.F / sp;
-  let s = p.s_lo + id / p.F % sp;
-  if (lid == 0u) {
-    wg_flags = sp_slots[(t * p.S + s) * 4u + 1u];
-    wg_node = sp_slots[(t * p.S + s) * 4u];
-    atomicStore(&wg_any, 0u);
-  }
-  return vec4u(t, s, f, 0u);
-}
-
+// A feature's bins made cumulative: each thread sums its BPT consecutive bins four channels at
+// a time, and a scan over the threads adds what comes before. An open slot's feature then gets
+// split_vary's work, whether it varies found from the rows channel this thread already holds.
 @compute @workgroup_size(64)
 fn hist_prefix_wg(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
                   @builtin(local_invocation_index) lid: u32) {
+  _ = &sp_xlogx;  // the bindings of split_vary, all of them used
+  _ = &sp_prev;
   let id = linear(wid, nwg);
   if (id >= p.T * pass_slots() * p.F) { return; }
   let it = wg_item(id, lid);
@@ -858,21 +876,34 @@ fn hist_prefix_wg(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nw
   if ((flags & BUILT) == 0u) { return; }
   let nb = sp_fmeta[2u * it.z + 1u];
   let h0 = (hist_slot(it.x, it.y) * p.NB + sp_fmeta[2u * it.z]) * p.C;
-  let wide = p.crit == MSE;
+  let cc = p.C - 1u;  // the rows channel
+  var rows: array<u32, BPT>;  // this thread's bins' cumulative rows
   for (var c0 = 0u; c0 < p.C; c0 += 4u) {
+    let wide = p.crit == MSE && c0 == 0u;
     var run = vec4u(0u);
     var upto: array<vec4u, BPT>;
     for (var q = 0u; q < BPT; q++) {
       let j = lid * BPT + q;
-      if (j < nb) { run = add4(run, load4(h0 + j * p.C, c0), wide && c0 == 0u); }
+      if (j < nb) { run = add4(run, load4(h0 + j * p.C, c0), wide); }
       upto[q] = run;
     }
-    let before = wg_exclusive(run, lid, wide && c0 == 0u);
+    let before = wg_exclusive(run, lid, wide);
     for (var q = 0u; q < BPT; q++) {
       let j = lid * BPT + q;
-      if (j < nb) { store4(h0 + j * p.C, c0, add4(before, upto[q], wide && c0 == 0u)); }
+      let v = add4(before, upto[q], wide);
+      if (j < nb) { store4(h0 + j * p.C, c0, v); }
+      if (cc >= c0 && cc < c0 + 4u) { rows[q] = v[cc - c0]; }
+      if (j == nb - 1u && cc >= c0 && cc < c0 + 4u) { wg_elig = v[cc - c0]; }  // the node's rows
     }
   }
+  if ((flags & OPEN) == 0u) { return; }
+  let total = workgroupUniformLoad(&wg_elig);
+  for (var q = 0u; q < BPT; q++) {  // the feature varies: some bin holds part of the rows
+    if (lid * BPT + q < nb && rows[q] != 0u && rows[q] < total) { atomicOr(&wg_any, 1u); }
+  }
+  storageBarrier();  // this workgroup's stores, read by finish_vary
+  workgroupBarrier();
+  if (lid == 0u) { finish_vary(it.x, it.y, it.z, atomicLoad(&wg_any)); }
 }
 
 // Is a better than b (candidates as (score, bin); LEAF: none)? Ties: the lower bin.
@@ -890,71 +921,29 @@ fn split_vary_wg(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg
   let id = linear(wid, nwg);
   if (id >= p.T * pass_slots() * p.F) { return; }
   let it = wg_item(id, lid);
+  let flags = workgroupUniformLoad(&wg_flags);
+  if ((flags & (OPEN | BUILT)) != OPEN) { return; }  // built: done by hist_prefix_wg
   let t = it.x;
   let s = it.y;
   let f = it.z;
-  let flags = workgroupUniformLoad(&wg_flags);
-  if ((flags & OPEN) == 0u) { return; }
-  let node = workgroupUniformLoad(&wg_node);
-  let sl = (t * p.S + s) * 4u;
-  let hbase = hist_slot(t, s) * p.NB;
   let off = sp_fmeta[2u * f];
   let nb = sp_fmeta[2u * f + 1u];
-  let h0 = (hbase + off) * p.C;
-  if ((flags & BUILT) == 0u) {  // parent - sibling, for this thread's bins
-    let sib = (hist_slot(t, s ^ 1u) * p.NB + off) * p.C;
-    let par = ((t * p.S_h + sp_slots[sl + 2u]) * p.NB + off) * p.C;
-    for (var q = 0u; q < BPT; q++) {
-      let e = (lid * BPT + q) * p.C;
-      if (e >= nb * p.C) { break; }
-      var c0 = 0u;
-      if (p.crit == MSE) {
-        let a = sp_prev[par + e];
-        let b = sp_hist[sib + e];
-        sp_hist[h0 + e] = a - b;
-        sp_hist[h0 + e + 1u] = sp_prev[par + e + 1u] - sp_hist[sib + e + 1u] - select(0u, 1u, a < b);
-        c0 = 2u;
-      }
-      for (var c = c0; c < p.C; c++) { sp_hist[h0 + e + c] = sp_prev[par + e + c] - sp_hist[sib + e + c]; }
-    }
+  let me = (hist_slot(t, s) * p.NB + off) * p.C;  // parent - sibling, word by word
+  let sib = (hist_slot(t, s ^ 1u) * p.NB + off) * p.C;
+  let par = ((t * p.S_h + sp_slots[(t * p.S + s) * 4u + 2u]) * p.NB + off) * p.C;
+  let cc = p.C - 1u;
+  let last = (nb - 1u) * p.C + cc;
+  let total = sp_prev[par + last] - sp_hist[sib + last];  // the node's rows
+  for (var e = lid; e < nb * p.C; e += PW) {
+    let c = e % p.C;
+    var v = sp_prev[par + e] - sp_hist[sib + e];
+    if (p.crit == MSE && c == 1u && sp_prev[par + e - 1u] < sp_hist[sib + e - 1u]) { v -= 1u; }  // borrow
+    sp_hist[me + e] = v;
+    if (c == cc && v != 0u && v < total) { atomicOr(&wg_any, 1u); }  // the feature varies
   }
-  storageBarrier();
-  let ht = h0 + (nb - 1u) * p.C;  // this feature's last bin: the node's totals
-  if (lid == 0u) {
-    if (p.depth == 0u && f == 0u) {  // the root's totals, recorded once
-      let rec = ((p.tree0 + t) * p.NC + node) * (4u + p.C);
-      for (var c = 0u; c < p.C; c++) { sp_nodes[rec + 4u + c] = sp_hist[ht + c]; }
-    }
-    wg_elig = select(0u, 1u, eligible_at(false, ht));
-  }
-  let e4 = 4u * (hist_slot(t, s) * p.F + f);
-  if (workgroupUniformLoad(&wg_elig) == 0u) {
-    if (lid == 0u) {
-      sp_cand[e4] = 0u;
-      sp_cand[e4 + 1u] = 0u;
-      sp_cand[e4 + 2u] = LEAF;
-      sp_cand[e4 + 3u] = 0u;
-    }
-    return;
-  }
-  let total = sp_hist[ht + p.C - 1u];
-  var before = 0u;
-  if (lid > 0u && lid * BPT <= nb) { before = sp_hist[h0 + (lid * BPT - 1u) * p.C + p.C - 1u]; }
-  for (var q = 0u; q < BPT; q++) {
-    let j = lid * BPT + q;
-    if (j >= nb) { break; }
-    let upto = sp_hist[h0 + j * p.C + p.C - 1u];
-    if (upto != before && upto < total) { atomicOr(&wg_any, 1u); }  // the feature varies
-    before = upto;
-  }
+  storageBarrier();  // this workgroup's stores, read by finish_vary
   workgroupBarrier();
-  if (lid == 0u) {
-    let key = hash3(p.seed, 2u * (p.tree0 + t) + 1u, node);
-    sp_cand[e4] = 0u;
-    sp_cand[e4 + 1u] = 0u;
-    sp_cand[e4 + 2u] = LEAF;
-    sp_cand[e4 + 3u] = (feature_rank(key, f) << 8u) | (atomicLoad(&wg_any) << 1u);
-  }
+  if (lid == 0u) { finish_vary(t, s, f, atomicLoad(&wg_any)); }
 }
 
 @compute @workgroup_size(64)
@@ -973,7 +962,7 @@ fn split_scan_wg(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg
   let e4 = 4u * (hist_slot(t, s) * p.F + f);
   if (lid == 0u) {
     let w = sp_cand[e4 + 3u];
-    wg_elig = select(0u, 1u, (w & 2u) != 0u && selected(t, s, w >> 8u));
+    wg_elig = select(0u, 1u, (w & VARIES) != 0u && selected(t, s, w >> RANK_SHIFT));
   }
   if (workgroupUniformLoad(&wg_elig) == 0u) { return; }
   let hbase = hist_slot(t, s) * p.NB;
@@ -1065,7 +1054,7 @@ fn split_pick(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: v
   for (var f = 0u; f < p.F; f++) {  // the scanned features' splits (b2 LEAF: none)
     let e = 4u * (cbase + f);
     if (sp_cand[e + 2u] == LEAF) { continue; }
-    let r = sp_cand[e + 3u] >> 8u;
+    let r = sp_cand[e + 3u] >> RANK_SHIFT;
     let sc = bitcast<f32>(sp_cand[e]);
     if (best.f == LEAF || sc > best.score || (sc == best.score && r < best_rank)) {
       best = Best(sc, f, sp_cand[e + 1u], sp_cand[e + 2u]);
@@ -1228,8 +1217,8 @@ fn route_rows(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: v
   let i = linear(wid, nwg) * 256u + lid;
   if (i >= p.T * p.n) { return; }
   let st = pa_state[i];
-  let w = st & 255u;
-  let slot = st >> 8u;
+  let w = st & COUNT_MASK;
+  let slot = st >> SLOT_SHIFT;
   if (w == 0u || slot == DONE) { return; }
   let t = i / p.n;
   let r = i % p.n;
@@ -1243,7 +1232,7 @@ fn route_rows(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: v
       next = pa_childmap[(t * p.S + slot) * 2u + select(0u, 1u, b > pa_nodes[rec + 1u])];
     }
   }
-  pa_state[i] = (next << 8u) | w;
+  pa_state[i] = (next << SLOT_SHIFT) | w;
 }
 
 // ---- finalize: the batch's trees in the form prediction reads ---------------------------------
@@ -1426,7 +1415,7 @@ fn oob(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   if (r >= p.n) { return; }
   let o = r * (p.K + 1u);
   for (var t = 0u; t < p.T; t++) {
-    if ((oob_state[t * p.n + r] & 255u) != 0u) { continue; }
+    if ((oob_state[t * p.n + r] & COUNT_MASK) != 0u) { continue; }
     let leaf = leaf_of(p.tree0 + t, r);
     for (var k = 0u; k < p.K; k++) { oob_out[o + k] += pr_val[leaf * p.K + k]; }
     oob_out[o + p.K] += 1.0;
