@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import io
 import json
+import traceback
 from array import array
 
 import numpy as np
@@ -175,3 +176,19 @@ def test_stop_while_preparing_a_big_table_ends_the_job_there(reference_backend):
     assert 0 < max(preparing) < 0.02  # the preparation did not run to its end ...
     assert {p["stage"] for p in seen} == {"loading data", "preparing the data"}  # nor the fit
     assert len(after_stop) == 1  # ... it ended at the first look after Stop
+
+
+def test_stop_while_a_synthetic_set_is_generated_ends_the_job_there(reference_backend):
+    seen, asked_from = [], []
+
+    def should_stop():  # pressed as the data starts loading
+        asked_from.append([f.filename for f in traceback.extract_stack()])
+        return bool(seen)
+
+    job = {"kind": "random_forest", "dataset": "synthetic:friedman1?n_samples=300000&seed=1",
+           "target": "y", "params": {"n_estimators": 2}}
+    with pytest.raises(Stopped):  # plain Python makes it row by row: seconds, but Stop is looked at
+        run(run_job(job, reference_backend, Context(progress=seen.append, should_stop=should_stop)))
+    assert [p["stage"] for p in seen] == ["loading data"]
+    # it ended at the first look, made while the rows were being generated
+    assert len(asked_from) == 1 and any(f.endswith("synthetic.py") for f in asked_from[0])

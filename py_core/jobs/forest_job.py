@@ -172,7 +172,8 @@ async def _load_table(ctx, dataset_id):
     try:
         if hasattr(ctx, "load_table"):
             return await ctx.load_table(dataset_id)
-        return parse_csv(await ctx.load_dataset(dataset_id), name=dataset_id)
+        return parse_csv(await ctx.load_dataset(dataset_id), name=dataset_id,
+                         should_stop=getattr(ctx, "should_stop", None))
     except DataError as exc:
         raise JobError(str(exc)) from exc
 
