@@ -1,43 +1,62 @@
-"""Models out of the playground in formats other tools load.
+"""Models out of the playground in formats other tools load, and the code that loads them.
 
-    GET /api/runs/{id}/model.onnx   a random_forest run's forest as ONNX (ai.onnx.ml
-                                    TreeEnsembleRegressor / TreeEnsembleClassifier), made here
-                                    with the `onnx` package; 404 for an unknown run, 409 for a
-                                    run that is not a forest or cannot be rebuilt, 422 over caps
+    GET /api/runs/{id}/model.onnx  a random_forest run's forest as ONNX (ai.onnx.ml
+                                   TreeEnsembleRegressor / TreeEnsembleClassifier), made with the
+                                   `onnx` package. 404 unknown run; 409 not a forest, or no forest
+                                   to export (no stored model and no seed, or its job fails now);
+                                   422 over a cap or a job limit, naming it; 501 without `onnx`
+    GET /api/runs/{id}/snippet     text/plain: a short Python program that loads the run's
+                                   download (server/snippets.py); the page shows it beside the
+                                   download links. 404 unknown run, 409 a kind with no download
 
-Where the forest comes from: the run's own model when the page stored it (`extra.model`, the
-`RandomForest*.to_dict()` of py_core.forest.export), else py_core's forest job run again on the
-server with the run's job (same rows, parameters and seed give the same trees as the page's:
-py_core-reference is the executable specification of the page's kernels). Rebuilt forests are
-cached under <data_dir>/exports/.
+Where the forest comes from: the run's own model when the client stored it (`extra.model`, the
+JSON format of py_core.forest.export), else py_core's forest job run again on the server with the
+run's job: the same rows, parameters and seed give the page's trees (py_core-reference is the
+executable specification of the page's kernels). The job is checked against the caps of
+server/jobcost.py first, then runs in a process of its own (server/runners/task.py `run_alone`)
+under the comparison jobs' limits (--job-timeout, --job-memory-mb), one export at a time. The
+file is kept under <data_dir>/exports/<run id>.onnx, and removed with its run.
 
 The ONNX graph takes "X": float32 [rows, features], the features in the run's order after the
 page's own preprocessing (categories as codes, missing values as the training medians: the
 model's "data" description, kept in the ONNX metadata as JSON), and gives
     regression       "variable": float32 [rows, 1], the mean over trees of the leaf values
-    classification   "label": int64 [rows] (class index into metadata "classes") and
+    classification   "label": [rows], the class (int64 when the classes are integers, string
+                     when they are strings, else the index into metadata "classes") and
                      "probabilities": float32 [rows, classes], the mean leaf class fractions
-A split sends x[feature] <= threshold left (BRANCH_LEQ), as py_core does.
+A split sends x[feature] <= threshold left (BRANCH_LEQ), as py_core does; py_core compares x
+rounded to f32 with an f32 threshold, as onnxruntime does with its f32 input.
 """
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import json
 import logging
+import traceback
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import FileResponse, PlainTextResponse
 from starlette.routing import Route
 
+from server import jobcost, snippets
+from server.comparisons import job_problem
 from server.errors import ClientError
 
 log = logging.getLogger(__name__)
 ONNX_MEDIA = "application/octet-stream"
 
 
+class ExportError(Exception):
+    """Why a run's forest cannot be exported (a 409 for the client)."""
+
+
+# -- the conversion ------------------------------------------------------------------------------
+
 def forest_to_onnx(model: dict) -> bytes:
-    """py_core.forest's to_dict() (plus its "data" description) -> ONNX bytes."""
+    """py_core.forest's JSON format (plus its "data" description) -> ONNX bytes."""
     import onnx
     from onnx import TensorProto, helper
 
@@ -70,12 +89,13 @@ def forest_to_onnx(model: dict) -> bytes:
                 w_val.append(float(v) / n_trees)  # the sum over trees is then their mean
     X = helper.make_tensor_value_info("X", TensorProto.FLOAT, [None, F])
     if classify:
-        outputs = [helper.make_tensor_value_info("label", TensorProto.INT64, [None]),
+        labels, label_type = _class_labels(model.get("classes") or list(range(K)))
+        outputs = [helper.make_tensor_value_info("label", label_type, [None]),
                    helper.make_tensor_value_info("probabilities", TensorProto.FLOAT, [None, K])]
         node = helper.make_node(
             "TreeEnsembleClassifier", ["X"], ["label", "probabilities"], domain="ai.onnx.ml",
             class_treeids=w_tree, class_nodeids=w_node, class_ids=w_id, class_weights=w_val,
-            classlabels_int64s=list(range(K)), post_transform="NONE", **attrs)
+            post_transform="NONE", **labels, **attrs)
     else:
         outputs = [helper.make_tensor_value_info("variable", TensorProto.FLOAT, [None, 1])]
         node = helper.make_node(
@@ -95,18 +115,29 @@ def forest_to_onnx(model: dict) -> bytes:
     return onnx_model.SerializeToString()
 
 
-def _exports_dir(data_dir) -> Path:
-    return Path(data_dir) / "exports"
+def _class_labels(classes: list) -> tuple[dict, int]:
+    """The classifier's label attribute and the "label" output's type: the classes themselves
+    when all are integers or all strings, else their indices."""
+    from onnx import TensorProto
+    if all(isinstance(c, int) and not isinstance(c, bool) for c in classes):
+        return {"classlabels_int64s": list(classes)}, TensorProto.INT64
+    if all(isinstance(c, str) for c in classes):
+        return {"classlabels_strings": list(classes)}, TensorProto.STRING
+    return {"classlabels_int64s": list(range(len(classes)))}, TensorProto.INT64
 
+
+# -- the rebuild, in a job process ---------------------------------------------------------------
 
 def rebuild_forest(job: dict, data_dir: Path) -> dict:
-    """The run's forest, fit again by py_core on the server (reference backend; the native one
-    when wgpu-native is installed and the job is too large for plain Python)."""
-    from py_core.jobs import run_job
-    from server.jobcost import shape
+    """The run's forest in the JSON format, fit again by py_core on the server (the reference
+    backend; the native one when the job is too large for plain Python)."""
+    import asyncio
+
+    from py_core.forest.export import read_bytes
+    from py_core.jobs import JobError, run_job
     from server.runners.common import server_context
     from server.runners.pycore_runner import REFERENCE_CELLS
-    rows, cols, _ = shape(job.get("dataset"), data_dir)
+    rows, cols, _ = jobcost.shape(job.get("dataset"), data_dir)
     trees = (job.get("params") or {}).get("n_estimators", 100)
     backend = None
     if rows * cols * (trees if isinstance(trees, int) else 100) > REFERENCE_CELLS:
@@ -114,64 +145,127 @@ def rebuild_forest(job: dict, data_dir: Path) -> dict:
             from py_core.gpu.native import NativeBackend
             backend = NativeBackend()
         except Exception as exc:  # no wgpu-native, no adapter
-            raise ClientError(409, "this forest is too large to rebuild on the server's CPU and "
-                              f"the server has no WebGPU adapter ({type(exc).__name__}); "
-                              "download the model from the page instead") from None
+            raise ExportError("this forest is too large to rebuild on the server's CPU and the "
+                              f"server has no WebGPU adapter ({type(exc).__name__})") from None
     if backend is None:
         from py_core.gpu.reference import ReferenceBackend
         backend = ReferenceBackend()
-    result = asyncio.run(run_job(job, backend, server_context(data_dir)))
-    if "model" not in result:
-        raise ClientError(409, "the forest job gave no model: "
-                          + str((result.get("error") or {}).get("message", "")))
-    return result["model"]
+    try:
+        result = asyncio.run(run_job(job, backend, server_context(data_dir)))
+    except JobError as exc:  # its data set deleted since, its parameters refused
+        raise ExportError(f"the forest's job fails on the server now: {exc}") from None
+    head, flat = read_bytes(result["model"]["binary"])
+    return {**head, "trees": flat.dicts()}
 
 
-async def get_onnx(request: Request) -> Response:
+def build_onnx(request: dict) -> dict:
+    """A job process's answer to {"task": "onnx", "job", "data_dir", "model" (or None), "out"}:
+    writes the ONNX file to "out" and answers {"status": "done"}, or {"status": "failed",
+    "error"}; never raises."""
+    try:
+        model = request.get("model") or rebuild_forest(request["job"], Path(request["data_dir"]))
+        data = forest_to_onnx(model)
+        out = Path(request["out"])
+        out.parent.mkdir(parents=True, exist_ok=True)
+        part = out.with_suffix(".part")
+        part.write_bytes(data)
+        part.replace(out)
+        return {"status": "done", "bytes": len(data)}
+    except ExportError as exc:
+        return {"status": "failed", "error": str(exc)}
+    except (KeyError, TypeError, ValueError) as exc:
+        return {"status": "failed", "error": f"the forest cannot be converted: {exc}",
+                "traceback": traceback.format_exc(limit=20)}
+    except Exception as exc:
+        return {"status": "failed", "error": f"{type(exc).__name__}: {exc}",
+                "traceback": traceback.format_exc(limit=20)}
+
+
+# -- the routes ----------------------------------------------------------------------------------
+
+async def _run_of(request: Request) -> dict:
     from server.runs import UUID_RE
     run_id = request.path_params["id"]
     if not UUID_RE.match(run_id):
         raise ClientError(404, "no run with this id", field="id")
-    run_id = run_id.lower()
     row = await request.app.state.store.read(lambda conn: conn.execute(
-        "SELECT body FROM runs WHERE id = ?", (run_id,)).fetchone())
+        "SELECT body FROM runs WHERE id = ?", (run_id.lower(),)).fetchone())
     if row is None:
         raise ClientError(404, "no run with this id", field="id")
-    run = json.loads(row["body"])
-    if run.get("kind") != "random_forest":
-        raise ClientError(409, f"only a random_forest run exports to ONNX; this is a {run['kind']}")
-    data_dir = request.app.state.settings.data_dir
-    cached = _exports_dir(data_dir) / f"{run_id}.onnx"
-    if cached.is_file():
-        data = cached.read_bytes()
-    else:
-        model = (run.get("extra") or {}).get("model")
-        if not isinstance(model, dict):
-            job = run.get("config") or {}
-            if (job.get("params") or {}).get("random_state") is None:
-                raise ClientError(409, "this run has no seed (params.random_state): the server "
-                                  "cannot rebuild the same forest")
-            queue = getattr(request.app.state, "comparisons", None)
-            if queue is not None:
-                from server import jobcost
-                try:
-                    await asyncio.to_thread(queue.check_caps, run)
-                except jobcost.OverCap as exc:
-                    raise ClientError(422, str(exc), field=exc.field) from None
-            model = await asyncio.to_thread(rebuild_forest, job, Path(data_dir))
-        try:
-            data = await asyncio.to_thread(forest_to_onnx, model)
-        except (KeyError, TypeError, ValueError) as exc:
-            raise ClientError(409, f"the stored model cannot be converted: {exc}") from None
-        try:
-            cached.parent.mkdir(parents=True, exist_ok=True)
-            tmp = cached.with_suffix(".part")
-            tmp.write_bytes(data)
-            tmp.replace(cached)
-        except OSError:
-            log.warning("exports: could not cache %s", cached, exc_info=True)
-    return Response(data, media_type=ONNX_MEDIA, headers={
-        "Content-Disposition": f'attachment; filename="forest-{run_id[:8]}.onnx"'})
+    return json.loads(row["body"])
 
 
-routes = [Route("/api/runs/{id}/model.onnx", get_onnx, methods=["GET"])]
+def onnx_path(data_dir, run_id: str) -> Path:
+    return Path(data_dir) / "exports" / f"{run_id}.onnx"
+
+
+async def get_onnx(request: Request) -> FileResponse:
+    run = await _run_of(request)
+    if run["kind"] != "random_forest":
+        raise ClientError(409, "only a random_forest run exports to ONNX; this run is a "
+                          f"{run['kind']}" + (" (its weights download from the page as "
+                                              "safetensors)" if run["kind"] == "transformer" else ""))
+    settings = request.app.state.settings
+    path = onnx_path(settings.data_dir, run["id"])
+    if not path.is_file():
+        async with request.app.state.exports_lock:  # one rebuild at a time; a second asker of
+            if not path.is_file():                  # the same run finds the file made
+                await _build(run, path, settings)
+    return FileResponse(path, media_type=ONNX_MEDIA, filename=snippets.file_name(run))
+
+
+async def _build(run: dict, path: Path, settings) -> None:
+    from server.runners.task import run_alone
+    if importlib.util.find_spec("onnx") is None:
+        raise ClientError(501, "this server cannot write ONNX: the onnx package is not installed "
+                          "(pip install onnx, or the server's extra: pip install '.[server]')")
+    model = (run.get("extra") or {}).get("model")
+    model = model if isinstance(model, dict) and "trees" in model else None
+    job = run.get("config")
+    if model is None:
+        problem = job_problem(run)
+        if problem is not None:
+            raise ClientError(409, f"this run stored no model and {problem}", field="config")
+        if (job.get("params") or {}).get("random_state") is None:
+            raise ClientError(409, "this run stored no model and has no seed "
+                              "(config.params.random_state): the server cannot rebuild the same "
+                              "forest", field="config.params.random_state")
+        try:
+            await asyncio.to_thread(jobcost.check, job, settings.data_dir,
+                                    jobcost.caps_of(settings))
+        except jobcost.OverCap as exc:
+            raise ClientError(422, str(exc), field=exc.field) from None
+    answer = await asyncio.to_thread(run_alone, {
+        "task": "onnx", "job": job, "model": model, "data_dir": str(settings.data_dir),
+        "out": str(path)}, settings.job_timeout_s, settings.job_memory_mb)
+    if answer.get("traceback"):
+        log.warning("ONNX export of run %s failed:\n%s", run["id"], answer["traceback"])
+    if answer["status"] != "done":
+        status = 422 if answer.get("limit") else 409
+        raise ClientError(status, f"no ONNX export of this run: {answer['error']}")
+
+
+async def get_snippet(request: Request) -> PlainTextResponse:
+    run = await _run_of(request)
+    text = snippets.for_run(run)
+    if text is None:
+        raise ClientError(409, f"a {run['kind']} run has no model to download, so no snippet")
+    return PlainTextResponse(text)
+
+
+@asynccontextmanager
+async def lifespan(app):
+    app.state.exports_lock = asyncio.Lock()
+
+    def forget(run_id: str) -> None:  # a deleted (or retired) run's export goes with it
+        onnx_path(app.state.settings.data_dir, run_id).unlink(missing_ok=True)
+
+    app.state.on_run_deleted.append(forget)
+    try:
+        yield
+    finally:
+        app.state.on_run_deleted.remove(forget)
+
+
+routes = [Route("/api/runs/{id}/model.onnx", get_onnx, methods=["GET"]),
+          Route("/api/runs/{id}/snippet", get_snippet, methods=["GET"])]

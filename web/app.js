@@ -5,7 +5,7 @@
 //                                      posted to the server, and the server's copy comes back)
 import { postRun } from "./api.js";
 import { forestJSON } from "./forest_model.js";
-import { $, el } from "./ui.js";
+import { $, el, scrollersTakeFocus } from "./ui.js";
 import { initial, save } from "./state.js";
 import { mountDataPanel } from "./panels/data.js";
 import { mountForestPanel } from "./panels/forest.js";
@@ -200,19 +200,8 @@ window.playground = {
   memory: () => call("memory"),
 };
 
-// --- keyboard reach ------------------------------------------------------------------------
-// A box that scrolls must take the focus, or a keyboard user cannot scroll it (WCAG 2.1.1):
-// every scrolling box any panel makes gets tabindex=0.
-const SCROLLERS = ".scroll, pre.preview, pre.sample, pre.snippet, .features";
-function focusableScrollers(root) {
-  for (const node of root.querySelectorAll?.(SCROLLERS) || []) if (!node.hasAttribute("tabindex")) node.tabIndex = 0;
-}
-new MutationObserver((records) => {
-  for (const r of records) for (const n of r.addedNodes) if (n.nodeType === 1) {
-    if (n.matches(SCROLLERS) && !n.hasAttribute("tabindex")) n.tabIndex = 0;
-    focusableScrollers(n);
-  }
-}).observe(document.body, { childList: true, subtree: true });
+// Every scrolling box a panel makes takes the keyboard focus (ui.js).
+scrollersTakeFocus(document.body);
 
 // --- share -------------------------------------------------------------------------------
 // The URL holds the set-up (state.js); Share copies it, and shows it in case copying is refused.

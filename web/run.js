@@ -6,7 +6,7 @@ import { lineChart } from "./charts.js";
 import { showComparisons } from "./panels/compare.js";
 import { drawPlots } from "./panels/forest.js";
 import { dataName, loadNames } from "./panels/runs.js";
-import { $, el, fmtNumber, fmtSeconds, table } from "./ui.js";
+import { $, el, fmtNumber, fmtSeconds, scrollersTakeFocus, table } from "./ui.js";
 
 const NOT_METRICS = new Set(["n_train", "n_test", "n_features", "predict_all_rows", "loss_curve", "val_curve"]);
 
@@ -93,4 +93,5 @@ async function main() {
   else compare.replaceChildren(el("p", { class: "muted" }, "The server runs no comparison for this kind of run."));
 }
 
+scrollersTakeFocus(document.body);
 main();

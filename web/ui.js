@@ -68,3 +68,25 @@ export function filePicker(input, text, attrs = {}) {
   const button = el("button", { type: "button", class: "secondary", ...attrs, onclick: () => input.click() }, text);
   return el("span", { class: "picker-wrap" }, button, input);
 }
+
+// "How to use it elsewhere": a <details> with a code box; `text` may come later (a Promise of the
+// server's snippet, GET /api/runs/{id}/snippet), its failure shown in its place.
+export function snippetBox(id, summary, text) {
+  const pre = el("pre", { class: "snippet" }, typeof text === "string" ? text : "Loading…");
+  if (typeof text !== "string") text.then((t) => { pre.textContent = t; }, (e) => { pre.textContent = e.message; });
+  return el("details", { class: "snippet-box", id }, el("summary", {}, summary), pre);
+}
+
+// A box that scrolls must take the focus, or a keyboard user cannot scroll it (WCAG 2.1.1):
+// every scrolling box under `root`, now and later, gets tabindex=0.
+const SCROLLERS = ".scroll, pre.preview, pre.sample, pre.snippet, .features";
+export function scrollersTakeFocus(root) {
+  const take = (node) => {
+    if (node.matches(SCROLLERS) && !node.hasAttribute("tabindex")) node.tabIndex = 0;
+    for (const n of node.querySelectorAll(SCROLLERS)) if (!n.hasAttribute("tabindex")) n.tabIndex = 0;
+  };
+  take(root);
+  new MutationObserver((records) => {
+    for (const r of records) for (const n of r.addedNodes) if (n.nodeType === 1) take(n);
+  }).observe(root, { childList: true, subtree: true });
+}

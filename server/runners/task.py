@@ -12,6 +12,9 @@ thread watches it and kills it (SIGKILL) when
 and returns a failed answer that says which: a job stopped by its limits is an answer, not a
 lost worker, so Dask does not run it again. A worker that dies mid-job (SIGKILL, the machine
 gone) is what Dask retries on another worker, up to the scheduler's `allowed-failures`.
+
+`run_alone` runs one request the same way in a process of its own that ends with it: the
+server's own one-off jobs (an ONNX export's rebuild, server/exports.py) under the same limits.
 """
 from __future__ import annotations
 
@@ -62,6 +65,14 @@ class JobProcess:
         except psutil.Error:
             return 0.0
 
+    def close(self) -> None:
+        """End the process: no more requests (it leaves its loop), killed if it lingers."""
+        try:
+            self.proc.stdin.close()
+            self.proc.wait(timeout=5)
+        except (OSError, subprocess.TimeoutExpired):
+            self.kill()
+
     def kill(self) -> None:
         import psutil
         try:
@@ -107,17 +118,30 @@ def run_comparison(runner: str, job: dict, data_dir: str, device: str, timeout_s
                    memory_mb: float, cancelled=_cancelled) -> dict:
     started = time.time()
     proc = _take()
-    answer = _run(proc, runner, job, data_dir, device, timeout_s, memory_mb, cancelled)
+    answer = _run(proc, {"runner": runner, "job": job, "data_dir": data_dir, "device": device},
+                  timeout_s, memory_mb, cancelled)
+    if proc.alive():
+        _give_back(proc)
     answer["worker"] = {"host": socket.gethostname(), "pid": os.getpid(),
                         "address": _address(), "started": started, "finished": time.time()}
     return answer
 
 
-def _run(proc, runner, job, data_dir, device, timeout_s, memory_mb, cancelled) -> dict:
+def run_alone(request: dict, timeout_s: float, memory_mb: float) -> dict:
+    """One request (jobproc.py) in a new process, under the limits; the process ends with it."""
+    proc = JobProcess()
+    try:
+        return _run(proc, request, timeout_s, memory_mb, cancelled=lambda: False)
+    finally:
+        if proc.alive():
+            proc.close()
+
+
+def _run(proc, request: dict, timeout_s, memory_mb, cancelled) -> dict:
+    """The answer to `request`; the process is killed when a limit or a cancel stops it."""
     t0 = time.monotonic()
     try:
-        proc.proc.stdin.write(json.dumps({"runner": runner, "job": job, "data_dir": data_dir,
-                                          "device": device}) + "\n")
+        proc.proc.stdin.write(json.dumps(request) + "\n")
         proc.proc.stdin.flush()
     except OSError as exc:
         proc.kill()
@@ -133,7 +157,6 @@ def _run(proc, runner, job, data_dir, device, timeout_s, memory_mb, cancelled) -
             return {"status": "failed", "error": f"the job's process died (exit status {code}; "
                                                  "killed, or a crash in native code)"}
         if line:
-            _give_back(proc)
             return json.loads(line)
         elapsed = time.monotonic() - t0
         if timeout_s and elapsed > timeout_s:

@@ -1,0 +1,201 @@
+"""The page as a person keeps and shares it: the set-up lives in the URL (a reload restores it, the
+Share link opens it elsewhere), results come with their baseline, and every stored run has its own
+page (/runs/<id>) with its plots, parameters, comparisons and a JSON download. Every tab, before and
+after a trained forest, and the run page, in light and dark and on a 390 px phone: no serious or
+critical axe-core violation, nothing wider than the window.
+
+The tests run in file order on one page (a module fixture): each Pyodide start costs about ten
+seconds on CI's two cores, so the page is started twice in all (the reload, the share link) and the
+forest is the smallest that shows everything (iris, 4 trees of depth 3)."""
+from __future__ import annotations
+
+import json
+from types import SimpleNamespace
+from urllib.parse import parse_qs, urlparse
+
+import httpx
+import pytest
+
+from conftest import ROOT, wait_ready
+
+AXE = ROOT / "web" / "node_modules" / "axe-core" / "axe.min.js"  # npm devDependency, pinned
+TABS = ["data", "forest", "transformer", "gpu", "runs"]
+PHONE = {"width": 390, "height": 844}
+DESKTOP = {"width": 1280, "height": 720}  # Playwright's default
+
+# What the first test sets through the controls, as the URL holds it.
+SET_UP = {"tab": "forest", "data": "iris", "target": "target", "test": "0.3",
+          "features": "sepal%20length%20(cm),petal%20length%20(cm),petal%20width%20(cm)",
+          "rf.n_estimators": "4", "rf.max_depth": "3", "rf.criterion": "entropy", "tf.steps": "7"}
+FEATURES = ["sepal length (cm)", "petal length (cm)", "petal width (cm)"]
+
+
+@pytest.fixture(scope="module")
+def app(browser, server):
+    """One browser context for the module; `app.page` is the page the next test continues on."""
+    # bypass_csp: the page's CSP refuses inline scripts, and axe-core goes in as one (test_axe).
+    context = browser.new_context(base_url=server, bypass_csp=True, accept_downloads=True)
+    app = SimpleNamespace(context=context, server=server, errors=[], page=None)
+    app.open = lambda url: _open(app, url)
+    yield app
+    context.close()
+    assert app.errors == [], app.errors
+
+
+def _open(app, url):
+    page = app.context.new_page()
+    page.on("pageerror", lambda e: app.errors.append(f"{page.url}: {e}"))
+    page.goto(url)
+    if app.page is not None:
+        app.page.close()
+    app.page = page
+    return page
+
+
+def query(page) -> dict:
+    return {k: v[0] for k, v in parse_qs(urlparse(page.url).query, keep_blank_values=True).items()}
+
+
+def selection(page) -> dict:
+    return page.evaluate("() => window.playground.selection")
+
+
+def assert_set_up(page):
+    """The page shows SET_UP: data set, target, features, split, forest and transformer parameters."""
+    page.wait_for_function("() => window.playground.selection?.dataset === 'iris'", timeout=60_000)
+    s = selection(page)
+    assert (s["target"], s["task"], s["features"]) == ("target", "classification", FEATURES)
+    assert s["split"]["test_size"] == 0.3
+    assert page.locator("#dataset-select").input_value() == "iris"
+    assert page.locator("#test-size").input_value() == "0.3"
+    assert page.locator("#tab-forest").get_attribute("aria-selected") == "true"
+    assert page.locator("#panel-forest").is_visible()
+    assert page.locator("#forest-n_estimators").input_value() == "4"
+    assert page.locator("#forest-max_depth").input_value() == "3"
+    assert page.locator("#forest-criterion").input_value() == "entropy"
+    page.wait_for_function("() => document.querySelector('#tf-steps').value === '7'", timeout=60_000)
+
+
+def test_a_reload_restores_the_set_up_from_the_url(app):
+    page = app.open("/")
+    wait_ready(page)
+    page.wait_for_function("() => window.playground.selection?.dataset === 'diabetes'", timeout=60_000)
+    assert "data" not in query(page)  # the defaults make no keys
+    page.select_option("#dataset-select", "iris")
+    page.wait_for_function("() => window.playground.selection?.dataset === 'iris'")
+    page.uncheck("#feature-list input[value='sepal width (cm)']")
+    page.fill("#test-size", "0.3")
+    page.dispatch_event("#test-size", "change")
+    page.click("#tab-transformer")
+    page.wait_for_function("() => document.querySelector('#tf-size').textContent.includes('parameters')", timeout=60_000)
+    page.fill("#tf-steps", "7")
+    page.dispatch_event("#tf-steps", "change")
+    page.click("#tab-forest")
+    page.fill("#forest-n_estimators", "4")
+    page.fill("#forest-max_depth", "3")
+    page.select_option("#forest-criterion", "entropy")
+    assert query(page) == SET_UP
+    page.reload()
+    wait_ready(page)
+    assert_set_up(page)
+    assert query(page) == SET_UP  # restoring writes nothing new
+
+
+def test_the_share_link_opens_the_same_set_up(app):
+    page = app.page
+    page.click("#share")
+    link = page.locator("#share-link").input_value()
+    assert link == page.url and query(page) == SET_UP
+    assert page.locator("#share-link").evaluate("(e) => document.activeElement === e")  # selected, ready to copy
+    page = app.open(link)  # a fresh page, as the person the link was sent to opens it
+    wait_ready(page)
+    assert_set_up(page)
+
+
+def serious_violations(page) -> list[str]:
+    """axe-core's serious and critical violations on the page as it is now, one line each."""
+    if not page.evaluate("() => 'axe' in window"):
+        page.add_script_tag(path=str(AXE))
+    return page.evaluate("""async () => (await axe.run(document, {resultTypes: ['violations']})).violations
+        .filter((v) => ['serious', 'critical'].includes(v.impact))
+        .map((v) => `${v.impact} ${v.id} (${v.help}): ${v.nodes.slice(0, 3).map((n) => n.target.join(' ')).join(', ')}`)""")
+
+
+def problems(page, where: str) -> list[str]:
+    """axe's serious and critical findings, and a page wider than its window (clipped on a phone)."""
+    found = [f"{where}: {v}" for v in serious_violations(page)]
+    wider = page.evaluate("() => document.documentElement.scrollWidth - document.documentElement.clientWidth")
+    if wider > 0:
+        found.append(f"{where}: the page is {wider} px wider than the window")
+    return found
+
+
+def problems_in_every_tab(page, state: str) -> list[str]:
+    """`problems` on every tab, in light and dark at desktop width and in light on a phone."""
+    found = []
+    for scheme, size in (("light", DESKTOP), ("dark", DESKTOP), ("light", PHONE)):
+        page.emulate_media(color_scheme=scheme)
+        page.set_viewport_size(size)
+        for tab in TABS:
+            page.click(f"#tab-{tab}")
+            found += problems(page, f"{state}, {tab} tab, {scheme}, {size['width']} px")
+    page.emulate_media(color_scheme="light")
+    page.set_viewport_size(DESKTOP)
+    return found
+
+
+def test_no_serious_accessibility_problem_before_training(app):
+    page = app.page
+    page.click("#share")  # its link box open too
+    assert problems_in_every_tab(page, "before training") == []
+
+
+def test_a_trained_forest_shows_the_baseline_row(app):
+    page = app.page
+    page.click("#tab-forest")
+    assert "Estimated time: about" in page.locator("#forest-estimate").inner_text()
+    page.click("#forest-train")
+    page.wait_for_function("() => /^(Trained|Training failed)/.test(document.querySelector('#forest-status').textContent)",
+                           timeout=300_000)
+    assert page.locator("#forest-status").inner_text().startswith("Trained")
+    head = page.locator("#forest-metrics thead th").all_inner_texts()
+    assert head == ["Metric", "This forest", "Baseline"]
+    rows = {r[0]: r[1:] for r in (tr.locator("td").all_inner_texts() for tr in page.locator("#forest-metrics tbody tr").all())}
+    assert {"accuracy", "f1", "log_loss"} <= set(rows) and not {"n_train", "n_test", "n_features"} & set(rows)
+    # Stratified 30% of iris: 15 test rows of each class, so always guessing one is right 1 in 3.
+    assert rows["accuracy"][1] == "0.33333"
+    assert float(rows["accuracy"][0]) > 0.8
+    assert page.locator("#forest-baseline-note").inner_text().startswith("Baseline: most frequent class")
+    assert "45 test rows" in page.locator("#forest-data-sizes").inner_text()
+    page.locator("#forest-plots details.chart-data summary").first.click()  # a chart's data table open
+    assert problems_in_every_tab(page, "after training") == []
+
+
+def test_a_stored_runs_page_shows_plots_parameters_comparisons_and_json(app):
+    newest = httpx.get(f"{app.server}/api/runs", params={"kind": "random_forest", "limit": 1}).json()["runs"][0]
+    page = app.open(f"/runs/{newest['id']}")
+    page.wait_for_selector("#run-params")
+    params = dict(tr.locator("td").all_inner_texts() for tr in page.locator("#run-params tbody tr").all())
+    assert (params["n_estimators"], params["max_depth"], params["criterion"]) == ("4", "3", "entropy")
+    assert "iris" in page.locator("#run-about").inner_text()
+    metrics = {r[0]: r[1:] for r in (tr.locator("td").all_inner_texts() for tr in page.locator("#run-metrics tbody tr").all())}
+    assert metrics["accuracy"][1] == "0.33333"  # the baseline, kept with the run
+    titles = page.locator("#run-plots h2").all_inner_texts()
+    assert "Confusion matrix (test set)" in titles and "Feature importances" in titles
+    assert page.locator("#run-plots canvas").count() >= 2
+    page.wait_for_function("() => document.querySelector('#run-compare').textContent.includes('sklearn')", timeout=120_000)
+    with page.expect_download() as download:
+        page.click("#run-download")
+    run = json.loads(open(download.value.path()).read())
+    assert run["id"] == newest["id"] and run["config"]["params"]["n_estimators"] == 4
+    assert run["extra"]["plots"]["confusion"]["classes"] == ["0", "1", "2"]
+    assert run["extra"]["baseline"]["accuracy"] == pytest.approx(1 / 3)
+    found = []
+    for scheme, size in (("light", DESKTOP), ("dark", DESKTOP), ("dark", PHONE)):
+        page.emulate_media(color_scheme=scheme)
+        page.set_viewport_size(size)
+        found += problems(page, f"run page, {scheme}, {size['width']} px")
+    assert found == []
+    # The link back opens the run's set-up in the playground.
+    link = parse_qs(urlparse(page.locator("#run-open").get_attribute("href")).query)
+    assert {k: v[0] for k, v in link.items() if k in SET_UP and k != "tf.steps"} == {k: v for k, v in SET_UP.items() if k != "tf.steps"}

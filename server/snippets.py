@@ -1,0 +1,84 @@
+"""The few lines of Python that load a run's download elsewhere, as the page shows them.
+
+    random_forest   forest-<id>.onnx (GET /api/runs/{id}/model.onnx) in onnxruntime
+    transformer     transformer-<id>.safetensors (the page's download) in PyTorch, with nanoGPT's
+                    model.py (github.com/karpathy/nanoGPT): the file holds nanoGPT's parameter
+                    names and its GPTConfig in the metadata (py_core/transformer/safetensors.py)
+
+<id> is the run id's first 8 characters. Each text runs as it is, next to its file (tests do).
+"""
+from __future__ import annotations
+
+
+def file_name(run: dict) -> str:
+    stem = {"random_forest": "forest", "transformer": "transformer"}.get(run["kind"], "model")
+    ext = {"random_forest": "onnx", "transformer": "safetensors"}.get(run["kind"], "bin")
+    return f"{stem}-{run['id'][:8]}.{ext}"
+
+
+def for_run(run: dict) -> str | None:
+    """The snippet for the run's download, or None for kinds without one."""
+    if run["kind"] == "random_forest":
+        return forest(run)
+    if run["kind"] == "transformer":
+        return transformer(run)
+    return None
+
+
+def _classifies(run: dict) -> bool:
+    task = (run.get("config") or {}).get("task")
+    if task in ("classification", "regression"):
+        return task == "classification"
+    return "accuracy" in (run.get("metrics") or {})
+
+
+def forest(run: dict) -> str:
+    if _classifies(run):
+        predict = ('labels, proba = session.run(None, {"X": X})  # [rows] classes, '
+                   '[rows, classes] probabilities\n'
+                   'print(labels, proba, json.loads(meta["classes"]))  # proba\'s columns: '
+                   'these classes\n')
+    else:
+        predict = ('(pred,) = session.run(None, {"X": X})  # [rows, 1]: the mean of the trees\' '
+                   'leaf values\n'
+                   'print(pred[:, 0])\n')
+    return f'''# The forest of run {run["id"][:8]} outside the playground: pip install onnxruntime numpy
+import json
+
+import numpy as np
+import onnxruntime as ort
+
+session = ort.InferenceSession("{file_name(run)}")
+meta = session.get_modelmeta().custom_metadata_map
+data = json.loads(meta["data"])  # the features in order, their categories, training medians
+# A row a sample, its columns in the order of data["features"]: a category as its index in
+# data["categories"][feature], a missing value as the feature's training median.
+X = np.array([data["medians"]], dtype=np.float32)  # an example row: every feature's median
+{predict}'''
+
+
+def transformer(run: dict) -> str:
+    return f'''# The transformer of run {run["id"][:8]} in PyTorch: pip install torch safetensors, and put
+# nanoGPT's model.py (github.com/karpathy/nanoGPT) next to this file.
+import json
+
+import torch
+from safetensors import safe_open
+from safetensors.torch import load_file
+
+from model import GPT, GPTConfig
+
+path = "{file_name(run)}"
+with safe_open(path, "pt") as f:
+    meta = f.metadata()
+model = GPT(GPTConfig(**json.loads(meta["gpt_config"])))
+model.load_state_dict(load_file(path))  # nanoGPT's names and shapes, every one
+for block in model.transformer.h:  # trained with GELU's tanh form: the tab's very logits
+    block.mlp.gelu = torch.nn.GELU(approximate="tanh")
+model.eval()
+chars = json.loads(meta["vocab"])  # token i is the character chars[i]
+torch.manual_seed(0)
+with torch.no_grad():
+    out = model.generate(torch.tensor([[0]]), max_new_tokens=200, temperature=0.8, top_k=200)
+print("".join(chars[i] for i in out[0].tolist()))
+'''
