@@ -389,35 +389,46 @@ def _python_numeric(source: CsvSource, start: int, ncols: int, stop: int | None 
                     report: bool = True) -> list[array] | None:
     data, delim = source.data, source.delimiter.encode()
     progress = source.progress if report else None
-    count = methodcaller("count", delim)
     cols = [array("d") for _ in range(ncols)]
-    n, want, reported = len(data) if stop is None else stop, {ncols - 1}, start
+    n, reported = len(data) if stop is None else stop, start
     while start < n:
         end = -1 if start + _FAST_STEP >= n else data.find(b"\n", start + _FAST_STEP, n)
         end = n if end < 0 else end + 1
-        chunk = data[start:end]
+        parts = numeric_lines(data[start:end], delim, ncols)
         start = end
-        if b"\r" in chunk:
-            chunk = chunk.replace(b"\r\n", b"\n")
-        lines = chunk.split(b"\n")
-        if b"" in lines:  # blank lines, and the empty piece after the last line end
-            lines = [line for line in lines if line]
-        if not lines:
-            continue
-        if set(map(count, lines)) != want:
+        if parts is None:
             return None
-        fields = delim.join(lines).split(delim)
-        for j in range(ncols):
-            part = _bytes_floats(fields[j::ncols])
-            if part is None:
-                return None
-            cols[j].extend(part)
+        for col, part in zip(cols, parts):
+            col.extend(part)
         if progress is not None and start - reported >= _FAST_STEP:
             reported = start
             progress(start / n)
     if progress is not None:
         progress(1.0)
     return cols
+
+
+def numeric_lines(chunk: bytes, delim: bytes, ncols: int) -> list[array] | None:
+    """Whole lines of a plain numeric file (`_fast_numeric`'s conditions) as one array('d') a
+    column, blank lines skipped; None when a line has another number of fields or a field is
+    neither a finite float nor a missing marker."""
+    if b"\r" in chunk:
+        chunk = chunk.replace(b"\r\n", b"\n")
+    lines = chunk.split(b"\n")
+    if b"" in lines:  # blank lines, and the empty piece after the last line end
+        lines = [line for line in lines if line]
+    if not lines:
+        return [array("d") for _ in range(ncols)]
+    if set(map(methodcaller("count", delim), lines)) != {ncols - 1}:
+        return None
+    fields = delim.join(lines).split(delim)
+    parts = []
+    for j in range(ncols):
+        part = _bytes_floats(fields[j::ncols])
+        if part is None:
+            return None
+        parts.append(part)
+    return parts
 
 
 def _checked_external(source: CsvSource, start: int, ncols: int) -> list[array] | None:
@@ -533,23 +544,61 @@ _DOT_THEN_COMMA = re.compile(r"\.\d{3},")
 
 def _separated_numbers(distinct: set[str], delimiter: str):
     """(convert, format) when every value is a number written with a decimal comma or with
-    thousands separators, unambiguously; else None.
+    thousands separators, unambiguously; else None. See `SeparatedNumbers`."""
+    marks = SeparatedNumbers()
+    marks.add(distinct)
+    return marks.reading(delimiter)
+
+
+class SeparatedNumbers:
+    """What decides whether a column's values are numbers written with separators, gathered
+    over batches of its distinct values (`add`); `reading(delimiter)` then decides:
     - decimal comma (thousands '.' optional: `1,5`, `-0,25`, `1.234,5`): when the delimiter
       is ';' or tab, or whatever the delimiter when some value has both (`1.234,5`);
     - thousands ',' with a decimal point (`1,234.5`, `12,000`): otherwise, when every
       comma is followed by exactly three digits.
     At least one value must have a comma; a column of `1.234` alone is plain decimals."""
-    if not any("," in v for v in distinct):
+
+    __slots__ = ("comma", "decimal", "dot", "dot_comma", "thousands")
+
+    def __init__(self):
+        self.decimal = self.thousands = True  # every value so far reads so
+        self.comma = self.dot = self.dot_comma = False  # some value so far has one
+
+    @property
+    def possible(self) -> bool:
+        return self.decimal or self.thousands
+
+    def add(self, values) -> None:
+        """Take in more distinct values (a collection of non-missing strings)."""
+        if self.decimal:
+            self.decimal = all(map(_DECIMAL_COMMA.match, values))
+        if self.thousands:
+            self.thousands = all(map(_THOUSANDS_COMMA.match, values))
+        if self.possible:  # the marks below matter only while a reading is possible
+            self.comma = self.comma or any("," in v for v in values)
+            self.dot = self.dot or any("." in v for v in values)
+            self.dot_comma = self.dot_comma or any(map(_DOT_THEN_COMMA.search, values))
+
+    def reading(self, delimiter: str):
+        """(convert, format) for the values taken in, or None."""
+        if not self.comma:
+            return None
+        if self.decimal and (delimiter in ";\t" or self.dot_comma):
+            return decimal_comma_float, {"decimal": ",", **({"thousands": "."} if self.dot else {})}
+        if self.thousands:
+            return thousands_comma_float, {"thousands": ","}
         return None
-    if all(map(_DECIMAL_COMMA.match, distinct)) and (
-            delimiter in ";\t" or any(map(_DOT_THEN_COMMA.search, distinct))):
-        fmt = {"decimal": ","}
-        if any("." in v for v in distinct):
-            fmt["thousands"] = "."
-        return (lambda v: float(v.replace(".", "").replace(",", "."))), fmt
-    if all(map(_THOUSANDS_COMMA.match, distinct)):
-        return (lambda v: float(v.replace(",", ""))), {"thousands": ","}
-    return None
+
+
+def decimal_comma_float(v: str) -> float:
+    """`1.234,5` -> 1234.5 (a value _DECIMAL_COMMA matches)."""
+    return float(v.replace(".", "").replace(",", "."))
+
+
+def thousands_comma_float(v: str) -> float:
+    """`1,234.5` -> 1234.5 (a value _THOUSANDS_COMMA matches)."""
+    return float(v.replace(",", ""))
 
 
 _DATE = re.compile(r"(\d{4})([-/])(\d{2})\2(\d{2})\Z")
@@ -581,19 +630,28 @@ def _date_kind(distinct: set[str]) -> str | None:
 def _extend_floats(out: array, col: tuple[str, ...]) -> bool:
     """Append `col` as floats (missing as NaN) to `out`; False, appending nothing, if some
     non-missing value is not a finite number."""
+    part = floats(col)
+    if part is None:
+        return False
+    out.extend(part)
+    return True
+
+
+def floats(col) -> array | None:
+    """`col`'s strings as array('d'), missing as NaN; None if some non-missing value is not a
+    finite number (or has a '_': float() reads '1_000', a number in a CSV never has one)."""
     try:
         part = array("d", map(float, col))
     except ValueError:
         part = _floats_slow(col)
         if part is None:
-            return False
+            return None
     else:
-        if "_" in "".join(col):  # float() reads '1_000'; a number in a CSV never has '_'
-            return False
+        if "_" in "".join(col):
+            return None
     if not math.isfinite(sum(part)) and any(map(math.isinf, part)):
-        return False
-    out.extend(part)
-    return True
+        return None
+    return part
 
 
 def _floats_slow(col: tuple[str, ...]) -> array | None:
