@@ -15,7 +15,8 @@ Life of a comparison (table `comparisons`, one row per run and runner; the table
 cluster, is the source of truth):
     queued -> running -> done | failed         the job ran (failed: its error, its limit, or
                                                "cancelled")
-    unavailable                                the runner cannot run here, and says why
+    unavailable                                never queued: the runner cannot run here, or the
+                                               job is over a cap; `error` says why
 
 Where jobs run: a Dask `distributed` cluster. By default the server starts an embedded
 `LocalCluster` (`comparison_workers` worker processes, one thread each: one job at a time a
@@ -30,11 +31,17 @@ A worker lost mid-job (killed, its machine gone) is retried by Dask on another w
 setting), then failed; the result is written once, by the server, when the task's future ends.
 
 Before a job is queued its cost is estimated from its config (server/jobcost.py) and checked
-against the caps; each client (by address) may have `client_queue_limit` jobs queued or
-running, the server `queue_limit` in all. A posted run (POST /api/runs) over those limits is
-still stored (it ran in the browser): its comparisons are marked failed with the limit's
-message, or, for a full queue, POST /api/runs answers 429 with Retry-After and stores nothing
-(the page posts it again after that many seconds; the run's id makes the retry safe).
+against the caps, then against the queues: each client (by address) may have
+`client_queue_limit` jobs queued or running, the server `queue_limit` in all. Both routes that
+queue jobs say the same about a job over a cap, the cap's name, the job's figure, the limit and
+the flag that raises it (jobcost.OverCap):
+    POST /api/runs                 the run is stored (it ran in the browser): 201, and each
+                                   runner that would have run it is `unavailable` with that
+                                   message (the others keep their own reason, "turned off", "no
+                                   CUDA device"); such a run takes no room in the queues
+    POST /api/runs/{id}/comparisons  422 with that message and the field, nothing changed
+A full queue answers 429 with Retry-After on both, and POST /api/runs then stores nothing (the
+page posts it again after that many seconds; the run's id makes the retry safe).
 
 Restarts: a row still `running` at start-up belonged to a server that died mid-job; it is marked
 failed ("the server stopped during this job") rather than re-run, because the job may be what
@@ -169,7 +176,8 @@ class Queue:
         self._inflight: dict[int, asyncio.Task] = {}
         self._futures: dict[int, object] = {}
         self._cancelling: set[int] = set()
-        self._clients: dict[str, str] = {}  # run id -> client, from the post to its enqueue
+        # run id -> (client, estimate or OverCap), from POST /api/runs' check to its enqueue
+        self._admitted: dict[str, tuple] = {}
         self._loop_task: asyncio.Task | None = None
         self.ready = asyncio.Event()  # the cluster is up (or failed to come up: self.problem)
         self.problem: str | None = None
@@ -260,6 +268,16 @@ class Queue:
         """The job's estimate; OverCap when it breaks a cap."""
         return jobcost.check(run.get("config"), self.data_dir, self.limits.caps)
 
+    async def admit(self, run: dict) -> dict | jobcost.OverCap | None:
+        """The run's job against the caps: its estimate, the OverCap it breaks, or None for a
+        run whose config is not a job (job_problem says why)."""
+        if job_problem(run) is not None:
+            return None
+        try:
+            return await asyncio.to_thread(self.check_caps, run)
+        except jobcost.OverCap as exc:
+            return exc
+
     async def check_room(self, client: str, jobs: int) -> None:
         """QueueFull (429) when `jobs` more would take the client or the server past its limit."""
         if not jobs:
@@ -284,43 +302,44 @@ class Queue:
         return [r for r in runners_for(run.get("kind")) if runners is None or r.name in runners]
 
     async def before_run_stored(self, run: dict, request: Request) -> None:
-        """POST /api/runs, before the insert: a full queue refuses the post with 429."""
+        """POST /api/runs, before the insert: a full queue refuses the post with 429 (a run over
+        a cap queues nothing, so it is never refused for room)."""
         if not self.jobs_for(run):
             return
         exists = await self.store.read(lambda conn: conn.execute(
             "SELECT 1 FROM runs WHERE id = ?", (run["id"],)).fetchone())
         if exists:
             return
-        client = client_of(request)
-        await self.check_room(client, len(self.queueable(run)))
-        self._clients[run["id"]] = client
+        client, admitted = client_of(request), await self.admit(run)
+        if not isinstance(admitted, jobcost.OverCap):
+            await self.check_room(client, len(self.queueable(run)))
+        self._admitted[run["id"]] = (client, admitted)
 
     # -- queueing -------------------------------------------------------------------------------
     async def enqueue(self, run: dict, runners: list[str] | None = None,
-                      client: str | None = None, refuse: bool = False) -> None:
+                      client: str | None = None, admitted=None) -> None:
         """One row per runner of the run's kind (on_run_stored callback: a run just stored).
-        refuse: raise OverCap rather than store failed rows (POST .../comparisons)."""
+        admitted: what `admit` said of the run, when the caller asked it already."""
         chosen = self.jobs_for(run, runners)
-        client = client or self._clients.pop(run["id"], None) or "-"
+        client_then, admitted_then = self._admitted.pop(run["id"], (None, None))
+        client = client or client_then or "-"
         if not chosen:
             return
-        problem, cost = job_problem(run), None
-        if problem is None:
-            try:
-                cost = (await asyncio.to_thread(self.check_caps, run)).get("cost")
-            except jobcost.OverCap as exc:
-                if refuse:
-                    raise
-                problem = str(exc)
+        problem = job_problem(run)
+        if problem is None and admitted is None:
+            admitted = admitted_then if admitted_then is not None else await self.admit(run)
+        over = str(admitted) if isinstance(admitted, jobcost.OverCap) else None
+        cost = admitted.get("cost") if isinstance(admitted, dict) else None
         rows = []
         for r in chosen:
             off = self.runners is not None and r.name not in self.runners
             reason = problem or ("turned off on this server (comparison_runners)" if off
-                                 else r.check(self.device))
+                                 else r.check(self.device) or over)
             status = "failed" if problem else "unavailable" if reason else "queued"
             rows.append((run["id"], r.name, status, reason, self.device, client, cost))
         await self.store.write(_insert(rows))
-        self._wake.set()
+        if any(row[2] == "queued" for row in rows):
+            self._wake.set()
 
     async def cancel(self, run_id: str) -> int:
         """Cancel the run's queued and running jobs; how many there were."""
@@ -602,18 +621,16 @@ async def post_comparisons(request: Request) -> JSONResponse:
     if row is None:
         raise ClientError(404, "no run with this id", field="id")
     run = json.loads(row["body"])
-    if job_problem(run) is None:
-        try:
-            await asyncio.to_thread(queue.check_caps, run)
-        except jobcost.OverCap as exc:
-            raise ClientError(422, str(exc), field=exc.field) from None
+    admitted = await queue.admit(run)
+    if isinstance(admitted, jobcost.OverCap):  # the message its rows got at POST /api/runs
+        raise ClientError(422, str(admitted), field=admitted.field)
     client = client_of(request)
     active = {r[0] for r in await request.app.state.store.read(lambda conn: conn.execute(
         "SELECT runner FROM comparisons WHERE run_id = ? AND status IN ('queued', 'running')",
         (run_id,)).fetchall())}
     await queue.check_room(client, len([r for r in queue.queueable(run, runners)
                                         if r.name not in active]))
-    await queue.enqueue(run, runners, client=client)
+    await queue.enqueue(run, runners, client=client, admitted=admitted)
     return await _answer(request, run_id, 202)
 
 

@@ -38,7 +38,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 from starlette.requests import Request
-from starlette.responses import PlainTextResponse, Response
+from starlette.responses import FileResponse, PlainTextResponse
 from starlette.routing import Route
 
 from server import jobcost, snippets
@@ -199,7 +199,7 @@ def onnx_path(data_dir, run_id: str) -> Path:
     return Path(data_dir) / "exports" / f"{run_id}.onnx"
 
 
-async def get_onnx(request: Request) -> Response:
+async def get_onnx(request: Request) -> FileResponse:
     run = await _run_of(request)
     if run["kind"] != "random_forest":
         raise ClientError(409, "only a random_forest run exports to ONNX; this run is a "
@@ -211,8 +211,7 @@ async def get_onnx(request: Request) -> Response:
         async with request.app.state.exports_lock:  # one rebuild at a time; a second asker of
             if not path.is_file():                  # the same run finds the file made
                 await _build(run, path, settings)
-    return Response(path.read_bytes(), media_type=ONNX_MEDIA, headers={
-        "Content-Disposition": f'attachment; filename="{snippets.file_name(run)}"'})
+    return FileResponse(path, media_type=ONNX_MEDIA, filename=snippets.file_name(run))
 
 
 async def _build(run: dict, path: Path, settings) -> None:

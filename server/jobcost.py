@@ -15,8 +15,9 @@ Caps (server options, PLAYGROUND_* environment variables too; 0 turns one off):
     --max-table-cells     1e8    rows x columns of a generated data set (800 MB as float64)
     --max-transformer-cost 2e15  parameters x tokens x steps (nanoGPT's shakespeare_char: 8.8e14)
 
-A job over a cap is refused with the cap's name (422 on POST /api/runs/{id}/comparisons; on
-POST /api/runs the run is stored and its comparisons are marked failed with the same message).
+A job over a cap is refused with OverCap's message, which names the cap, the job's figure, the
+limit and the flag that raises it: 422 on POST /api/runs/{id}/comparisons; on POST /api/runs the
+run is stored and its comparisons are `unavailable` with the same message (server/comparisons.py).
 """
 from __future__ import annotations
 

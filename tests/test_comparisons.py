@@ -213,25 +213,44 @@ def test_twenty_jobs_on_two_workers_run_two_at_a_time(two_workers):
     assert peak == 2
 
 
-def test_caps_refuse_a_job_before_it_is_queued(sklearn_only):
+CAPPED = [  # (job, the cap it breaks, what its message says, the 422's field)
+    (forest_job("iris", n_estimators=1_000_000), "max_trees",
+     "max_trees (n_estimators of a random_forest job): 1,000,000 > 1,000 (--max-trees raises it)",
+     "config.params.n_estimators"),
+    (forest_job("synthetic:regression?n_samples=1e9", target="y"), "max_table_cells",
+     "max_table_cells (rows x columns of a generated data set): 1.1e+10 > 1e+08 "
+     "(--max-table-cells raises it)", "config.dataset"),
+    ({"kind": "transformer", "text": "shakespeare",
+      "params": {"preset": "shakespeare_char", "n_layer": 1000}}, "max_transformer_cost",
+     "max_transformer_cost (parameters x tokens a step x steps of a transformer job): ",
+     "config.params"),
+]
+
+
+@pytest.mark.parametrize("job, cap, says, field", CAPPED, ids=[c[1] for c in CAPPED])
+def test_a_job_over_a_cap_is_refused_alike_by_both_routes(sklearn_only, job, cap, says, field):
+    """POST /api/runs stores the run (it ran in the browser) and its comparisons say which cap;
+    POST .../comparisons answers 422 with the very message; neither queues anything."""
     sklearn_only.max_trees = 1000
+    sklearn_only.comparison_runners = "sklearn,torch"
     with TestClient(create_app(sklearn_only), base_url="http://127.0.0.1") as client:
-        # Stored (it ran in the browser), but its comparison never runs, and says why.
-        big = post(client, forest_job("iris", n_estimators=1_000_000))
-        row = {c["runner"]: c for c in client.get(f"/api/runs/{big}/comparisons").json()
-               ["comparisons"]}["sklearn"]
-        assert row["status"] == "failed" and "max_trees" in row["error"]
-        r = client.post(f"/api/runs/{big}/comparisons", json={"runners": ["sklearn"]})
-        assert r.status_code == 422
-        assert "max_trees" in r.json()["error"]["message"]
-        assert r.json()["error"]["field"] == "config.params.n_estimators"
-        huge = post(client, forest_job("synthetic:regression?n_samples=1e9", target="y"))
-        r = client.post(f"/api/runs/{huge}/comparisons", json={"runners": ["sklearn"]})
-        assert r.status_code == 422 and "max_table_cells" in r.json()["error"]["message"]
-        gpt = post(client, {"kind": "transformer", "text": "shakespeare",
-                            "params": {"preset": "shakespeare_char", "n_layer": 1000}})
-        r = client.post(f"/api/runs/{gpt}/comparisons")
-        assert r.status_code == 422 and "max_transformer_cost" in r.json()["error"]["message"]
+        run_id = post(client, job)
+        rows = {c["runner"]: c for c in client.get(f"/api/runs/{run_id}/comparisons").json()
+                ["comparisons"]}
+        runner = "sklearn" if job["kind"] == "random_forest" else "torch"
+        expected = f"this job is over the server's limit {says}"
+        assert rows[runner]["status"] == "unavailable"
+        assert rows[runner]["error"].startswith(expected)
+        for other, row in rows.items():  # their own reason, not the cap's
+            if other != runner:
+                assert row["status"] == "unavailable" and "turned off" in row["error"], other
+        r = client.post(f"/api/runs/{run_id}/comparisons")
+        assert r.status_code == 422 and r.json()["error"] == {"message": rows[runner]["error"],
+                                                              "field": field}
+        again = {c["runner"]: c for c in client.get(f"/api/runs/{run_id}/comparisons").json()
+                 ["comparisons"]}
+        assert again == rows  # a refused request changes nothing
+        assert client.app.state.comparisons.client is None  # nothing queued: no cluster
 
 
 def test_queue_limits_429_and_cancel(sklearn_only):
@@ -244,6 +263,10 @@ def test_queue_limits_429_and_cancel(sklearn_only):
         assert r.status_code == 429 and int(r.headers["Retry-After"]) >= 1
         assert "client-queue-limit" in r.json()["error"]["message"]
         assert client.get(f"/api/runs/{run['id']}").status_code == 404  # not stored
+        # A run over a cap queues nothing, so a full queue does not refuse it: it is stored.
+        capped = post(client, forest_job(n_estimators=10**6))
+        row = wait_for(client, capped, "sklearn")[1]
+        assert row["status"] == "unavailable" and "max_trees" in row["error"]
         r = client.post(f"/api/runs/{slow}/comparisons", json={"runners": ["sklearn"]})
         assert r.status_code == 202  # already running: nothing more queued
         worker = _busy_worker()

@@ -130,10 +130,8 @@ def test_safetensors_export_loads_in_pytorch_and_imports_back(runs, native_backe
     assert json.loads(meta["vocab"]) == vocab.chars
     cfg = TransformerConfig.from_json(meta["config"])
     model = TorchGPT(cfg, len(vocab))
-    missing, unexpected = model.load_state_dict({k: torch.from_numpy(v.copy()) for k, v in tensors.items()},
-                                                strict=False)
-    assert missing == ["lm_head.weight"] and not unexpected  # tied to transformer.wte.weight
-    assert torch.equal(model.lm_head.weight, model.transformer.wte.weight)
+    model.load_state_dict({k: torch.from_numpy(v.copy()) for k, v in tensors.items()})  # strict
+    assert torch.equal(model.lm_head.weight, model.transformer.wte.weight)  # tied
     # and back: a fresh GPU model from the file holds the same bits
     cfg2, vocab2, flat = import_weights(data)
     assert cfg2 == trainer.config and vocab2.chars == vocab.chars

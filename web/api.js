@@ -44,6 +44,21 @@ export const deleteRun = async (id) => {
   if (!res.ok) await json(res);
 };
 export const getRun = async (id) => json(await fetch(`/api/runs/${encodeURIComponent(id)}`));
+// A stored forest run's model as ONNX (a Blob); the server may fit it again first (seconds).
+export async function getOnnx(id) {
+  const res = await fetch(`/api/runs/${encodeURIComponent(id)}/model.onnx`);
+  if (!res.ok) await json(res);
+  return res.blob();
+}
+// The Python that loads a run's download elsewhere (server/snippets.py), as text.
+export async function getSnippet(id) {
+  const res = await fetch(`/api/runs/${encodeURIComponent(id)}/snippet`);
+  if (!res.ok) await json(res);
+  return res.text();
+}
+// Cancels a run's queued and running server comparisons; answers as GET .../comparisons.
+export const cancelComparisons = async (id) =>
+  json(await fetch(`/api/runs/${encodeURIComponent(id)}/comparisons`, { method: "DELETE" }));
 export const getHealth = async () => json(await fetch("/api/health"));
 
 export const listDatasets = async () => json(await fetch("/api/datasets"));

@@ -69,6 +69,14 @@ export function filePicker(input, text, attrs = {}) {
   return el("span", { class: "picker-wrap" }, button, input);
 }
 
+// "How to use it elsewhere": a <details> with a code box; `text` may come later (a Promise of the
+// server's snippet, GET /api/runs/{id}/snippet), its failure shown in its place.
+export function snippetBox(id, summary, text) {
+  const pre = el("pre", { class: "snippet" }, typeof text === "string" ? text : "Loading…");
+  if (typeof text !== "string") text.then((t) => { pre.textContent = t; }, (e) => { pre.textContent = e.message; });
+  return el("details", { class: "snippet-box", id }, el("summary", {}, summary), pre);
+}
+
 // A box that scrolls must take the focus, or a keyboard user cannot scroll it (WCAG 2.1.1):
 // every scrolling box under `root`, now and later, gets tabindex=0.
 const SCROLLERS = ".scroll, pre.preview, pre.sample, pre.snippet, .features";

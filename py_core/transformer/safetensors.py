@@ -2,9 +2,15 @@
 
 Layout (https://huggingface.co/docs/safetensors): an 8-byte little-endian header length N, N bytes
 of JSON {name: {"dtype": "F32", "shape": [...], "data_offsets": [begin, end]}, "__metadata__":
-{str: str}}, padded with spaces to 8 bytes, then the raw little-endian data. Names are nanoGPT's
-state_dict keys; `lm_head.weight` is tied to `transformer.wte.weight` and not stored twice (as
-safetensors' own save_model does); the metadata holds the config and the vocabulary as JSON.
+{str: str}}, padded with spaces to 8 bytes, then the raw little-endian data.
+
+What `export_weights` writes is nanoGPT's `GPT.state_dict()` (model.py, bias=True): every key,
+`lm_head.weight` included (a copy of `transformer.wte.weight`, to which nanoGPT ties it), so
+`GPT(GPTConfig(**json.loads(meta["gpt_config"]))).load_state_dict(load_file(path))` loads it
+strictly. Metadata (JSON strings): "gpt_config" (nanoGPT's GPTConfig: block_size, vocab_size,
+n_layer, n_head, n_embd, dropout, bias), "vocab" (token i is the character vocab[i]), "config"
+(the playground's TransformerConfig, training knobs included). nanoGPT's MLP computes exact GELU;
+this model was trained with its tanh form (server/snippets.py says how to match it).
 """
 from __future__ import annotations
 
@@ -59,16 +65,28 @@ def loads(data: bytes) -> tuple[dict, dict]:
     return out, metadata
 
 
+TIED = {"lm_head.weight": "transformer.wte.weight"}  # nanoGPT: lm_head.weight is wte.weight
+
+
+def gpt_config(config: TransformerConfig, vocab_size: int) -> dict:
+    """nanoGPT's GPTConfig for this model."""
+    return {"block_size": config.block_size, "vocab_size": vocab_size, "n_layer": config.n_layer,
+            "n_head": config.n_head, "n_embd": config.n_embd, "dropout": 0.0, "bias": True}
+
+
 def export_weights(config: TransformerConfig, vocab: Vocab, weights: array) -> bytes:
     layout = ParamLayout(config, len(vocab))
     tensors = {p.name: (p.shape, weights[p.offset:p.offset + p.size]) for p in layout}
-    meta = {"format": "pt", "config": config.to_json(), "vocab": json.dumps(vocab.chars),
-            "tied": json.dumps({"lm_head.weight": "transformer.wte.weight"})}
+    for name, source in TIED.items():
+        tensors[name] = tensors[source]
+    meta = {"format": "pt", "gpt_config": json.dumps(gpt_config(config, len(vocab))),
+            "config": config.to_json(), "vocab": json.dumps(vocab.chars), "tied": json.dumps(TIED)}
     return dumps(tensors, meta)
 
 
 def import_weights(data: bytes) -> tuple[TransformerConfig, Vocab, array]:
-    """(config, vocab, flat weights) from `export_weights`' bytes."""
+    """(config, vocab, flat weights) from `export_weights`' bytes (lm_head.weight, tied to
+    transformer.wte.weight, is not read)."""
     tensors, meta = loads(data)
     try:
         config = TransformerConfig.from_json(meta["config"])

@@ -1,10 +1,13 @@
 // Browser against server: polls a run's comparisons (the same job on the server's runners) and
 // shows them as a table and a time chart, marking a server result that differs from the browser's
-// by more than the tolerance of the issue that made the model.
+// by more than the tolerance of the issue that made the model. While some are queued or running,
+// a Cancel button stops them (DELETE /api/runs/{id}/comparisons: a running job's process is killed).
+import { cancelComparisons } from "../api.js";
 import { bars } from "../charts.js";
 import { el, fmtNumber, fmtSeconds, table } from "../ui.js";
 
 const FINAL = new Set(["done", "failed", "unavailable"]);
+const PENDING = new Set(["queued", "running"]);
 const obj = (v) => (v && typeof v === "object" && !Array.isArray(v) ? v : {});
 const num = (v) => (typeof v === "number" && Number.isFinite(v) ? v : null);
 // Any stored value as text (a run stored by an older server may hold an object where a string
@@ -69,11 +72,34 @@ function render(card, run, data) {
   const timed = [[`browser`, num(timings[key])], ...data.comparisons.filter((c) => c.status === "done" && c.timings?.[key])
     .map((c) => [c.runner, c.timings[key]])];
   const chartBox = el("div", { class: "compare-chart" });
-  card.replaceChildren(el("h2", {}, "Browser and server, side by side"),
+  card.replaceChildren(...[el("h2", {}, "Browser and server, side by side"),
     el("p", { class: "muted" }, `Server device: ${data.device}. ${key === "step" ? "Seconds a training step" : "Seconds to fit"}, lower is better.`),
-    el("div", { class: "scroll" }, tbl), chartBox);
+    cancelButton(card, run, data), el("div", { class: "scroll" }, tbl), chartBox].filter(Boolean));
   bars(chartBox, timed.filter((t) => typeof t[1] === "number"),
     { title: key === "step" ? "Seconds a training step, browser and server runners" : "Seconds to fit, browser and server runners", unit: " s" });
+}
+
+// While jobs are queued or running: a button that cancels them all (the answer is rendered at
+// once; a poll meanwhile keeps it disabled, as card.dataset.cancelling says).
+function cancelButton(card, run, data) {
+  const pending = data.comparisons.filter((c) => PENDING.has(c.status)).length;
+  if (!pending) return null;
+  const busy = card.dataset.cancelling === "1";
+  const button = el("button", { class: "secondary", id: "compare-cancel", disabled: busy, onclick: async () => {
+    card.dataset.cancelling = "1";
+    button.disabled = true;
+    button.textContent = "Cancelling…";
+    try {
+      const answer = await cancelComparisons(run.id);
+      delete card.dataset.cancelling;
+      render(card, run, answer);
+    } catch (e) {
+      delete card.dataset.cancelling;
+      button.disabled = false;
+      button.textContent = `Cancelling failed (${e.message}): try again`;
+    }
+  } }, busy ? "Cancelling…" : `Cancel the server's ${pending} queued or running job${pending > 1 ? "s" : ""}`);
+  return el("div", { class: "row" }, button);
 }
 
 // What the runner could not do as the job asked: its note, and parameters it had no counterpart for.

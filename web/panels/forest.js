@@ -3,12 +3,12 @@
 // as each batch of trees finishes, then metrics against the baseline, plots, times with the
 // adapter named, the model to download, and predictions on a new CSV. Trains on the Data tab's
 // selection; every run is posted to the server.
-import { getRecentRuns } from "../api.js";
+import { getOnnx, getRecentRuns, getSnippet } from "../api.js";
 import { bars, confusion, scatterChart, surface } from "../charts.js";
 import { showComparisons } from "./compare.js";
 import { download as download_, forestJSONParts } from "../forest_model.js";
 import { initial } from "../state.js";
-import { el, filePicker, fmtNumber, fmtSeconds, progressBar, setProgress, table } from "../ui.js";
+import { el, filePicker, fmtNumber, fmtSeconds, progressBar, setProgress, snippetBox, table } from "../ui.js";
 
 export const PRESETS = {
   quick: { label: "Quick look (50 trees, depth 8)", params: { n_estimators: 50, max_depth: 8 } },
@@ -276,6 +276,18 @@ export function mountForestPanel(root, playground) {
       el("button", { class: "secondary", id: "forest-download-binary", onclick: () => {
         download_([lastModel.binary], "application/octet-stream", `${name}.pcforest`);
       } }, "Download model (binary)"));
+    // ONNX is written by the server from the stored run (it may fit the same forest again first).
+    const onnxStatus = el("div", { class: "status", id: "forest-onnx-status", role: "status", "aria-live": "polite" });
+    const onnxButton = el("button", { class: "secondary", id: "forest-download-onnx", onclick: async () => {
+      onnxButton.disabled = true;
+      onnxStatus.className = "status"; onnxStatus.textContent = "The server is writing the ONNX file…";
+      try {
+        download_([await getOnnx(run.id)], "application/octet-stream", `${name}.onnx`);
+        onnxStatus.textContent = `Downloaded ${name}.onnx.`;
+      } catch (e) {
+        onnxStatus.className = "status error"; onnxStatus.textContent = `No ONNX file: ${e.message}`;
+      } finally { onnxButton.disabled = false; }
+    } }, "Download model (ONNX)");
     const predictInput = el("input", { type: "file", accept: ".csv,text/csv", id: "forest-predict-file", "aria-label": "CSV to predict" });
     const predictStatus = el("div", { class: "status", role: "status", "aria-live": "polite" });
     predictInput.addEventListener("change", async () => {
@@ -304,8 +316,9 @@ export function mountForestPanel(root, playground) {
         el("dt", {}, "On"), el("dd", {}, where)),
       el("h3", {}, "Keep it"),
       el("div", { class: "row" }, lastModel ? download : el("span", { class: "muted" }, "no model exported"),
-        filePicker(predictInput, "Predict on a new CSV…", { id: "forest-predict" })), predictStatus,
-      lastModel ? snippet(run) : null);
+        onnxButton, filePicker(predictInput, "Predict on a new CSV…", { id: "forest-predict" })), onnxStatus, predictStatus,
+      lastModel ? snippet(run) : null,
+      snippetBox("forest-onnx-snippet", "Use the ONNX model elsewhere (Python, onnxruntime)", getSnippet(run.id)));
     const baseRow = metricsTable.querySelectorAll("tbody tr");
     baseRow.forEach((tr) => tr.lastChild.classList.add("muted"));
     live = null;
@@ -340,7 +353,7 @@ function fmtDuration(s) {
 }
 export { fmtDuration };
 
-// How to load the downloaded model elsewhere (plain Python with py_core, or any JSON reader).
+// How to load the JSON download elsewhere (plain Python with py_core, or any JSON reader).
 function snippet(run) {
   const task = run.metrics.accuracy !== undefined ? "Classifier" : "Regressor";
   const file = `forest-${run.id.slice(0, 8)}.json`;
@@ -352,8 +365,7 @@ forest = RandomForest${task}.from_dict(model, backend="reference")
 rows = [[...]]  # one list per row: ${(run.config?.features || []).slice(0, 4).join(", ")}${(run.config?.features || []).length > 4 ? ", ..." : ""}
 X = [v for row in rows for v in row]
 print(asyncio.run(forest.predict(X, n_features=len(model["data"]["features"]))))`;
-  return el("details", { class: "snippet-box", id: "forest-snippet" }, el("summary", {}, "Use the model elsewhere (Python)"),
-    el("pre", { class: "snippet" }, code));
+  return snippetBox("forest-snippet", "Use the JSON model elsewhere (Python, py_core)", code);
 }
 
 // The forest's plots in `plots` (a .cards box); `charts` holds their handles (destroyed on redraw),

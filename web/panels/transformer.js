@@ -2,13 +2,12 @@
 // parameter count and memory against the adapter's limits, Train / Pause / Stop with a live loss
 // chart and tokens per second, then sample (streamed character by character) and download the
 // weights as safetensors. Every finished run is posted to the server.
-import { getText, listTexts, uploadText } from "../api.js";
-import { getRecentRuns } from "../api.js";
+import { getRecentRuns, getSnippet, getText, listTexts, uploadText } from "../api.js";
 import { lineChart } from "../charts.js";
 import { showComparisons } from "./compare.js";
 import { fmtDuration } from "./forest.js";
 import { initial } from "../state.js";
-import { el, filePicker, fmtBytes, fmtNumber, fmtSeconds, progressBar, setProgress } from "../ui.js";
+import { el, filePicker, fmtBytes, fmtNumber, fmtSeconds, progressBar, setProgress, snippetBox } from "../ui.js";
 
 // Steps on a software adapter or the CPU path, where the "tiny" model takes seconds a step.
 const SMALL_STEPS = 20;
@@ -18,6 +17,10 @@ const LIVE_SAMPLE = { fast: 60, slow: 10 };
 // Seconds a step per million parameters when no run on this adapter is stored: rough, by class
 // (a software adapter measured 11.9 s a step for "tiny", 0.8 M parameters, batch 32).
 const CLASS_SECONDS = { gpu: 0.05, software: 15, cpu: 40 };
+// The weights in PyTorch: nanoGPT's parameter names and GPTConfig (server/snippets.py).
+const SNIPPET_SUMMARY = "Use the weights elsewhere (PyTorch, nanoGPT's model.py)";
+const NO_RUN_YET = `# Train a model: its weights download as safetensors with nanoGPT's parameter names and
+# GPTConfig, and the Python that loads them into nanoGPT's GPT appears here.`;
 
 const FIELDS = [["n_layer", "Layers"], ["n_head", "Heads"], ["n_embd", "Embedding width"],
   ["block_size", "Context (characters)"], ["batch_size", "Batch"], ["steps", "Steps"],
@@ -49,6 +52,10 @@ export function mountTransformerPanel(root, playground) {
   const sampleBtn = el("button", { class: "secondary", id: "tf-sample", disabled: true }, "Sample");
   const download = el("button", { class: "secondary", id: "tf-download", disabled: true }, "Download weights (safetensors)");
   const output = el("pre", { class: "sample", id: "tf-output", tabindex: "0" });
+  // The weights' file name, and the server's PyTorch snippet for them, follow the stored run.
+  let weightsName = "transformer.safetensors";
+  const snippetHolder = el("div", { id: "tf-snippet-holder" }, snippetBox("tf-snippet", SNIPPET_SUMMARY, NO_RUN_YET));
+  const showSnippet = (text) => snippetHolder.replaceChildren(snippetBox("tf-snippet", SNIPPET_SUMMARY, text));
 
   const compare = el("div", { id: "tf-compare" });
   root.append(el("div", { class: "cards" },
@@ -62,7 +69,7 @@ export function mountTransformerPanel(root, playground) {
     el("div", { class: "card" }, el("h2", {}, "Loss"), chart),
     el("div", { class: "card" }, el("h2", {}, "Sample"),
       el("div", { class: "row" }, prompt, el("label", {}, "chars ", length), el("label", {}, "temperature ", temperature),
-        el("label", {}, "top-k ", topk), sampleBtn, download), output, snippet())),
+        el("label", {}, "top-k ", topk), sampleBtn, download), output, snippetHolder)),
   el("h2", { class: "section-note" }, "The same job on the server"), compare);
 
   const sampleNote = el("p", { class: "muted", id: "tf-sample-note", role: "status" },
@@ -210,6 +217,8 @@ export function mountTransformerPanel(root, playground) {
       status.textContent = `Done: validation loss ${fmtNumber(run.metrics.val_loss, 4)}, ${fmtSeconds(t.step)} a step, ` +
         `${Math.round(t.tokens_per_s).toLocaleString()} tokens/s on ${run.backend === "webgpu" ? `WebGPU (${run.adapter.vendor})` : "the CPU"}. Stored as run ${run.id.slice(0, 8)}.`;
       sampleBtn.disabled = false; download.disabled = false;
+      weightsName = `transformer-${run.id.slice(0, 8)}.safetensors`;
+      showSnippet(getSnippet(run.id));
       showComparisons(compare, run);
       // The PyTorch twin's loss curve, laid over the browser's once it is in.
       const twin = setInterval(async () => {
@@ -227,7 +236,12 @@ export function mountTransformerPanel(root, playground) {
       const kept = e.stopped && /stopped at step \d+ of \d+[^.]*/.exec(e.detail || "");
       status.textContent = kept ? `Stopped: ${kept[0].replace(/^stopped/, "").trim()}. Nothing was posted.`
         : e.stopped ? "Stopped: nothing was posted." : `Training failed: ${e.message}`;
-      if (kept) { sampleBtn.disabled = false; download.disabled = false; }
+      if (kept) {
+        sampleBtn.disabled = false; download.disabled = false;
+        weightsName = "transformer-stopped.safetensors";
+        showSnippet(`# A stopped model is not stored, so the server has no snippet for it: the snippet of a
+# finished run loads it too, with path = "${weightsName}".`);
+      }
     } finally {
       train.disabled = false; pauseBtn.disabled = true; stopBtn.disabled = true; pauseBtn.textContent = "Pause";
     }
@@ -254,7 +268,7 @@ export function mountTransformerPanel(root, playground) {
   download.addEventListener("click", async () => {
     const { safetensors } = await playground.call("export_transformer");
     const bytes = Uint8Array.from(atob(safetensors), (c) => c.charCodeAt(0));
-    el("a", { href: URL.createObjectURL(new Blob([bytes])), download: "transformer.safetensors" }).click();
+    el("a", { href: URL.createObjectURL(new Blob([bytes])), download: weightsName }).click();
   });
   textSelect.addEventListener("change", chooseText);
   preset.addEventListener("change", applyPreset);
@@ -297,18 +311,4 @@ export function mountTransformerPanel(root, playground) {
     saveParams();
     updateSize();
   }).catch((e) => { status.textContent = e.message; status.className = "status error"; });
-}
-
-// How to load the downloaded weights elsewhere: safetensors is read by PyTorch, NumPy, JAX...
-function snippet() {
-  const code = `# pip install safetensors torch
-from safetensors.torch import load_file
-weights = load_file("transformer.safetensors")   # name -> tensor
-for name, t in weights.items():
-    print(name, tuple(t.shape))
-# nanoGPT's state_dict names (transformer.wte.weight, transformer.h.0.attn.c_attn.weight, ...;
-# the LM head is tied to wte): nanoGPT's GPT(config).load_state_dict(weights, strict=False)
-# takes them, with lm_head.weight = transformer.wte.weight.`;
-  return el("details", { class: "snippet-box", id: "tf-snippet" }, el("summary", {}, "Use the weights elsewhere (Python)"),
-    el("pre", { class: "snippet" }, code));
 }

@@ -797,12 +797,10 @@ fn split_scan(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: v
 // What the looping kernels do, with a feature's bins spread over the workgroup's threads rather
 // than looped over by one thread: for GPUs, where one thread's 256-bin loop is slow. Same
 // integers, same f32 scores, same ties, so the same forest. (CPU adapters run the looping
-// versions: workgroup barriers cost more than loops there.) hist_prefix_wg and split_vary_wg
-// read and write a feature's NB x C words in consecutive order (coalesced), the prefix sums
-// done in workgroup memory.
+// versions: workgroup barriers cost more than loops there.) split_vary_wg reads and writes a
+// feature's NB x C words in consecutive order (coalesced).
 const PW: u32 = 64u;   // threads a workgroup
-const BPT: u32 = 4u;   // bins a thread (split_scan_wg): PW * BPT = 256, the most bins a feature has
-const HCW: u32 = 12u;  // channels hist_prefix_wg sums at once: 256 bins x 12 words, 12 KiB
+const BPT: u32 = 4u;   // bins a thread: PW * BPT = 256, the most bins a feature has
 
 var<workgroup> wg_flags: u32;
 var<workgroup> wg_node: u32;
@@ -810,8 +808,7 @@ var<workgroup> wg_elig: u32;
 var<workgroup> wg_any: atomic<u32>;
 var<workgroup> wg_rs: array<f32, PW>;
 var<workgroup> wg_rb: array<u32, PW>;
-var<workgroup> wg_h: array<u32, 3072>;   // 256 * HCW: bin j, channel c of a chunk at j * cw + c
-var<workgroup> wg_seg: array<vec2u, PW>;  // each thread's segment total
+var<workgroup> wg_sum: array<vec4u, PW>;
 
 // The (tree, slot, feature) of a workgroup, and the slot's flags for all its threads (0: none).
 fn wg_item(id: u32, lid: u32) -> vec4u {
@@ -827,47 +824,46 @@ fn wg_item(id: u32, lid: u32) -> vec4u {
   return vec4u(t, s, f, 0u);
 }
 
-// A running sum over wg_h: one channel (x), or with `pair` the 64-bit sum in words e, e + 1.
-fn wg_acc(acc: vec2u, e: u32, pair: bool) -> vec2u {
-  if (pair) { return add64(acc, vec2u(wg_h[e], wg_h[e + 1u])); }
-  return vec2u(acc.x + wg_h[e], 0u);
+// Four channels; with `wide`, x and y are the lo and hi words of one 64-bit sum.
+fn add4(a: vec4u, b: vec4u, wide: bool) -> vec4u {
+  if (wide) { return vec4u(add64(a.xy, b.xy), a.z + b.z, a.w + b.w); }
+  return a + b;
 }
 
-// The nb bins x cw channels in wg_h made cumulative along the bins. A column is a channel, or
-// with `wide` the 64-bit sum in the first two words; each column is cut into PW / columns
-// segments of consecutive bins, a thread each: its segment's total, then (after the barrier) the
-// totals of the column's earlier segments plus its own running sum, written in place.
-fn wg_prefix(nb: u32, cw: u32, wide: bool, lid: u32) {
-  let cols = select(cw, cw - 1u, wide);
-  let G = PW / cols;
-  let L = (nb + G - 1u) / G;
-  let col = lid / G;
-  let on = col < cols;
-  let pair = wide && col == 0u;
-  let w = select(col, col + 1u, wide && col > 0u);  // the column's first word in a bin
-  let j0 = min(nb, lid % G * L);
-  let j1 = min(nb, j0 + L);
-  var run = vec2u(0u);
-  if (on) {
-    for (var j = j0; j < j1; j++) { run = wg_acc(run, j * cw + w, pair); }
-  }
-  wg_seg[lid] = run;
-  workgroupBarrier();
-  if (on) {
-    run = vec2u(0u);
-    for (var k = col * G; k < lid; k++) {
-      if (pair) { run = add64(run, wg_seg[k]); } else { run.x += wg_seg[k].x; }
-    }
-    for (var j = j0; j < j1; j++) {
-      let e = j * cw + w;
-      run = wg_acc(run, e, pair);
-      wg_h[e] = run.x;
-      if (pair) { wg_h[e + 1u] = run.y; }
-    }
-  }
-  workgroupBarrier();
+fn sub4(a: vec4u, b: vec4u, wide: bool) -> vec4u {
+  if (wide) { return vec4u(sub64(a.xy, b.xy), a.z - b.z, a.w - b.w); }
+  return a - b;
 }
 
+// The sum of v over the threads before this one (all threads must call it).
+fn wg_exclusive(v: vec4u, lid: u32, wide: bool) -> vec4u {
+  var x = v;
+  for (var off = 1u; off < PW; off <<= 1u) {
+    wg_sum[lid] = x;
+    workgroupBarrier();
+    if (lid >= off) { x = add4(x, wg_sum[lid - off], wide); }
+    workgroupBarrier();
+  }
+  return sub4(x, v, wide);
+}
+
+fn load4(h: u32, c0: u32) -> vec4u {
+  var v = vec4u(0u);
+  for (var c = 0u; c < 4u; c++) {
+    if (c0 + c < p.C) { v[c] = sp_hist[h + c0 + c]; }
+  }
+  return v;
+}
+
+fn store4(h: u32, c0: u32, v: vec4u) {
+  for (var c = 0u; c < 4u; c++) {
+    if (c0 + c < p.C) { sp_hist[h + c0 + c] = v[c]; }
+  }
+}
+
+// A feature's bins made cumulative: each thread sums its BPT consecutive bins four channels at
+// a time, and a scan over the threads adds what comes before. An open slot's feature then gets
+// split_vary's work, whether it varies found from the rows channel this thread already holds.
 @compute @workgroup_size(64)
 fn hist_prefix_wg(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
                   @builtin(local_invocation_index) lid: u32) {
@@ -878,28 +874,36 @@ fn hist_prefix_wg(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nw
   let it = wg_item(id, lid);
   let flags = workgroupUniformLoad(&wg_flags);
   if ((flags & BUILT) == 0u) { return; }
-  let f = it.z;
-  let nb = sp_fmeta[2u * f + 1u];
-  let h0 = (hist_slot(it.x, it.y) * p.NB + sp_fmeta[2u * f]) * p.C;
-  var cw = 0u;
-  for (var c0 = 0u; c0 < p.C; c0 += HCW) {  // one chunk of channels when C <= HCW
-    cw = min(HCW, p.C - c0);
-    for (var e = lid; e < nb * cw; e += PW) { wg_h[e] = sp_hist[h0 + e / cw * p.C + c0 + e % cw]; }
-    workgroupBarrier();
-    wg_prefix(nb, cw, p.crit == MSE && c0 == 0u, lid);
-    for (var e = lid; e < nb * cw; e += PW) { sp_hist[h0 + e / cw * p.C + c0 + e % cw] = wg_h[e]; }
-    workgroupBarrier();
+  let nb = sp_fmeta[2u * it.z + 1u];
+  let h0 = (hist_slot(it.x, it.y) * p.NB + sp_fmeta[2u * it.z]) * p.C;
+  let cc = p.C - 1u;  // the rows channel
+  var rows: array<u32, BPT>;  // this thread's bins' cumulative rows
+  for (var c0 = 0u; c0 < p.C; c0 += 4u) {
+    let wide = p.crit == MSE && c0 == 0u;
+    var run = vec4u(0u);
+    var upto: array<vec4u, BPT>;
+    for (var q = 0u; q < BPT; q++) {
+      let j = lid * BPT + q;
+      if (j < nb) { run = add4(run, load4(h0 + j * p.C, c0), wide); }
+      upto[q] = run;
+    }
+    let before = wg_exclusive(run, lid, wide);
+    for (var q = 0u; q < BPT; q++) {
+      let j = lid * BPT + q;
+      let v = add4(before, upto[q], wide);
+      if (j < nb) { store4(h0 + j * p.C, c0, v); }
+      if (cc >= c0 && cc < c0 + 4u) { rows[q] = v[cc - c0]; }
+      if (j == nb - 1u && cc >= c0 && cc < c0 + 4u) { wg_elig = v[cc - c0]; }  // the node's rows
+    }
   }
   if ((flags & OPEN) == 0u) { return; }
-  // Whether the feature varies: some bin holds part of the rows (the last chunk's last channel).
-  let total = wg_h[nb * cw - 1u];
-  for (var j = lid; j < nb; j += PW) {
-    let v = wg_h[j * cw + cw - 1u];
-    if (v != 0u && v < total) { atomicOr(&wg_any, 1u); }
+  let total = workgroupUniformLoad(&wg_elig);
+  for (var q = 0u; q < BPT; q++) {  // the feature varies: some bin holds part of the rows
+    if (lid * BPT + q < nb && rows[q] != 0u && rows[q] < total) { atomicOr(&wg_any, 1u); }
   }
   storageBarrier();  // this workgroup's stores, read by finish_vary
   workgroupBarrier();
-  if (lid == 0u) { finish_vary(it.x, it.y, f, atomicLoad(&wg_any)); }
+  if (lid == 0u) { finish_vary(it.x, it.y, it.z, atomicLoad(&wg_any)); }
 }
 
 // Is a better than b (candidates as (score, bin); LEAF: none)? Ties: the lower bin.
