@@ -238,6 +238,24 @@ def test_changing_a_parameter_retrains_at_once_when_a_forest_is_quick(app):
     page.uncheck("#forest-auto")
 
 
+def test_predictions_for_a_new_csv_carry_row_ids(app):
+    """The person's own flowers (no index column): each prediction keeps its row's number, and
+    numbers have the 7 significant digits the f32 forest holds."""
+    page = app.page
+    flowers = "sepal length (cm),sepal width (cm),petal length (cm),petal width (cm)\n" + "".join(
+        f"{4.6 + 0.37 * i:.2f},3.1,{1.2 + 0.55 * i:.2f},{0.1 + 0.23 * i:.2f}\n" for i in range(9))
+    with page.expect_download() as download:
+        page.set_input_files("#forest-predict-file", files=[{"name": "flowers.csv", "mimeType": "text/csv",
+                                                              "buffer": flowers.encode()}])
+    assert download.value.suggested_filename == "flowers-predictions.csv"
+    lines = open(download.value.path()).read().splitlines()
+    assert lines[0].startswith("row,target,p(")
+    rows = [line.split(",") for line in lines[1:]]
+    assert [r[0] for r in rows] == [str(i) for i in range(1, 10)]
+    assert all(v == f"{float(v):.7g}" for r in rows for v in r[2:])
+    assert "9 predictions downloaded" in page.locator("#forest-results").inner_text()
+
+
 # A small regression set a person uploads (its name, not its id, is what the Runs tab shows).
 GREENHOUSE = "temperature,humidity,yield\n" + "".join(
     f"{18 + i % 9},{40 + (i * 7) % 30},{round(2.5 * (18 + i % 9) - 0.1 * (40 + (i * 7) % 30) + (i % 5) * 0.3, 2)}\n"
