@@ -293,7 +293,7 @@ export function confusion(container, matrix, names, { title = "Confusion matrix"
 // update(grid, points) redraws it on the same axes' names (a live forest, batch after batch).
 export function surface(container, grid, points, { title = "Decision surface", xName = "x", yName = "y", legend, others = 0 } = {}) {
   const state = { grid, points };
-  const pad = { l: 50, r: 10, t: 8, b: 36 };
+  const pad = { l: 58, r: 10, t: 8, b: 36 };   // the left: the y title, then the y ticks
   const draw = (ctx, w, h, t) => {
     const { grid, points } = state;
     const [x0, x1] = grid.x, [y0, y1] = grid.y;
@@ -314,8 +314,11 @@ export function surface(container, grid, points, { title = "Decision surface", x
     ctx.globalAlpha = 1;
     ctx.fillStyle = t.muted; ctx.strokeStyle = t.line;
     ctx.strokeRect(X(x0), Y(y1), X(x1) - X(x0), Y(y0) - Y(y1));
-    for (const v of niceTicks(x0, x1)) ctx.fillText(fmtNumber(v, 3), X(v) - 8, h - pad.b + 14);
-    for (const v of niceTicks(y0, y1)) ctx.fillText(fmtNumber(v, 3), 2, Y(v) + 3);
+    ctx.textAlign = "center";
+    for (const v of niceTicks(x0, x1)) ctx.fillText(fmtNumber(v, 3), X(v), h - pad.b + 14);
+    ctx.textAlign = "right";
+    for (const v of niceTicks(y0, y1)) ctx.fillText(fmtNumber(v, 3), pad.l - 5, Y(v) + 3);
+    ctx.textAlign = "left";
     ctx.fillStyle = t.ink;
     ctx.fillText(xName, X((x0 + x1) / 2) - ctx.measureText(xName).width / 2, h - 6);
     ctx.save(); ctx.translate(10, pad.t + (h - pad.t - pad.b) / 2 + ctx.measureText(yName).width / 2);

@@ -10,7 +10,8 @@
      "split": {"test_size": 0.2, "seed": 42},
      "surface": [COLUMN, COLUMN],                 # the decision surface's two features (default:
                                                   # both when there are two, else the two most
-                                                  # important of the first trees grown)
+                                                  # important: of the first trees while it grows,
+                                                  # of the forest at the end)
      "live": true}                                # live plots while the forest grows (below)
 
 Result: {"metrics": {...}, "baseline": {...}, "timings": {...}, "model": {...}, "plots": {...},
@@ -181,7 +182,7 @@ async def _run(job: dict, backend, ctx) -> dict:
         async def ranked():
             return forest.feature_importances_
 
-        plots["surface"] = await draw.surface(final, ranked)
+        plots["surface"] = await draw.surface(final, ranked, final=True)
     from ..forest import export
     data = {"target": info["target"], "task": info["task"], "features": info["features"],
             "kinds": info["kinds"], "categories": info["categories"], "medians": prep.medians}
@@ -263,11 +264,12 @@ def _surface_pair(asked, features: list) -> tuple[int, int] | None:
 
 class Plots:
     """The plots a forest (or its first trees, live) draws, from a predict(X, n) -> (n, K) means
-    function. The surface's features are fixed the first time it is drawn: the job's, else the
-    two most important of the trees then grown."""
+    function. The surface's features: the job's, else the two most important, of the first trees
+    grown while it grows (the live surfaces keep them) and of the whole forest at the end."""
 
     def __init__(self, prep, info, forest, pair):
-        self.prep, self.info, self.forest, self.pair = prep, info, forest, pair
+        self.prep, self.info, self.forest = prep, info, forest
+        self.asked = self.pair = pair
         self.classify = info["task"] == "classification"
         self.keep = _every(len(prep.y_test), PLOT_POINTS)
 
@@ -290,12 +292,12 @@ class Plots:
         pred = await predict(X, len(self.keep))
         return [[self.prep.y_test[i], pred[j]] for j, i in enumerate(self.keep)]
 
-    async def surface(self, predict, importances) -> dict:
+    async def surface(self, predict, importances, final: bool = False) -> dict:
         """Predictions on a SURFACE x SURFACE grid over two features' range, the others at their
         training medians, and the test rows on top."""
         prep, info = self.prep, self.info
         F = prep.n_features
-        if self.pair is None:
+        if self.pair is None or (final and self.asked is None):
             ranked = await importances()
             self.pair = tuple(sorted(sorted(range(F), key=lambda j: -ranked[j])[:2]))
         fx, fy = self.pair

@@ -178,7 +178,7 @@ export function mountForestPanel(root, playground) {
       basis = `a rough figure for a ${cls === "gpu" ? "GPU" : cls === "software" ? "software adapter" : "CPU"}; it improves after one run`;
     }
     estimate.dataset.seconds = String(seconds);
-    estimate.textContent = `Estimated time: about ${fmtDuration(seconds)} (${basis}).`
+    estimate.textContent = `Estimated time: ${fmtDuration(seconds)} (${basis}).`
       + (estimate.dataset.sized === "small" ? " Parameters sized down for this adapter." : "");
     auto.disabled = !(seconds <= RETRAIN_SECONDS);
     if (auto.disabled) auto.checked = false;
@@ -345,11 +345,12 @@ function beats(m, base) {
   return "";
 }
 
+// A time ahead, as a person says it: "under a second", "about 40 s", "about 3 min", "about 1.5 h".
 function fmtDuration(s) {
   if (s < 1) return "under a second";
-  if (s < 90) return `${Math.round(s)} s`;
-  if (s < 5400) return `${Math.round(s / 60)} min`;
-  return `${(s / 3600).toFixed(1)} h`;
+  if (s < 90) return `about ${Math.round(s)} s`;
+  if (s < 5400) return `about ${Math.round(s / 60)} min`;
+  return `about ${(s / 3600).toFixed(1)} h`;
 }
 export { fmtDuration };
 

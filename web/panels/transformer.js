@@ -159,7 +159,7 @@ export function mountTransformerPanel(root, playground) {
       basis = `a rough figure for a ${cls === "gpu" ? "GPU" : cls === "software" ? "software adapter" : "CPU"}`;
     }
     estimate.dataset.seconds = String(perStep * steps);
-    estimate.textContent = `Estimated time: about ${fmtDuration(perStep * steps)} for ${steps} steps (${basis}).` +
+    estimate.textContent = `Estimated time: ${fmtDuration(perStep * steps)} for ${steps} steps (${basis}).` +
       (sizedDown ? ` Steps sized down to ${SMALL_STEPS} for this adapter.` : "");
   }
 
