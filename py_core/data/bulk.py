@@ -26,7 +26,7 @@ from itertools import accumulate, compress, count, repeat
 from operator import add, mul
 
 _LITTLE = sys.byteorder == "little"
-_SAMPLE = 8192  # values sorted to guess each byte of an order statistic
+_SAMPLE = 2048  # values sorted to guess each byte of an order statistic
 _READ_OUT = 4096  # candidates read out and sorted rather than narrowed further
 _ROW_BLOCK = 1 << 14  # rows interleaved and split at a time (Stop is checked between blocks)
 # The top byte of the order-preserving key: sign bit set for positives, all bits flipped for
@@ -127,7 +127,7 @@ class _Planes:
         the key's top byte they share (None at level 7)."""
         while count > _READ_OUT and level >= 0:
             plane = self.plane(level)
-            if not plane.strip(plane[:1]):  # every row has this byte: nothing to tell apart
+            if plane == plane[:1] * self.n:  # every row has this byte: nothing to tell apart
                 top = _KEY_TOP[plane[0]] if level == 7 else top
                 level -= 1
                 continue

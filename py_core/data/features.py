@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from itertools import compress, repeat
 from operator import mul
 
-from ..errors import Stopped
+from ..errors import checker
 from .bulk import fill, interleave, median, rows_int, split_rows
 from .reader import DataError
 from .split import flipped, rows_of, take, test_mask
@@ -203,11 +203,7 @@ class _Work:
     """Stop and progress between the pieces of a long step."""
 
     def __init__(self, should_stop, progress):
-        self.should_stop, self.progress = should_stop, progress
-
-    def check(self) -> None:
-        if self.should_stop is not None and self.should_stop():
-            raise Stopped("stopped on request")
+        self.check, self.progress = checker(should_stop), progress
 
     def done(self, fraction: float) -> None:
         if self.progress is not None:

@@ -15,6 +15,7 @@ from collections import Counter
 from datetime import date
 from operator import methodcaller
 
+from ..errors import checker
 from .reader import CsvSource, DataError, data_error
 
 NAN = float("nan")
@@ -284,11 +285,20 @@ def _json_value(v):
 
 
 def parse_csv(data: bytes | bytearray | str, *, name: str = "data.csv",
-              delimiter: str | None = None, strict: bool = True, progress=None) -> Table:
+              delimiter: str | None = None, strict: bool = True, progress=None,
+              should_stop=None) -> Table:
     """Parse CSV bytes into a typed Table (a bytearray is read in place, not copied). Raises
     DataError; see `py_core.data` for the rules.
-    `progress(fraction)` is called about every 1 MB of input and once with 1.0 at the end."""
-    source = CsvSource(data, name=name, delimiter=delimiter, strict=strict, progress=progress)
+    `progress(fraction)` is called about every 1 MB of input and once with 1.0 at the end.
+    `should_stop()` is asked as often, and between columns; True raises `Stopped`."""
+    check = checker(should_stop)
+
+    def report(fraction: float) -> None:
+        if progress is not None:
+            progress(fraction)
+        check()
+
+    source = CsvSource(data, name=name, delimiter=delimiter, strict=strict, progress=report)
     names, unnamed = _column_names(source)
     floats = _fast_numeric(source, len(names))
     strings: list[list | None] = [None] * len(names)
@@ -307,6 +317,7 @@ def parse_csv(data: bytes | bytearray | str, *, name: str = "data.csv",
         else:
             col = Column.from_strings(col_name, s, source.delimiter)
         columns.append(col)
+        check()
     return Table(name, columns, delimiter=source.delimiter, encoding=source.encoding,
                  index=_index_column(columns, unnamed))
 
@@ -333,22 +344,25 @@ def _read_columns(source: CsvSource, ncols: int, strings: list, strict: bool):
         for j in late:
             strings[j] = []
         for rows in CsvSource(source.data, name=source.name, delimiter=source.delimiter,
-                              strict=strict).chunks():
+                              strict=strict, progress=source.progress).chunks():
             for j in late:
                 strings[j].extend(_clean([row[j] for row in rows]))
     return floats, n_rows
 
 
 _FAST_STEP = 1 << 20  # bytes of the file the numeric fast path converts at a time
+_JS_STEP = 1 << 23  # bytes the JavaScript parser reads a call (about 0.1 s: Stop between calls)
 _numeric_parser = None  # the tab's JavaScript fast path (`use_numeric_parser`), or None
 
 
 def use_numeric_parser(parse) -> None:
-    """Let `parse(data, start, delimiter_byte, columns) -> (rows, blanks) | None` read the plain
-    numeric files `_fast_numeric` takes: the worker's web/csvparse.js, which fills the
-    array('d') `columns` in place (same bits as float(); see there). Its result is checked:
-    the first and last 256 KB of rows against this module's own reading, the row count
-    against the file's line ends; on any difference the general path reads the file. None restores the pure-Python path."""
+    """Let `parse(data, start, delimiter_byte, columns, stop, row) -> (rows, blanks) | None`
+    read the plain numeric files `_fast_numeric` takes: the worker's web/csvparse.js, which
+    reads the lines of data[start:stop] into the array('d') `columns` in place from row `row`
+    on (same bits as float(); see there). It is called for a piece of about _JS_STEP bytes
+    at a time. Its result is checked: the first and last 256 KB of rows against this module's
+    own reading, the row count against the file's line ends; on any difference the general
+    path reads the file. None restores the pure-Python path."""
     global _numeric_parser
     _numeric_parser = parse
 
@@ -421,10 +435,18 @@ def _checked_external(source: CsvSource, start: int, ncols: int) -> list[array] 
     data = source.data
     lines = data.count(b"\n", start) + (not data.endswith(b"\n"))
     cols = [array("d", [0.0]) * lines for _ in range(ncols)]
-    got = _numeric_parser(data, start, ord(source.delimiter), cols)
-    if got is None:
-        return None
-    rows, blanks = map(int, got)  # a JavaScript array in the tab
+    rows = blanks = 0
+    at = start
+    while at < len(data):
+        end = data.find(b"\n", at + _JS_STEP)
+        end = len(data) if end < 0 else end + 1
+        got = _numeric_parser(data, at, ord(source.delimiter), cols, end, rows)
+        if got is None:
+            return None
+        more_rows, more_blanks = map(int, got)  # a JavaScript array in the tab
+        rows, blanks, at = rows + more_rows, blanks + more_blanks, end
+        if at < len(data) and source.progress is not None:
+            source.progress(at / len(data))
     if rows + blanks != lines:
         return None
     for col in cols:
