@@ -10,7 +10,9 @@ the WebAssembly memory during the parse plus the file's size, as the tab holds a
 Paths: CPython general (csv.reader rows), CPython fast (bytes split + float()), Pyodide fast
 (pure Python), Pyodide + web/csvparse.js (the tab's). Synthetic: regression 1M x 20 and blobs
 500k x 50 in CPython (pure Python; numpy kernels, the server's) and Pyodide + web/synthetic.js (the
-tab's). Every figure is one run on whatever machine runs this: read them against its load.
+tab's). Preparation: `prepare` of the regression set (split, medians, train and test matrices),
+as a forest job does before its fit, in CPython and Pyodide. Every figure is one run on whatever
+machine runs this: read them against its load.
 """
 from __future__ import annotations
 
@@ -41,6 +43,7 @@ for (const file of fs.readdirSync("%(src)s", { recursive: true })) {
   py.FS.writeFile(target, fs.readFileSync(path.join("%(src)s", file)));
 }
 py.FS.writeFile("/home/pyodide/py_core/__init__.py", "");
+py.FS.writeFile("/home/pyodide/py_core/errors.py", fs.readFileSync("%(src)s/../errors.py"));
 py.FS.writeFile("/home/pyodide/data.csv", fs.readFileSync(process.argv[2]));
 globalThis.pyCoreParseNumeric = parseNumericFromPython;
 globalThis.pyCoreSynthetic = kernels;
@@ -52,7 +55,7 @@ py.runPython(fs.readFileSync(process.argv[3], "utf8"));
 
 PYODIDE_PROGRAM = r'''
 import json, time, js
-from py_core.data import make_blobs, make_regression, parse_csv, synthetic, table
+from py_core.data import make_blobs, make_regression, parse_csv, prepare, synthetic, table
 out = {}
 data = open("/home/pyodide/data.csv", "rb").read()
 for label, parser in (("Pyodide fast path (pure Python)", None),
@@ -73,6 +76,11 @@ for label, make in (("regression 1M x 20", lambda: make_regression(n_samples=%(r
     t = make()
     out["synthetic " + label + ", Pyodide + web/synthetic.js (the tab)"] = {
         "seconds": time.perf_counter() - t0, "rows": t.n_rows}
+    if label.startswith("regression"):
+        t0 = time.perf_counter()
+        prepare(t, "y")
+        out["prepare regression 1M x 20, Pyodide (the tab)"] = {
+            "seconds": time.perf_counter() - t0, "rows": t.n_rows}
     del t
 print(json.dumps(out))
 '''
@@ -90,7 +98,7 @@ def csv_file(rows: int, folder: Path) -> Path:
 
 
 def cpython(path: Path, rows: int) -> dict:
-    from py_core.data import make_blobs, make_regression, parse_csv, synthetic
+    from py_core.data import make_blobs, make_regression, parse_csv, prepare, synthetic
     from py_core.data import table as table_module
     data = path.read_bytes()
     out = {}
@@ -130,6 +138,11 @@ def cpython(path: Path, rows: int) -> dict:
             t0 = time.perf_counter()
             t = make()
             out[f"synthetic {label}, {where}"] = {"seconds": time.perf_counter() - t0, "rows": t.n_rows}
+            if kernels is not None and label.startswith("regression"):
+                t0 = time.perf_counter()
+                prepare(t, "y")
+                out["prepare regression 1M x 20, CPython"] = {
+                    "seconds": time.perf_counter() - t0, "rows": t.n_rows}
     synthetic.use_bulk(None)
     return out
 

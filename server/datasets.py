@@ -12,9 +12,11 @@
     GET  /api/datasets/{id}/file  the CSV bytes as stored (text/csv)
 
 The upload streams to a temporary file under <data_dir>/uploads (removed whatever happens), is
-parsed in a process of its own (server/describe_worker.py: one at a time, its memory capped by
---max-parse-mb and all returned when it ends, so the server's stays bounded whatever the file;
-the answer carries `timings.parse`, seconds), and
+summarised as a stream (py_core.data.summarize_csv: a chunk of rows at a time, memory about the
+largest column's distinct values, never the file) in a process of its own
+(server/describe_worker.py: one at a time, its memory capped by --max-parse-mb and all returned
+when it ends, so the server's own stays where it was whatever the file; the answer carries
+`timings`: `upload`, the seconds the body took to arrive, and `parse`, the summary's), and
 only a file that parses is recorded and moved to <data_dir>/datasets/<id>.csv in one write
 transaction (a row never points at a missing file; a file whose row never committed, after a
 crash, is removed at the next start-up). Built-ins (server/builtins.py) live in the same
@@ -64,7 +66,7 @@ CREATE TABLE IF NOT EXISTS datasets (
     rows INTEGER NOT NULL,
     columns INTEGER NOT NULL,
     size INTEGER NOT NULL,     -- bytes of the file
-    summary TEXT NOT NULL      -- JSON: py_core.data Table.describe()
+    summary TEXT NOT NULL      -- JSON: py_core.data.summarize_csv() (Table.describe())
 );
 CREATE INDEX IF NOT EXISTS datasets_created ON datasets (created_at)
 """
@@ -239,16 +241,22 @@ async def post_dataset(request: Request) -> JSONResponse:
     settings = request.app.state.settings
     tmp = settings.uploads_dir / f"dataset-{uuid.uuid4().hex}.part"
     try:
+        t0 = time.perf_counter()
         form = await receive_file(request, tmp)
         name = _display_name(form.fields.get("name") or form.filename)
         delimiter = form.fields.get("delimiter") or None
-        t0 = time.perf_counter()
-        async with request.app.state.dataset_parser:
+        received = time.perf_counter()
+        async with request.app.state.dataset_parser:  # one summary at a time: the wait not timed
+            t1 = time.perf_counter()
             out = await _describe_in_worker(tmp, form.filename, delimiter,
                                             settings.max_parse_mb)
+            t2 = time.perf_counter()
         if "error" in out:
             return JSONResponse({"error": out["error"]}, 400)
-        summary = {**out["summary"], "timings": {"parse": round(time.perf_counter() - t0, 4)}}
+        log.info("summarised %s (%d bytes) in %.2f s, peak %s MB", form.filename,
+                 form.file_bytes, t2 - t1, out.get("peak_mb"))
+        summary = {**out["summary"],
+                   "timings": {"upload": round(received - t0, 4), "parse": round(t2 - t1, 4)}}
         return JSONResponse(await _store_upload(request, tmp, name, summary, form.file_bytes),
                             201)
     finally:

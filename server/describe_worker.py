@@ -1,12 +1,14 @@
 """`python -m server.describe_worker PATH NAME DELIMITER MEMORY_MB`: an uploaded CSV's summary,
 computed in a short-lived process of its own (server/datasets.py starts it).
 
-Parsing builds the whole typed table (py_core.data), a few times the file's size for a file of
-distinct strings; in the server's own process that memory would stay (Python keeps freed
-arenas) and a file within the upload cap could still take gigabytes. Here it is capped with
-RLIMIT_AS at MEMORY_MB and returned to the system when the process ends, so the server's memory
-stays bounded whatever the file. Prints one JSON line: {"summary": ...}, {"error": DataError's
-dict} or {"memory": MEMORY_MB}; exit status 0 in all three cases.
+The summary is streamed (py_core.data.summarize_csv): a chunk of rows at a time, each column
+keeping running statistics and its distinct values, so its memory is about the largest column's
+distinct values, not the file. It runs apart all the same: its memory is capped with RLIMIT_AS
+at MEMORY_MB (a file of millions of distinct values still takes hundreds of MB) and returned to
+the system when the process ends (Python keeps freed arenas), so the server's own memory stays
+where it was whatever the file. Prints one JSON line: {"summary": ..., "peak_mb": this process's
+peak resident memory}, {"error": DataError's dict} or {"memory": MEMORY_MB}; exit status 0 in all
+three cases.
 """
 
 from __future__ import annotations
@@ -14,7 +16,6 @@ from __future__ import annotations
 import json
 import resource
 import sys
-from pathlib import Path
 
 
 def main(argv: list[str]) -> int:
@@ -22,13 +23,14 @@ def main(argv: list[str]) -> int:
     limit = memory_mb * 2**20
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     try:
-        from py_core.data import DataError, parse_csv
+        from py_core.data import DataError, summarize_csv
         try:
-            summary = parse_csv(Path(path).read_bytes(), name=name, delimiter=delimiter).describe()
+            summary = summarize_csv(path, name=name, delimiter=delimiter)
         except DataError as err:
             out = {"error": err.to_dict()}
         else:
-            out = {"summary": summary}
+            peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KB on Linux
+            out = {"summary": summary, "peak_mb": round(peak, 1)}
         text = json.dumps(out, ensure_ascii=False, allow_nan=False)
     except MemoryError:
         text = json.dumps({"memory": memory_mb})

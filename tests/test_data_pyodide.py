@@ -38,6 +38,16 @@ table = parse_csv(b"a,b,k\n" + rows)
 out["describe"] = table.describe(preview_rows=3)
 p = prepare(table, "k")
 out["prepare"] = digest(p.X_train, p.y_train, p.X_test, p.y_test)
+# big enough for the split's bulk draws and for the medians' byte levels (py_core.data.bulk)
+import random
+from array import array
+from py_core.data import bulk
+rng = random.Random(5)
+column = array("d", [rng.choice([rng.gauss(0, 1), float("nan"), float(rng.randrange(9))])
+                     for _ in range(60000)])
+keep = bytes(rng.random() < 0.8 for _ in range(60000))
+out["medians"] = [repr(bulk.median(column, keep)), repr(bulk.median(column))]
+out["big split"] = digest(*train_test_split(200000, seed=3))
 try:
     parse_csv(b'a,b\n1,"x\n2,3\n')
 except DataError as e:
@@ -58,6 +68,7 @@ for (const file of fs.readdirSync(src, { recursive: true })) {
   py.FS.writeFile(target, fs.readFileSync(path.join(src, file)));
 }
 py.FS.writeFile("/home/pyodide/py_core/__init__.py", "");
+py.FS.writeFile("/home/pyodide/py_core/errors.py", fs.readFileSync(src + "/../errors.py"));
 py.runPython("import sys; sys.path.insert(0, '/home/pyodide')");
 py.setStdout({ batched: (s) => process.stdout.write(s + "\n") });
 py.runPython(fs.readFileSync(process.argv[2], "utf8"));
@@ -82,18 +93,19 @@ def test_same_results_in_pyodide(tmp_path, capsys):
 JS_PROGRAM = r'''
 import hashlib, json, random
 from py_core.data import parse_csv, table
+table._JS_STEP = 1 << 12  # the files go to JavaScript in many pieces, as a big one does
 try:
     import js
     table.use_numeric_parser(js.pyCoreParseNumeric)  # as py_core.browser.init does in the tab
-    used = []
+    used, calls = [], []
     table_module_parser = table._numeric_parser
     def counted(*args):
         got = table_module_parser(*args)
-        used.append(got is not None)  # True: JavaScript read the file
+        calls.append(got is not None)  # True: JavaScript read the piece
         return got
     table.use_numeric_parser(counted)
 except ImportError:
-    used = None
+    used = calls = None
 
 def numbers(rng):
     r = rng.random()
@@ -128,6 +140,10 @@ for case, (crlf, blank, extra) in enumerate([(False, False, ""), (True, True, ""
     except Exception as e:
         out[str(case)] = str(e)
         continue
+    finally:
+        if calls:  # True: JavaScript read the whole file, in pieces
+            used.append(len(calls) > 1 and all(calls))
+            calls.clear()
     h = hashlib.sha256()
     for c in t.columns:
         h.update(c.kind.encode())

@@ -180,3 +180,17 @@ def test_counter_based_normals():
     assert normal_column(0, 0, 100) == z[:100]
     assert normal_column(0, 1, 100) != z[:100] and normal_column(1, 0, 100) != z[:100]
 
+
+
+@pytest.mark.parametrize("name", sorted(GENERATORS))
+def test_generators_look_at_stop_all_along(name, monkeypatch):
+    from py_core.data import synthetic
+    from py_core.errors import Stopped
+    monkeypatch.setattr(synthetic, "_BLOCK", 64)
+    params = {"n_samples": 64 * 5, "seed": 3} | ({"n_features": 5} if name == "friedman1" else {})
+    asked = []
+    table = generate(name, should_stop=lambda: asked.append(1) and False, **params)
+    assert len(asked) >= 5  # a look every block of rows (or every column)
+    assert [c.values for c in table.columns] == [c.values for c in generate(name, **params).columns]
+    with pytest.raises(Stopped):
+        generate(name, should_stop=lambda: True, **params)

@@ -183,3 +183,17 @@ def test_numeric_parse_speed():
     from py_core.data.reader import CsvSource
     fast = table_module._fast_numeric(CsvSource(data), 20)
     assert fast is not None and [c.values for c in t.columns] == fast
+
+
+def test_parsing_looks_at_stop_all_along():
+    from py_core.errors import Stopped
+    rng = random.Random()
+    rows = [",".join(f"{rng.random():.6f}" for _ in range(4)) for _ in range(150_000)]
+    plain = ("a,b,c,d\n" + "\n".join(rows) + "\n").encode()  # about 5 MB: the numeric fast path
+    quoted = plain.replace(b"a,b", b'"a",b', 1)  # a quote: the general path
+    for data in (plain, quoted):
+        asked = []
+        table = parse_csv(data, should_stop=lambda: asked.append(1) and False)
+        assert table.n_rows == 150_000 and len(asked) >= 5  # about every megabyte, each column
+        with pytest.raises(Stopped):
+            parse_csv(data, should_stop=lambda: True)

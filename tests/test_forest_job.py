@@ -5,12 +5,15 @@ from __future__ import annotations
 import asyncio
 import io
 import json
+import traceback
+from array import array
 
 import numpy as np
 import pytest
 from sklearn.datasets import load_diabetes, load_iris
 from sklearn.metrics import f1_score, log_loss, mean_absolute_error, r2_score
 
+from py_core.data import Column, Table, prepare
 from py_core.forest import RandomForestRegressor
 from py_core.jobs import Context, JobError, Stopped, forest_job, run_job
 from py_core.jobs.jobs import encode_result
@@ -127,3 +130,65 @@ def test_bad_jobs_are_refused_and_stop_stops(datasets, reference_backend):
         run(forest_job.run(base | {"target": "nope"}, reference_backend, context(datasets)))
     with pytest.raises(Stopped):
         run(forest_job.run(base, reference_backend, context(datasets, stop=lambda: True)))
+
+
+def big_table(rows: int = 1_000_000, features: int = 20) -> Table:
+    """A regression table as big as the issue's (1M x 20): preparing it takes a second or more
+    on CPython here, which is what Stop must not wait for."""
+    rng = np.random.default_rng()
+    cols = [Column.numeric(f"x{j}", array("d", rng.standard_normal(rows).tobytes()))
+            for j in range(features)]
+    return Table("big", cols + [Column.numeric("y", array("d", rng.random(rows).tobytes()))])
+
+
+class TableContext(Context):
+    """A context whose data set is a Table already in memory."""
+
+    def __init__(self, table: Table, **kwargs):
+        super().__init__(**kwargs)
+        self.table = table
+
+    async def load_table(self, dataset_id):
+        return self.table
+
+
+@pytest.mark.slow
+def test_stop_while_preparing_a_big_table_ends_the_job_there(reference_backend):
+    table = big_table()
+    checks = []
+    prepare(table, "y", should_stop=lambda: checks.append(1) and False)
+    # Stop is looked at all along: the million rows are prepared in hundreds of small pieces
+    assert len(checks) >= 200
+    seen, after_stop = [], []
+
+    def should_stop():  # Stop is pressed once the split is done, with medians and matrices to go
+        pressed = any(p["stage"] == "preparing the data" and p["fraction"] >= 0.4 * 0.02
+                      for p in seen)
+        after_stop.extend([1] * pressed)
+        return pressed
+
+    job = {"kind": "random_forest", "dataset": "big", "target": "y",
+           "params": {"n_estimators": 2, "max_depth": 2}}
+    with pytest.raises(Stopped):  # the stopped outcome, not a failure
+        run(run_job(job, reference_backend,
+                    TableContext(table, progress=seen.append, should_stop=should_stop)))
+    preparing = [p["fraction"] for p in seen if p["stage"] == "preparing the data"]
+    assert 0 < max(preparing) < 0.02  # the preparation did not run to its end ...
+    assert {p["stage"] for p in seen} == {"loading data", "preparing the data"}  # nor the fit
+    assert len(after_stop) == 1  # ... it ended at the first look after Stop
+
+
+def test_stop_while_a_synthetic_set_is_generated_ends_the_job_there(reference_backend):
+    seen, asked_from = [], []
+
+    def should_stop():  # pressed as the data starts loading
+        asked_from.append([f.filename for f in traceback.extract_stack()])
+        return bool(seen)
+
+    job = {"kind": "random_forest", "dataset": "synthetic:friedman1?n_samples=300000&seed=1",
+           "target": "y", "params": {"n_estimators": 2}}
+    with pytest.raises(Stopped):  # plain Python makes it row by row: seconds, but Stop is looked at
+        run(run_job(job, reference_backend, Context(progress=seen.append, should_stop=should_stop)))
+    assert [p["stage"] for p in seen] == ["loading data"]
+    # it ended at the first look, made while the rows were being generated
+    assert len(asked_from) == 1 and any(f.endswith("synthetic.py") for f in asked_from[0])

@@ -1,10 +1,12 @@
 // The numeric fast path of py_core's CSV reader, in JavaScript: run by the worker for files that
 // are plain numbers (py_core.data.table._fast_numeric decides which, and checks the result).
 //
-// parseNumeric(bytes, start, delim, columns) reads the lines of `bytes` (a Uint8Array) from byte
-// `start` (the line after the header), each `columns.length` fields separated by the byte `delim`,
-// into the Float64Arrays `columns` (each long enough for every line). It returns [rows, blanks]
-// (lines with values, blank lines skipped), or null when the file is not plain numbers: a field
+// parseNumeric(bytes, start, delim, columns, stop, row0) reads the lines of `bytes` (a Uint8Array)
+// from byte `start` (a line's first byte) to byte `stop` (just after a line end, or the end of the
+// file: py_core hands a big file over in pieces, to look at Stop in between), each
+// `columns.length` fields separated by the byte `delim`, into the Float64Arrays `columns` (each
+// long enough for every line) from row `row0` on. It returns [rows, blanks] (lines with values,
+// blank lines skipped), or null when the piece is not plain numbers: a field
 // that Python's float() would not read as a finite number or NaN and that is not one of py_core's
 // missing markers, a line with another number of fields, or a quote. py_core then reads the file
 // itself, so every error message stays py_core's.
@@ -84,9 +86,9 @@ function text(bytes, a, b) {
   return Number.isFinite(value) ? value : undefined;
 }
 
-export function parseNumeric(bytes, start, delim, columns) {
-  const n = bytes.length, ncols = columns.length;
-  let p = start, row = 0, blanks = 0;
+export function parseNumeric(bytes, start, delim, columns, stop = bytes.length, row0 = 0) {
+  const n = stop, ncols = columns.length;
+  let p = start, row = row0, blanks = 0;
   while (p < n) {
     if (bytes[p] === LF || (bytes[p] === CR && bytes[p + 1] === LF)) {  // blank line
       p += bytes[p] === CR ? 2 : 1;
@@ -120,12 +122,12 @@ export function parseNumeric(bytes, start, delim, columns) {
     }
     row++;
   }
-  return [row, blanks];
+  return [row - row0, blanks];
 }
 
 // What py_core calls (py_core.data.table.use_numeric_parser): `data` and `columns` are proxies of
 // Python's bytes and array('d') objects, read and written in place in Python's memory, no copy.
-export function parseNumericFromPython(data, start, delim, columns) {
+export function parseNumericFromPython(data, start, delim, columns, stop, row0) {
   const buffers = [], proxies = [];
   try {
     const bytes = data.getBuffer("u8");
@@ -137,7 +139,8 @@ export function parseNumericFromPython(data, start, delim, columns) {
       buffers.push(buffer);
       views.push(buffer.data);
     }
-    return parseNumeric(bytes.data, start, delim, views) ?? undefined;  // undefined: Python's None
+    // undefined: Python's None
+    return parseNumeric(bytes.data, start, delim, views, stop ?? bytes.data.length, row0 ?? 0) ?? undefined;
   } finally {
     for (const buffer of buffers) buffer.release();
     for (const proxy of proxies) proxy.destroy();

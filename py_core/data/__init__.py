@@ -4,11 +4,12 @@ Standard library only: the same code runs in the browser tab (Pyodide) and on th
 
     table = parse_csv(data, name="houses.csv")      # DataError (a ValueError) on a bad file
     table.describe()                                 # JSON-ready summary for the page
+    summarize_csv(path, name="houses.csv")           # the same, streamed from a file (server)
     prep = prepare(table, "price")                   # split, matrices, imputation
 
 Policies
 --------
-Reading (`reader`). Encodings (`reader.to_utf8`, named in `Table.encoding` and the summary):
+Reading (`reader`). Encodings (`encoding`, named in `Table.encoding` and the summary):
 UTF-16 with a byte-order mark, UTF-8 with or without BOM, else cp1252 (or latin-1 when no byte is
 in 0x80-0x9f); only a file that is none of these is refused, naming the byte offset. No NUL
 bytes. Line ends CRLF, LF or CR. Delimiter chosen by the caller (one character, or 'tab' etc.)
@@ -64,6 +65,7 @@ from .reader import (
                      read_rows,
 )
 from .split import train_test_split
+from .summary import summarize_csv
 from .synthetic import (
                      GENERATORS,
                      generate,
@@ -79,6 +81,6 @@ __all__ = [
     "COLUMN_LIMIT", "DELIMITERS", "FIELD_LIMIT", "GENERATORS", "MISSING", "MISSING_CATEGORY",
     "Column", "DataError", "MedianImputer", "Prepared", "Table", "detect_delimiter",
     "features_and_target", "generate", "make_blobs", "make_friedman1", "make_moons",
-    "make_regression", "make_spirals", "parse_csv", "prepare", "read_rows", "take_rows",
-    "train_test_split",
+    "make_regression", "make_spirals", "parse_csv", "prepare", "read_rows", "summarize_csv",
+    "take_rows", "train_test_split",
 ]

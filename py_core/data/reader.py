@@ -1,4 +1,4 @@
-"""Strict CSV reading: bytes in, a header and rows of raw strings out.
+"""Strict CSV reading: bytes (or a binary file) in, a header and rows of raw strings out.
 
 This is the raw layer that `table.parse_csv` builds its typed columns on. It uses the standard
 library's C `csv.reader` for speed and a small pure-Python scanner (`_scan`) only where a precise
@@ -6,7 +6,8 @@ location is needed: to name the line and column of an error, and to check the ra
 values contain a quote character.
 
 Rules (see `py_core.data` for the whole policy):
-- UTF-8, with or without a byte-order mark; NUL bytes are refused.
+- Encodings as `encoding` finds them (UTF-8 with or without a byte-order mark, UTF-16 with one,
+  cp1252/latin-1); NUL bytes are refused.
 - Line ends CRLF, LF or CR, mixed freely; line numbers are 1-based physical lines of the file.
 - Fields may be quoted with `"`; inside quotes a delimiter, a line end and a doubled `""` are data.
 - Strict: a quote must open a field and close it. A quote inside an unquoted field (`ab"c`) is an
@@ -23,10 +24,14 @@ Rules (see `py_core.data` for the whole policy):
 from __future__ import annotations
 
 import codecs
+import copy
 import csv
 import io
 import re
 from itertools import chain, islice
+
+from .encoding import BytesView, sniff, to_utf8
+from .errors import DataError, data_error
 
 FIELD_LIMIT = 1_000_000  # characters in one field; csv.field_size_limit is set to this
 COLUMN_LIMIT = 10_000  # fields in the header
@@ -36,36 +41,6 @@ _CHUNK_CELLS = 1 << 17  # cells per chunk: 131072 short strings is a few MB at m
 _PROGRESS_STEP = 1 << 20  # report progress about every 1 MB of input
 _SAMPLE_BYTES = 1 << 16  # how much of the file delimiter detection looks at
 _SAMPLE_RECORDS = 50
-
-
-class DataError(ValueError):
-    """A data set that cannot be read, with where: `line` (1-based physical line of the file),
-    `column` (1-based field index) and `field` (that column's header name), each None if unknown.
-    The message repeats them in words, with the file's name and what was expected."""
-
-    def __init__(self, message: str, line: int | None = None, column: int | None = None,
-                 field: str | None = None):
-        super().__init__(message)
-        self.message = message
-        self.line = line
-        self.column = column
-        self.field = field
-
-    def to_dict(self) -> dict:
-        return {"message": self.message, "line": self.line, "column": self.column,
-                "field": self.field}
-
-
-def data_error(name: str, what: str, line: int | None = None, column: int | None = None,
-               header: list[str] | None = None) -> DataError:
-    """DataError whose message reads "NAME, line L, column C ('field'): WHAT"."""
-    field = header[column - 1] if header and column and column <= len(header) else None
-    where = [name]
-    if line is not None:
-        where.append(f"line {line}")
-    if column is not None:
-        where.append(f"column {column}" + (f" ({field!r})" if field is not None else ""))
-    return DataError(f"{', '.join(where)}: {what}", line, column, field)
 
 
 def read_rows(data: bytes | str, *, name: str = "data.csv", delimiter: str | None = None,
@@ -107,40 +82,63 @@ def resolve_delimiter(delimiter: str) -> str:
 
 
 class CsvSource:
-    """One pass of the C csv.reader over the physical lines of `data`.
+    """One pass of the C csv.reader over the physical lines of `data`: bytes, a bytearray (read
+    in place), a str, or a seekable binary file read from its start (a file is the source's
+    from then on: it is closed with it).
 
     `header` and `header_line` are read on construction; `chunks()` yields lists of rows, every
     row checked. Each chunk's raw lines are kept (`_keep`) until the next chunk, so that a
-    problem can be located exactly by `_scan`.
+    problem can be located exactly by `_scan`. `again(file)` reads the same file once more.
     """
 
-    def __init__(self, data: bytes | str, *, name: str = "data.csv",
-                 delimiter: str | None = None, strict: bool = True, progress=None):
-        if isinstance(data, str):
-            data, self.encoding = data.encode("utf-8"), "UTF-8"
+    def __init__(self, data, *, name: str = "data.csv", delimiter: str | None = None,
+                 strict: bool = True, progress=None):
+        if hasattr(data, "read"):
+            self.encoding, codec = sniff(data, name)
+            self.data, raw, self.size = None, data, data.seek(0, io.SEEK_END)
+            head, more = _utf8_head(raw, codec)
         else:
-            if not isinstance(data, (bytes, bytearray)):
-                data = bytes(data)
-            data, self.encoding = to_utf8(data, name)  # a bytearray is read in place
-        self.data, self.name, self.strict, self.progress = data, name, strict, progress
+            if isinstance(data, str):
+                data, self.encoding = data.encode("utf-8"), "UTF-8"
+            else:
+                if not isinstance(data, (bytes, bytearray)):
+                    data = bytes(data)
+                data, self.encoding = to_utf8(data, name)  # a bytearray is read in place
+            codec, self.data, self.size = "utf-8-sig", data, len(data)
+            raw = io.BytesIO(data) if isinstance(data, bytes) else \
+                io.BufferedReader(BytesView(data))  # BytesIO would copy a bytearray
+            head, more = data[:_SAMPLE_BYTES], len(data) > _SAMPLE_BYTES
+        self.name, self.strict, self.progress = name, strict, progress
         if delimiter is None:
-            sample = data[:_SAMPLE_BYTES].decode("utf-8-sig", errors="ignore")
-            if len(data) > _SAMPLE_BYTES:  # leave out the record cut in two
+            sample = head.decode("utf-8-sig", errors="ignore")
+            if more:  # leave out the record cut in two
                 sample = sample[:max(sample.rfind("\n"), sample.rfind("\r")) + 1] or sample
             self.delimiter = detect_delimiter(sample)
         else:
             self.delimiter = resolve_delimiter(delimiter)
         csv.field_size_limit(FIELD_LIMIT)  # process-wide; set, never restored (threads share it)
-        self._raw = io.BytesIO(data) if isinstance(data, bytes) else \
-            io.BufferedReader(_BytesView(data))  # BytesIO would copy a bytearray
-        self._keep: list[str] = []
-        self._text = io.TextIOWrapper(self._raw, encoding="utf-8-sig", newline="")
         self._max_fields = COLUMN_LIMIT  # per line; the header's length once it is read
-        self._reader = csv.reader(self._kept_lines(),
-            delimiter=self.delimiter, quotechar='"', doublequote=True, strict=True)
+        self._start(raw, codec, checked=True)
         self.header: list[str] = []
         self.header_line = 0
         self._read_header()
+
+    def again(self, file) -> CsvSource:
+        """The rows of the same file once more (`file`: it opened again), read with the encoding
+        and delimiter found here and without the per-line checks, which this source's own pass
+        has made: for a second look at a file found valid. Its chunks are this source's."""
+        other = copy.copy(self)  # name, strict, encoding, delimiter, header, size, progress
+        other._start(file, self._codec, checked=False)
+        for row in other._reader:  # up to the header, blank lines skipped
+            if row:
+                break
+        return other
+
+    def _start(self, raw, codec: str, checked: bool) -> None:
+        self._raw, self._codec, self._keep = raw, codec, []
+        self._text = io.TextIOWrapper(raw, encoding=codec, newline="")
+        self._reader = csv.reader(self._kept_lines() if checked else self._text,
+            delimiter=self.delimiter, quotechar='"', doublequote=True, strict=True)
 
     def _read_header(self) -> None:
         rows = [[]]
@@ -183,7 +181,7 @@ class CsvSource:
                 self._check(first)  # raises at a quote inside an unquoted field, if any
             if self.progress is not None and self._raw.tell() - reported >= _PROGRESS_STEP:
                 reported = self._raw.tell()
-                self.progress(reported / len(self.data))
+                self.progress(reported / self.size)
             if rows:
                 yield rows
         if self.progress is not None:
@@ -193,8 +191,9 @@ class CsvSource:
         first = self._reader.line_num + 1
         try:
             return list(islice(self._reader, n))
-        except UnicodeDecodeError:
-            raise _utf8_error(self.data, self.name) from None
+        except UnicodeDecodeError:  # not after `sniff`, unless the file changed meanwhile
+            raise data_error(self.name, f"not {self.encoding} any more: the file changed while "
+                             "it was read") from None
         except csv.Error as e:
             self._check(first)  # raises with the exact place when the scanner finds it
             raise data_error(self.name, str(e), line=self._reader.line_num) from None
@@ -236,104 +235,16 @@ class CsvSource:
                           line=line)
 
 
-_UTF8_CHECK_STEP = 1 << 20  # validate UTF-8 a megabyte at a time: no 100 MB str made for it
-_CP1252_UNDEFINED = re.compile(rb"[\x81\x8d\x8f\x90\x9d]")  # no character in cp1252
-
-
-def to_utf8(data: bytes | bytearray, name: str = "data.csv") -> tuple[bytes | bytearray, str]:
-    """(the file as UTF-8 bytes, the name of the encoding it was read in). Tried in this order:
-    UTF-16 with a byte-order mark ('UTF-16 (BOM)'), UTF-8 with a BOM ('UTF-8 (BOM)', the BOM kept:
-    the reader skips it) or without ('UTF-8', ASCII included), then the single-byte encodings
-    Excel writes on Windows: 'cp1252' when a byte 0x80-0x9f is there (curly quotes, the euro
-    sign), else 'latin-1' (the same characters for every other byte). Line structure is kept,
-    so lines and columns are the file's own. Refused (DataError naming the byte offset and line):
-    a NUL byte, a broken UTF-16 file, and a file that is not UTF-8 and has a byte that is no
-    character in cp1252 (0x81, 0x8d, 0x8f, 0x90, 0x9d: a C1 control code in latin-1)."""
-    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
-        try:
-            text = data.decode("utf-16")
-        except UnicodeDecodeError as e:
-            raise data_error(name, f"not UTF-16 at byte offset {e.start} (counted from 0; the "
-                             f"file starts with a UTF-16 byte-order mark): {e.reason}") from None
-        nul = text.find("\x00")
-        if nul >= 0:
-            raise data_error(name, f"NUL character at byte offset {2 * nul}: this is not a "
-                             f"text file", line=_line_of(text[:nul].encode("utf-8"), nul))
-        return text.encode("utf-8"), "UTF-16 (BOM)"
-    nul = data.find(b"\x00")
-    if nul >= 0:
-        raise data_error(name, f"NUL byte at byte offset {nul}: this is not a text file",
-                         line=_line_of(data, nul))
-    label = "UTF-8 (BOM)" if data.startswith(codecs.BOM_UTF8) else "UTF-8"
-    if data.isascii():
-        return data, label
-    bad = _utf8_error_offset(data)
-    if bad is None:
-        return data, label
-    undefined = _CP1252_UNDEFINED.search(data)
-    if undefined is not None:
-        at = undefined.start()
-        raise data_error(name, f"fits no encoding this reader knows (UTF-8, UTF-16 with a "
-                         f"byte-order mark, cp1252/latin-1): not UTF-8 at byte {bad} (counted "
-                         f"from 0; byte 0x{data[bad]:02x}, line {_line_of(data, bad)}), and byte "
-                         f"0x{data[at]:02x} at byte offset {at} is no character in cp1252 (a "
-                         f"control code in latin-1); save the file as UTF-8",
-                         line=_line_of(data, at))
-    encoding = "cp1252" if re.search(rb"[\x80-\x9f]", data) else "latin-1"
-    return data.decode("cp1252").encode("utf-8"), encoding
-
-
-def _utf8_error_offset(data: bytes) -> int | None:
-    """Byte offset of the first byte that is not UTF-8, or None; a megabyte at a time, each
-    piece cut before a continuation byte so that no character is split."""
-    start, n = 0, len(data)
-    while start < n:
-        end = min(n, start + _UTF8_CHECK_STEP)
-        back = 0
-        while end < n and back < 3 and data[end] & 0xC0 == 0x80:
-            end, back = end - 1, back + 1
-        try:
-            data[start:end].decode("utf-8")
-        except UnicodeDecodeError as e:
-            return start + e.start
-        start = end
-    return None
-
-
-class _BytesView(io.RawIOBase):
-    """A raw stream over a bytes-like object that reads it in place (io.BytesIO copies whatever
-    is not bytes: the tab streams a fetched file into a bytearray to hold it only once)."""
-
-    def __init__(self, data):
-        self._view, self._pos = memoryview(data).cast("B"), 0
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer) -> int:
-        n = min(len(buffer), len(self._view) - self._pos)
-        buffer[:n] = self._view[self._pos:self._pos + n]
-        self._pos += n
-        return n
-
-    def tell(self) -> int:
-        return self._pos
-
-
-def _line_of(data: bytes, offset: int) -> int:
-    """1-based line of byte `offset`, counting CRLF, LF and CR line ends."""
-    crlf = data.count(b"\r\n", 0, offset)
-    return data.count(b"\n", 0, offset) + data.count(b"\r", 0, offset) - crlf + 1
-
-
-def _utf8_error(data: bytes, name: str) -> DataError:
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        bad = data[e.start:e.start + 1].hex()
-        return data_error(name, f"not UTF-8 at byte {e.start} (counted from 0; byte 0x{bad}): "
-                          f"save the file as UTF-8", line=_line_of(data, e.start))
-    return data_error(name, "not UTF-8: save the file as UTF-8")
+def _utf8_head(raw, codec: str) -> tuple[bytes, bool]:
+    """The first _SAMPLE_BYTES of the file `raw` as UTF-8 (as `to_utf8` would give them), and
+    whether the file has more; leaves `raw` at its start."""
+    raw.seek(0)
+    block = raw.read(4 * _SAMPLE_BYTES)  # at least _SAMPLE_BYTES characters in any codec
+    more = raw.read(1) != b""
+    if codec != "utf-8-sig":  # incremental: a character cut at the end is no error
+        block = codecs.getincrementaldecoder(codec)().decode(block).encode("utf-8")
+    raw.seek(0)
+    return block[:_SAMPLE_BYTES], more or len(block) > _SAMPLE_BYTES
 
 
 _QUOTED = re.compile(r'"((?>[^"]*+)(?:""[^"]*+)*+)"')  # possessive: no backtracking into `""`

@@ -13,6 +13,9 @@ Pyodide's WebAssembly libc (a few percent of values; so does `random.gauss`, bui
 the generators use `_log`, `_sin`, `_cos` and `_normals` below: only + - * /, `math.sqrt` (IEEE
 correctly rounded everywhere) and the exact `frexp`, which give the same bits on any IEEE-754
 machine. They agree with `math` to about 1e-15; tests pin the generated tables' hashes.
+
+Every generator takes `should_stop` (called between columns and every _BLOCK rows; True raises
+`Stopped`), so that Stop ends a job within a fraction of a second while its data is made.
 """
 from __future__ import annotations
 
@@ -22,11 +25,16 @@ from collections.abc import Callable
 from random import Random
 from typing import NamedTuple
 
+from ..errors import checker
+from .split import shuffle
 from .table import Column, Table
+
+_BLOCK = 1 << 14  # rows made between Stop checks where a row is a Python step
 
 
 def make_regression(n_samples: int = 100, n_features: int = 10, n_informative: int = 10,
-                    noise: float = 0.0, bias: float = 0.0, seed: int = 0) -> Table:
+                    noise: float = 0.0, bias: float = 0.0, seed: int = 0, *,
+                    should_stop=None) -> Table:
     """X ~ N(0, 1); y = bias + X @ w + noise * N(0, 1), where w is 100 * U(0, 1) on the first
     n_informative features and 0 on the others. X and the noise are counter-based normals
     (`normal_column`: feature j is stream j, the noise stream n_features)."""
@@ -34,34 +42,43 @@ def make_regression(n_samples: int = 100, n_features: int = 10, n_informative: i
     if not 0 <= n_informative <= n_features:
         raise ValueError(f"n_informative {n_informative} must be in [0, n_features]")
     rng = Random(seed)
-    X = [normal_column(seed, j, n_samples) for j in range(n_features)]
+    check = checker(should_stop)
+    X = [normal_column(seed, j, n_samples, check) for j in range(n_features)]
     y = array("d", [bias]) * n_samples
     for j in range(n_informative):
         y = axpy(y, 100.0 * rng.random(), X[j])
+        check()
     if noise:
-        y = axpy(y, noise, normal_column(seed, n_features, n_samples))
+        y = axpy(y, noise, normal_column(seed, n_features, n_samples, check))
     return _table("regression", X, y)
 
 
 def make_friedman1(n_samples: int = 100, n_features: int = 10, noise: float = 0.0,
-                   seed: int = 0) -> Table:
+                   seed: int = 0, *, should_stop=None) -> Table:
     """X ~ U(0, 1); y = 10 sin(pi x0 x1) + 20 (x2 - 0.5)^2 + 10 x3 + 5 x4 + noise * N(0, 1);
     the other features are pure noise."""
     _check(n_samples, n_features)
     if n_features < 5:
         raise ValueError("make_friedman1 needs n_features >= 5")
     rng = Random(seed)
-    X = [array("d", [rng.random() for _ in range(n_samples)]) for _ in range(n_features)]
-    y = array("d", [10 * _sin(math.pi * a * b) + 20 * (c - 0.5) ** 2 + 10 * d + 5 * e
-                    for a, b, c, d, e in zip(*X[:5])])
+    check = checker(should_stop)
+    X = []
+    for _ in range(n_features):
+        X.append(array("d"))
+        for rows in _blocks(n_samples, check):
+            X[-1].extend([rng.random() for _ in rows])
+    y = array("d")
+    for rows in _blocks(n_samples, check):
+        y.extend([10 * _sin(math.pi * a * b) + 20 * (c - 0.5) ** 2 + 10 * d + 5 * e
+                  for a, b, c, d, e in zip(*(x[rows.start:rows.stop] for x in X[:5]))])
     if noise:
-        y = array("d", [a + noise * e for a, e in zip(y, _normal(rng, n_samples))])
+        y = array("d", [a + noise * e for a, e in zip(y, _normals(rng, n_samples, check))])
     return _table("friedman1", X, y)
 
 
 def make_blobs(n_samples: int = 100, n_features: int = 2, centers: int = 3,
                cluster_std: float = 1.0, center_box: tuple[float, float] = (-10.0, 10.0),
-               seed: int = 0) -> Table:
+               seed: int = 0, *, should_stop=None) -> Table:
     """Gaussian blobs around `centers` centres drawn uniformly in center_box; class y is the
     blob, drawn uniformly for each row (counter-based, stream `_LABELS`); feature j of a row
     is its centre's plus cluster_std * N(0, 1) (`normal_column`, stream j)."""
@@ -69,32 +86,35 @@ def make_blobs(n_samples: int = 100, n_features: int = 2, centers: int = 3,
     if centers < 1:
         raise ValueError("make_blobs needs centers >= 1")
     rng = Random(seed)
+    check = checker(should_stop)
     lo, hi = center_box
     middles = [[rng.uniform(lo, hi) for _ in range(n_features)] for _ in range(centers)]
-    labels = label_column(seed, _LABELS, n_samples, centers)
-    X = [blob_column(normal_column(seed, j, n_samples), labels,
+    labels = label_column(seed, _LABELS, n_samples, centers, check)
+    X = [blob_column(normal_column(seed, j, n_samples, check), labels,
                      array("d", [m[j] for m in middles]), cluster_std)
          for j in range(n_features)]
     return _table("blobs", X, array("d", labels))
 
 
-def make_moons(n_samples: int = 100, noise: float = 0.0, seed: int = 0) -> Table:
+def make_moons(n_samples: int = 100, noise: float = 0.0, seed: int = 0, *,
+               should_stop=None) -> Table:
     """Two interleaving half circles: class 0 the upper (cos t, sin t), class 1 the lower
     (1 - cos t, 0.5 - sin t), t evenly spaced in [0, pi]; plus noise * N(0, 1) on each
     coordinate; rows shuffled."""
     _check(n_samples, 1)
     rng = Random(seed)
+    check = checker(should_stop)
     n_out = n_samples // 2
     n_in = n_samples - n_out
     t_out, t_in = _linspace(0.0, math.pi, n_out), _linspace(0.0, math.pi, n_in)
-    x0 = [_cos(t) for t in t_out] + [1 - _cos(t) for t in t_in]
-    x1 = [_sin(t) for t in t_out] + [0.5 - _sin(t) for t in t_in]
-    X = [array("d", _noisy(rng, x0, noise)), array("d", _noisy(rng, x1, noise))]
-    return _shuffled("moons", rng, X, [0] * n_out + [1] * n_in)
+    x0 = _each(_cos, t_out, check) + [1 - c for c in _each(_cos, t_in, check)]
+    x1 = _each(_sin, t_out, check) + [0.5 - s for s in _each(_sin, t_in, check)]
+    X = [array("d", _noisy(rng, x0, noise, check)), array("d", _noisy(rng, x1, noise, check))]
+    return _shuffled("moons", rng, X, [0] * n_out + [1] * n_in, check)
 
 
 def make_spirals(n_samples: int = 100, n_classes: int = 2, turns: float = 1.5,
-                 noise: float = 0.0, seed: int = 0) -> Table:
+                 noise: float = 0.0, seed: int = 0, *, should_stop=None) -> Table:
     """`n_classes` interleaved spiral arms: on arm k, radius r = s and angle
     2 pi (turns * s + k / n_classes), s evenly spaced in [0, 1]; plus noise * N(0, 1) on each
     coordinate; rows shuffled. Arms get n_samples // n_classes points (the first ones one more)."""
@@ -102,18 +122,21 @@ def make_spirals(n_samples: int = 100, n_classes: int = 2, turns: float = 1.5,
     if n_classes < 2:
         raise ValueError("make_spirals needs n_classes >= 2")
     rng = Random(seed)
+    check = checker(should_stop)
     x0: list[float] = []
     x1: list[float] = []
     labels: list[int] = []
     for k in range(n_classes):
         m = n_samples // n_classes + (k < n_samples % n_classes)
-        for s in _linspace(0.0, 1.0, m):
+        for i, s in enumerate(_linspace(0.0, 1.0, m), 1):
             angle = 2 * math.pi * (turns * s + k / n_classes)
             x0.append(s * _cos(angle))
             x1.append(s * _sin(angle))
+            if i % _BLOCK == 0:
+                check()
         labels += [k] * m
-    X = [array("d", _noisy(rng, x0, noise)), array("d", _noisy(rng, x1, noise))]
-    return _shuffled("spirals", rng, X, labels)
+    X = [array("d", _noisy(rng, x0, noise, check)), array("d", _noisy(rng, x1, noise, check))]
+    return _shuffled("spirals", rng, X, labels, check)
 
 
 class Generator(NamedTuple):
@@ -137,12 +160,12 @@ GENERATORS: dict[str, Generator] = {
 }
 
 
-def generate(name: str, **params) -> Table:
+def generate(name: str, *, should_stop=None, **params) -> Table:
     """GENERATORS[name] with its default params updated by `params`."""
     if name not in GENERATORS:
         raise ValueError(f"no generator {name!r}; there are {', '.join(GENERATORS)}")
     gen = GENERATORS[name]
-    return gen.function(**{**gen.params, **params})
+    return gen.function(**{**gen.params, **params}, should_stop=should_stop)
 
 
 # --- counter-based draws, in bulk ------------------------------------------------------------
@@ -211,19 +234,24 @@ def inverse_normal(p: float) -> float:
         (((((b[0] * r + b[1]) * r + b[2]) * r + b[3]) * r + b[4]) * r + 1.0)
 
 
-def normal_column(seed: int, stream: int, n: int) -> array:
-    """n standard normals: value i is inverse_normal(uniform_at(*stream_key(seed, stream), i))."""
+def normal_column(seed: int, stream: int, n: int, check=None) -> array:
+    """n standard normals: value i is inverse_normal(uniform_at(*stream_key(seed, stream), i)).
+    check: called after the bulk kernel, or every _BLOCK values in Python."""
     k1, k2 = stream_key(seed, stream)
     out = array("d", [0.0]) * n
     if _bulk is not None:
         _bulk.normals(out, k1, k2)
+        if check is not None:
+            check()
         if _sample_ok(n, lambda i: inverse_normal(uniform_at(k1, k2, i)), out):
             return out
-    out[:] = array("d", [inverse_normal(uniform_at(k1, k2, i)) for i in range(n)])
+    for rows in _blocks(n, check):
+        out[rows.start:rows.stop] = array("d", [inverse_normal(uniform_at(k1, k2, i))
+                                               for i in rows])
     return out
 
 
-def label_column(seed: int, stream: int, n: int, k: int) -> array:
+def label_column(seed: int, stream: int, n: int, k: int, check=None) -> array:
     """n labels in 0..k-1, each int(uniform * k), as array('i')."""
     k1, k2 = stream_key(seed, stream)
     out = array("i", [0]) * n
@@ -231,7 +259,8 @@ def label_column(seed: int, stream: int, n: int, k: int) -> array:
         _bulk.labels(out, k1, k2, k)
         if _sample_ok(n, lambda i: int(uniform_at(k1, k2, i) * k), out):
             return out
-    out[:] = array("i", [int(uniform_at(k1, k2, i) * k) for i in range(n)])
+    for rows in _blocks(n, check):
+        out[rows.start:rows.stop] = array("i", [int(uniform_at(k1, k2, i) * k) for i in rows])
     return out
 
 
@@ -272,24 +301,41 @@ def _check(n_samples: int, n_features: int) -> None:
                          f"{n_features}")
 
 
-def _normal(rng: Random, n: int) -> array:
-    return array("d", _normals(rng, n))
+def _blocks(n: int, check):
+    """range(n) in ranges of _BLOCK, check() after each."""
+    for a in range(0, n, _BLOCK):
+        yield range(a, min(n, a + _BLOCK))
+        if check is not None:
+            check()
 
 
-def _noisy(rng: Random, xs: list[float], noise: float) -> list[float]:
-    return [x + noise * e for x, e in zip(xs, _normals(rng, len(xs)))] if noise else xs
+def _each(f, xs: list, check) -> list:
+    """[f(x) for x in xs], check() every _BLOCK values."""
+    out: list = []
+    for rows in _blocks(len(xs), check):
+        out += map(f, xs[rows.start:rows.stop])
+    return out
 
 
-def _normals(rng: Random, n: int) -> list[float]:
+def _noisy(rng: Random, xs: list[float], noise: float, check=None) -> list[float]:
+    return [x + noise * e for x, e in zip(xs, _normals(rng, len(xs), check))] if noise else xs
+
+
+def _normals(rng: Random, n: int, check=None) -> list[float]:
     """n draws from N(0, 1): Marsaglia's polar method, two a time."""
     out: list[float] = []
     rand, sqrt = rng.random, math.sqrt
     while len(out) < n:
-        u, v = 2.0 * rand() - 1.0, 2.0 * rand() - 1.0
-        s = u * u + v * v
-        if 0.0 < s < 1.0:
-            f = sqrt(-2.0 * _log(s) / s)
-            out += (u * f, v * f)
+        for _ in range(_BLOCK):
+            u, v = 2.0 * rand() - 1.0, 2.0 * rand() - 1.0
+            s = u * u + v * v
+            if 0.0 < s < 1.0:
+                f = sqrt(-2.0 * _log(s) / s)
+                out += (u * f, v * f)
+                if len(out) >= n:
+                    break
+        if check is not None:
+            check()
     del out[n:]
     return out
 
@@ -344,8 +390,8 @@ def _table(name: str, X: list[array], y: array) -> Table:
                  + [Column.numeric("y", y)])
 
 
-def _shuffled(name: str, rng: Random, X: list[array], labels: list[int]) -> Table:
+def _shuffled(name: str, rng: Random, X: list[array], labels: list[int], check=None) -> Table:
     order = list(range(len(labels)))
-    rng.shuffle(order)
+    shuffle(rng, order, check=check)  # rng.shuffle's order, drawn faster
     X = [array("d", map(col.__getitem__, order)) for col in X]
     return _table(name, X, array("d", [labels[i] for i in order]))

@@ -15,6 +15,7 @@ from collections import Counter
 from datetime import date
 from operator import methodcaller
 
+from ..errors import checker
 from .reader import CsvSource, DataError, data_error
 
 NAN = float("nan")
@@ -284,11 +285,20 @@ def _json_value(v):
 
 
 def parse_csv(data: bytes | bytearray | str, *, name: str = "data.csv",
-              delimiter: str | None = None, strict: bool = True, progress=None) -> Table:
+              delimiter: str | None = None, strict: bool = True, progress=None,
+              should_stop=None) -> Table:
     """Parse CSV bytes into a typed Table (a bytearray is read in place, not copied). Raises
     DataError; see `py_core.data` for the rules.
-    `progress(fraction)` is called about every 1 MB of input and once with 1.0 at the end."""
-    source = CsvSource(data, name=name, delimiter=delimiter, strict=strict, progress=progress)
+    `progress(fraction)` is called about every 1 MB of input and once with 1.0 at the end.
+    `should_stop()` is asked as often, and between columns; True raises `Stopped`."""
+    check = checker(should_stop)
+
+    def report(fraction: float) -> None:
+        if progress is not None:
+            progress(fraction)
+        check()
+
+    source = CsvSource(data, name=name, delimiter=delimiter, strict=strict, progress=report)
     names, unnamed = _column_names(source)
     floats = _fast_numeric(source, len(names))
     strings: list[list | None] = [None] * len(names)
@@ -307,6 +317,7 @@ def parse_csv(data: bytes | bytearray | str, *, name: str = "data.csv",
         else:
             col = Column.from_strings(col_name, s, source.delimiter)
         columns.append(col)
+        check()
     return Table(name, columns, delimiter=source.delimiter, encoding=source.encoding,
                  index=_index_column(columns, unnamed))
 
@@ -333,22 +344,25 @@ def _read_columns(source: CsvSource, ncols: int, strings: list, strict: bool):
         for j in late:
             strings[j] = []
         for rows in CsvSource(source.data, name=source.name, delimiter=source.delimiter,
-                              strict=strict).chunks():
+                              strict=strict, progress=source.progress).chunks():
             for j in late:
                 strings[j].extend(_clean([row[j] for row in rows]))
     return floats, n_rows
 
 
 _FAST_STEP = 1 << 20  # bytes of the file the numeric fast path converts at a time
+_JS_STEP = 1 << 23  # bytes the JavaScript parser reads a call (about 0.1 s: Stop between calls)
 _numeric_parser = None  # the tab's JavaScript fast path (`use_numeric_parser`), or None
 
 
 def use_numeric_parser(parse) -> None:
-    """Let `parse(data, start, delimiter_byte, columns) -> (rows, blanks) | None` read the plain
-    numeric files `_fast_numeric` takes: the worker's web/csvparse.js, which fills the
-    array('d') `columns` in place (same bits as float(); see there). Its result is checked:
-    the first and last 256 KB of rows against this module's own reading, the row count
-    against the file's line ends; on any difference the general path reads the file. None restores the pure-Python path."""
+    """Let `parse(data, start, delimiter_byte, columns, stop, row) -> (rows, blanks) | None`
+    read the plain numeric files `_fast_numeric` takes: the worker's web/csvparse.js, which
+    reads the lines of data[start:stop] into the array('d') `columns` in place from row `row`
+    on (same bits as float(); see there). It is called for a piece of about _JS_STEP bytes
+    at a time. Its result is checked: the first and last 256 KB of rows against this module's
+    own reading, the row count against the file's line ends; on any difference the general
+    path reads the file. None restores the pure-Python path."""
     global _numeric_parser
     _numeric_parser = parse
 
@@ -375,29 +389,17 @@ def _python_numeric(source: CsvSource, start: int, ncols: int, stop: int | None 
                     report: bool = True) -> list[array] | None:
     data, delim = source.data, source.delimiter.encode()
     progress = source.progress if report else None
-    count = methodcaller("count", delim)
     cols = [array("d") for _ in range(ncols)]
-    n, want, reported = len(data) if stop is None else stop, {ncols - 1}, start
+    n, reported = len(data) if stop is None else stop, start
     while start < n:
         end = -1 if start + _FAST_STEP >= n else data.find(b"\n", start + _FAST_STEP, n)
         end = n if end < 0 else end + 1
-        chunk = data[start:end]
+        parts = numeric_lines(data[start:end], delim, ncols)
         start = end
-        if b"\r" in chunk:
-            chunk = chunk.replace(b"\r\n", b"\n")
-        lines = chunk.split(b"\n")
-        if b"" in lines:  # blank lines, and the empty piece after the last line end
-            lines = [line for line in lines if line]
-        if not lines:
-            continue
-        if set(map(count, lines)) != want:
+        if parts is None:
             return None
-        fields = delim.join(lines).split(delim)
-        for j in range(ncols):
-            part = _bytes_floats(fields[j::ncols])
-            if part is None:
-                return None
-            cols[j].extend(part)
+        for col, part in zip(cols, parts):
+            col.extend(part)
         if progress is not None and start - reported >= _FAST_STEP:
             reported = start
             progress(start / n)
@@ -406,14 +408,45 @@ def _python_numeric(source: CsvSource, start: int, ncols: int, stop: int | None 
     return cols
 
 
+def numeric_lines(chunk: bytes, delim: bytes, ncols: int) -> list[array] | None:
+    """Whole lines of a plain numeric file (`_fast_numeric`'s conditions) as one array('d') a
+    column, blank lines skipped; None when a line has another number of fields or a field is
+    neither a finite float nor a missing marker."""
+    if b"\r" in chunk:
+        chunk = chunk.replace(b"\r\n", b"\n")
+    lines = chunk.split(b"\n")
+    if b"" in lines:  # blank lines, and the empty piece after the last line end
+        lines = [line for line in lines if line]
+    if not lines:
+        return [array("d") for _ in range(ncols)]
+    if set(map(methodcaller("count", delim), lines)) != {ncols - 1}:
+        return None
+    fields = delim.join(lines).split(delim)
+    parts = []
+    for j in range(ncols):
+        part = _bytes_floats(fields[j::ncols])
+        if part is None:
+            return None
+        parts.append(part)
+    return parts
+
+
 def _checked_external(source: CsvSource, start: int, ncols: int) -> list[array] | None:
     data = source.data
     lines = data.count(b"\n", start) + (not data.endswith(b"\n"))
     cols = [array("d", [0.0]) * lines for _ in range(ncols)]
-    got = _numeric_parser(data, start, ord(source.delimiter), cols)
-    if got is None:
-        return None
-    rows, blanks = map(int, got)  # a JavaScript array in the tab
+    rows = blanks = 0
+    at = start
+    while at < len(data):
+        end = data.find(b"\n", at + _JS_STEP)
+        end = len(data) if end < 0 else end + 1
+        got = _numeric_parser(data, at, ord(source.delimiter), cols, end, rows)
+        if got is None:
+            return None
+        more_rows, more_blanks = map(int, got)  # a JavaScript array in the tab
+        rows, blanks, at = rows + more_rows, blanks + more_blanks, end
+        if at < len(data) and source.progress is not None:
+            source.progress(at / len(data))
     if rows + blanks != lines:
         return None
     for col in cols:
@@ -511,23 +544,61 @@ _DOT_THEN_COMMA = re.compile(r"\.\d{3},")
 
 def _separated_numbers(distinct: set[str], delimiter: str):
     """(convert, format) when every value is a number written with a decimal comma or with
-    thousands separators, unambiguously; else None.
+    thousands separators, unambiguously; else None. See `SeparatedNumbers`."""
+    marks = SeparatedNumbers()
+    marks.add(distinct)
+    return marks.reading(delimiter)
+
+
+class SeparatedNumbers:
+    """What decides whether a column's values are numbers written with separators, gathered
+    over batches of its distinct values (`add`); `reading(delimiter)` then decides:
     - decimal comma (thousands '.' optional: `1,5`, `-0,25`, `1.234,5`): when the delimiter
       is ';' or tab, or whatever the delimiter when some value has both (`1.234,5`);
     - thousands ',' with a decimal point (`1,234.5`, `12,000`): otherwise, when every
       comma is followed by exactly three digits.
     At least one value must have a comma; a column of `1.234` alone is plain decimals."""
-    if not any("," in v for v in distinct):
+
+    __slots__ = ("comma", "decimal", "dot", "dot_comma", "thousands")
+
+    def __init__(self):
+        self.decimal = self.thousands = True  # every value so far reads so
+        self.comma = self.dot = self.dot_comma = False  # some value so far has one
+
+    @property
+    def possible(self) -> bool:
+        return self.decimal or self.thousands
+
+    def add(self, values) -> None:
+        """Take in more distinct values (a collection of non-missing strings)."""
+        if self.decimal:
+            self.decimal = all(map(_DECIMAL_COMMA.match, values))
+        if self.thousands:
+            self.thousands = all(map(_THOUSANDS_COMMA.match, values))
+        if self.possible:  # the marks below matter only while a reading is possible
+            self.comma = self.comma or any("," in v for v in values)
+            self.dot = self.dot or any("." in v for v in values)
+            self.dot_comma = self.dot_comma or any(map(_DOT_THEN_COMMA.search, values))
+
+    def reading(self, delimiter: str):
+        """(convert, format) for the values taken in, or None."""
+        if not self.comma:
+            return None
+        if self.decimal and (delimiter in ";\t" or self.dot_comma):
+            return decimal_comma_float, {"decimal": ",", **({"thousands": "."} if self.dot else {})}
+        if self.thousands:
+            return thousands_comma_float, {"thousands": ","}
         return None
-    if all(map(_DECIMAL_COMMA.match, distinct)) and (
-            delimiter in ";\t" or any(map(_DOT_THEN_COMMA.search, distinct))):
-        fmt = {"decimal": ","}
-        if any("." in v for v in distinct):
-            fmt["thousands"] = "."
-        return (lambda v: float(v.replace(".", "").replace(",", "."))), fmt
-    if all(map(_THOUSANDS_COMMA.match, distinct)):
-        return (lambda v: float(v.replace(",", ""))), {"thousands": ","}
-    return None
+
+
+def decimal_comma_float(v: str) -> float:
+    """`1.234,5` -> 1234.5 (a value _DECIMAL_COMMA matches)."""
+    return float(v.replace(".", "").replace(",", "."))
+
+
+def thousands_comma_float(v: str) -> float:
+    """`1,234.5` -> 1234.5 (a value _THOUSANDS_COMMA matches)."""
+    return float(v.replace(",", ""))
 
 
 _DATE = re.compile(r"(\d{4})([-/])(\d{2})\2(\d{2})\Z")
@@ -559,19 +630,28 @@ def _date_kind(distinct: set[str]) -> str | None:
 def _extend_floats(out: array, col: tuple[str, ...]) -> bool:
     """Append `col` as floats (missing as NaN) to `out`; False, appending nothing, if some
     non-missing value is not a finite number."""
+    part = floats(col)
+    if part is None:
+        return False
+    out.extend(part)
+    return True
+
+
+def floats(col) -> array | None:
+    """`col`'s strings as array('d'), missing as NaN; None if some non-missing value is not a
+    finite number (or has a '_': float() reads '1_000', a number in a CSV never has one)."""
     try:
         part = array("d", map(float, col))
     except ValueError:
         part = _floats_slow(col)
         if part is None:
-            return False
+            return None
     else:
-        if "_" in "".join(col):  # float() reads '1_000'; a number in a CSV never has '_'
-            return False
+        if "_" in "".join(col):
+            return None
     if not math.isfinite(sum(part)) and any(map(math.isinf, part)):
-        return False
-    out.extend(part)
-    return True
+        return None
+    return part
 
 
 def _floats_slow(col: tuple[str, ...]) -> array | None:

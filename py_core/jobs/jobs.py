@@ -39,10 +39,12 @@ class Context:
         return await _maybe_await(self._load_dataset(dataset_id))
 
     async def load_table(self, dataset_id: str):
+        """Parsed or generated with Stop looked at all along (it raises `Stopped`)."""
         from ..data import parse_csv
         if dataset_id.startswith(SYNTHETIC):
-            return synthetic_table(dataset_id)
-        return parse_csv(await self.load_dataset(dataset_id), name=dataset_id)
+            return synthetic_table(dataset_id, should_stop=self.should_stop)
+        return parse_csv(await self.load_dataset(dataset_id), name=dataset_id,
+                         should_stop=self.should_stop)
 
     async def load_text(self, text_id: str) -> str:
         if self._load_text is None:
@@ -71,8 +73,9 @@ class Context:
 SYNTHETIC = "synthetic:"
 
 
-def synthetic_table(dataset_id: str):
-    """The table of a `synthetic:NAME?n_samples=1000&seed=0` id."""
+def synthetic_table(dataset_id: str, should_stop=None):
+    """The table of a `synthetic:NAME?n_samples=1000&seed=0` id; should_stop as
+    `py_core.data.generate` takes it."""
     from urllib.parse import parse_qsl
 
     from ..data import GENERATORS, generate
@@ -88,7 +91,7 @@ def synthetic_table(dataset_id: str):
             params[key] = type(default)(float(value)) if isinstance(default, int) else float(value)
         except ValueError:
             raise JobError(f"generator {name!r}: {key}={value!r} is not a number") from None
-    return generate(name, **params)
+    return generate(name, should_stop=should_stop, **params)
 
 
 async def _maybe_await(value):
@@ -129,7 +132,7 @@ async def _dataset_load(job, backend, ctx, session):
     heap0 = _wasm_heap()
     t0 = time.perf_counter()
     if job["dataset"].startswith(SYNTHETIC):
-        table = synthetic_table(job["dataset"])
+        table = synthetic_table(job["dataset"], should_stop=ctx.should_stop)
         t1 = t2 = time.perf_counter()
         size, streamed = 0, None
     else:
@@ -137,7 +140,8 @@ async def _dataset_load(job, backend, ctx, session):
         t1 = time.perf_counter()
         size, streamed = len(data), isinstance(data, bytearray)
         table = parse_csv(data, name=job["dataset"],
-                          progress=lambda f: ctx.progress({"stage": "parsing", "fraction": f}))
+                          progress=lambda f: ctx.progress({"stage": "parsing", "fraction": f}),
+                          should_stop=ctx.should_stop)
         t2 = time.perf_counter()
         del data
     seconds = t2 - t1 if size else t2 - t0

@@ -3,7 +3,7 @@
 // preview with column types, missing counts and statistics; choose the target (task inferred,
 // overridable), the features and the split. The choice is `playground.selection`.
 import { getDataset, getHealth, listDatasets, uploadDataset } from "../api.js";
-import { el, filePicker, fmtNumber, progressBar, setProgress, table } from "../ui.js";
+import { el, filePicker, fmtNumber, fmtSeconds, progressBar, setProgress, table } from "../ui.js";
 import { initial, save } from "../state.js";
 
 const SYNTHETIC = "synthetic:";
@@ -199,7 +199,10 @@ export function mountDataPanel(root, playground) {
       delete genParams.dataset.for;
       await refreshList(stored.id);
       show(stored, stored.id);
-      setStatus(`${file.name}: ${stored.rows} rows, stored on the server.`);
+      const t = stored.timings || {};
+      const took = [t.upload !== undefined && `uploaded in ${fmtSeconds(t.upload)}`,
+                    t.parse !== undefined && `summarised in ${fmtSeconds(t.parse)}`].filter(Boolean);
+      setStatus(`${file.name}: ${stored.rows} rows, stored on the server${took.length ? ` (${took.join(", ")})` : ""}.`);
     } catch (e) {
       setBar(null);
       setStatus(e.message, true);
