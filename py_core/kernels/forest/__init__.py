@@ -840,6 +840,7 @@ def oob(bufs, grid_, constants):
     feats, thr, lefts = _trees(ptree)
     vals = pval.tolist()
     x = x_f32(X, p)
+    f32_ = _f32_ops()  # f32 sums, as the shader's (the same bits however the trees are batched)
     acc = out[:n * (K + 1)].tolist()
     for t in range(p["T"]):
         base = offs[p["tree0"] + t]
@@ -849,6 +850,6 @@ def oob(bufs, grid_, constants):
             e = _leaf(feats, thr, lefts, base, x[r * F:(r + 1) * F].tolist())
             o = r * (K + 1)
             for k in range(K):
-                acc[o + k] += vals[e * K + k]
+                acc[o + k] = f32_(acc[o + k] + vals[e * K + k])
             acc[o + K] += 1.0
     out[:n * (K + 1)] = array("f", acc)
