@@ -88,3 +88,12 @@ def wait_ready(page, timeout_s: float = 120) -> dict:
     """Waits for `window.playground.ready` and returns what it resolves with."""
     page.wait_for_function("() => window.playground !== undefined", timeout=timeout_s * 1000)
     return page.evaluate("() => window.playground.ready")
+
+
+def screenshot(page, name: str, tmp_path, **options) -> Path:
+    """A screenshot of the page for the README: docs/<name> when SCREENSHOTS=1 is set (the README
+    says how to refresh them), else under tmp_path; returns its path."""
+    folder = ROOT / "docs" if os.environ.get("SCREENSHOTS") == "1" else tmp_path
+    path = folder / name
+    page.screenshot(path=str(path), **options)
+    return path

@@ -16,7 +16,7 @@ from urllib.parse import parse_qs, urlparse
 import httpx
 import pytest
 
-from conftest import ROOT, wait_ready
+from conftest import ROOT, screenshot, wait_ready
 
 AXE = ROOT / "web" / "node_modules" / "axe-core" / "axe.min.js"  # npm devDependency, pinned
 TABS = ["data", "forest", "transformer", "gpu", "runs"]
@@ -26,7 +26,8 @@ DESKTOP = {"width": 1280, "height": 720}  # Playwright's default
 # What the first test sets through the controls, as the URL holds it.
 SET_UP = {"tab": "forest", "data": "iris", "target": "target", "test": "0.3",
           "features": "sepal%20length%20(cm),petal%20length%20(cm),petal%20width%20(cm)",
-          "rf.n_estimators": "4", "rf.max_depth": "3", "rf.criterion": "entropy", "tf.steps": "7"}
+          "rf.n_estimators": "4", "rf.max_depth": "3", "rf.criterion": "entropy",
+          "rf.surface": "petal%20width%20(cm),sepal%20length%20(cm)", "tf.steps": "7"}
 FEATURES = ["sepal length (cm)", "petal length (cm)", "petal width (cm)"]
 
 
@@ -36,19 +37,21 @@ def app(browser, server):
     # bypass_csp: the page's CSP refuses inline scripts, and axe-core goes in as one (test_axe).
     context = browser.new_context(base_url=server, bypass_csp=True, accept_downloads=True)
     app = SimpleNamespace(context=context, server=server, errors=[], page=None)
-    app.open = lambda url: _open(app, url)
+    app.open = lambda url, replace=True: _open(app, url, replace)
     yield app
     context.close()
     assert app.errors == [], app.errors
 
 
-def _open(app, url):
+def _open(app, url, replace):
+    """A new page at `url`; with `replace`, it takes the place of `app.page`."""
     page = app.context.new_page()
     page.on("pageerror", lambda e: app.errors.append(f"{page.url}: {e}"))
     page.goto(url)
-    if app.page is not None:
-        app.page.close()
-    app.page = page
+    if replace:
+        if app.page is not None:
+            app.page.close()
+        app.page = page
     return page
 
 
@@ -73,6 +76,8 @@ def assert_set_up(page):
     assert page.locator("#forest-n_estimators").input_value() == "4"
     assert page.locator("#forest-max_depth").input_value() == "3"
     assert page.locator("#forest-criterion").input_value() == "entropy"
+    assert page.locator("#forest-surface-x").input_value() == "petal width (cm)"
+    assert page.locator("#forest-surface-y").input_value() == "sepal length (cm)"
     page.wait_for_function("() => document.querySelector('#tf-steps').value === '7'", timeout=60_000)
 
 
@@ -94,6 +99,8 @@ def test_a_reload_restores_the_set_up_from_the_url(app):
     page.fill("#forest-n_estimators", "4")
     page.fill("#forest-max_depth", "3")
     page.select_option("#forest-criterion", "entropy")
+    page.select_option("#forest-surface-x", "petal width (cm)")
+    page.select_option("#forest-surface-y", "sepal length (cm)")
     assert query(page) == SET_UP
     page.reload()
     wait_ready(page)
@@ -150,14 +157,28 @@ def test_no_serious_accessibility_problem_before_training(app):
     assert problems_in_every_tab(page, "before training") == []
 
 
-def test_a_trained_forest_shows_the_baseline_row(app):
+def trained(page) -> str:
+    """Waits for the forest's training to end; its status line."""
+    page.wait_for_function("() => /^(Trained|Training failed)/.test(document.querySelector('#forest-status').textContent)",
+                           timeout=300_000)
+    return page.locator("#forest-status").inner_text()
+
+
+def test_a_forest_draws_its_surface_live_and_shows_the_baseline_row(app):
     page = app.page
     page.click("#tab-forest")
     assert "Estimated time: about" in page.locator("#forest-estimate").inner_text()
+    # What the live note says as the batches of trees finish (one tree a batch here).
+    page.evaluate("""() => { window.liveNotes = [];
+        new MutationObserver(() => { const note = document.querySelector('#forest-live')?.textContent;
+            if (note && window.liveNotes.at(-1) !== note) window.liveNotes.push(note); })
+          .observe(document.querySelector('#forest-plots'), {subtree: true, childList: true, characterData: true}); }""")
     page.click("#forest-train")
-    page.wait_for_function("() => /^(Trained|Training failed)/.test(document.querySelector('#forest-status').textContent)",
-                           timeout=300_000)
-    assert page.locator("#forest-status").inner_text().startswith("Trained")
+    assert trained(page).startswith("Trained")
+    assert page.evaluate("() => window.liveNotes") == [f"Drawn by the trees grown so far: after {k} of 4 trees." for k in (1, 2, 3)]
+    assert page.locator("#forest-live").count() == 0  # the finished forest's plots replaced them
+    surface = page.locator("#forest-plots [data-plot=surface] [role=img]").get_attribute("aria-label")
+    assert surface.startswith("Decision surface over petal width (cm) and sepal length (cm) (the other feature at its training median)")
     head = page.locator("#forest-metrics thead th").all_inner_texts()
     assert head == ["Metric", "This forest", "Baseline"]
     rows = {r[0]: r[1:] for r in (tr.locator("td").all_inner_texts() for tr in page.locator("#forest-metrics tbody tr").all())}
@@ -173,7 +194,7 @@ def test_a_trained_forest_shows_the_baseline_row(app):
 
 def test_a_stored_runs_page_shows_plots_parameters_comparisons_and_json(app):
     newest = httpx.get(f"{app.server}/api/runs", params={"kind": "random_forest", "limit": 1}).json()["runs"][0]
-    page = app.open(f"/runs/{newest['id']}")
+    page = app.open(f"/runs/{newest['id']}", replace=False)
     page.wait_for_selector("#run-params")
     params = dict(tr.locator("td").all_inner_texts() for tr in page.locator("#run-params tbody tr").all())
     assert (params["n_estimators"], params["max_depth"], params["criterion"]) == ("4", "3", "entropy")
@@ -199,3 +220,111 @@ def test_a_stored_runs_page_shows_plots_parameters_comparisons_and_json(app):
     # The link back opens the run's set-up in the playground.
     link = parse_qs(urlparse(page.locator("#run-open").get_attribute("href")).query)
     assert {k: v[0] for k, v in link.items() if k in SET_UP and k != "tf.steps"} == {k: v for k, v in SET_UP.items() if k != "tf.steps"}
+    page.close()
+
+
+def test_changing_a_parameter_retrains_at_once_when_a_forest_is_quick(app):
+    page = app.page
+    page.click("#tab-forest")
+    page.wait_for_function("() => !document.querySelector('#forest-auto').disabled")  # iris, 4 trees: seconds
+    page.check("#forest-auto")
+    before = page.locator("#forest-status").inner_text()
+    page.fill("#forest-n_estimators", "3")
+    page.wait_for_function("(before) => document.querySelector('#forest-status').textContent !== before", arg=before)
+    assert trained(page).startswith("Trained")
+    newest = httpx.get(f"{app.server}/api/runs", params={"kind": "random_forest", "limit": 1}).json()["runs"][0]
+    assert newest["id"][:8] in page.locator("#forest-status").inner_text() and newest["id"][:8] not in before
+    assert httpx.get(f"{app.server}/api/runs/{newest['id']}").json()["config"]["params"]["n_estimators"] == 3
+    page.uncheck("#forest-auto")
+
+
+def test_predictions_for_a_new_csv_carry_row_ids(app):
+    """The person's own flowers (no index column): each prediction keeps its row's number, and
+    numbers have the 7 significant digits the f32 forest holds."""
+    page = app.page
+    flowers = "sepal length (cm),sepal width (cm),petal length (cm),petal width (cm)\n" + "".join(
+        f"{4.6 + 0.37 * i:.2f},3.1,{1.2 + 0.55 * i:.2f},{0.1 + 0.23 * i:.2f}\n" for i in range(9))
+    with page.expect_download() as download:
+        page.set_input_files("#forest-predict-file", files=[{"name": "flowers.csv", "mimeType": "text/csv",
+                                                              "buffer": flowers.encode()}])
+    assert download.value.suggested_filename == "flowers-predictions.csv"
+    lines = open(download.value.path()).read().splitlines()
+    assert lines[0].startswith("row,target,p(")
+    rows = [line.split(",") for line in lines[1:]]
+    assert [r[0] for r in rows] == [str(i) for i in range(1, 10)]
+    assert all(v == f"{float(v):.7g}" for r in rows for v in r[2:])
+    assert "9 predictions downloaded" in page.locator("#forest-results").inner_text()
+
+
+# A small regression set a person uploads (its name, not its id, is what the Runs tab shows).
+GREENHOUSE = "temperature,humidity,yield\n" + "".join(
+    f"{18 + i % 9},{40 + (i * 7) % 30},{round(2.5 * (18 + i % 9) - 0.1 * (40 + (i * 7) % 30) + (i % 5) * 0.3, 2)}\n"
+    for i in range(60))
+
+
+def chart(page, selector: str):
+    """The uPlot chart in `selector`, as its handle sees it: width, and the x axis' tick positions."""
+    return page.locator(f"{selector} .chart").first.evaluate(
+        "(box) => ({width: box.chart.plot.width, axes: box.chart.plot.axes.length, ticks: box.chart.plot.axes[0]._splits,"
+        " label: box.getAttribute('aria-label')})")
+
+
+def series_pixels(page, selector: str) -> int:
+    """Pixels of the first series' colour (light scheme) on the chart's canvas: points drawn."""
+    return page.locator(f"{selector} .chart canvas").first.evaluate("""(c) => {
+        const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+        let n = 0;
+        for (let i = 0; i < d.length; i += 4) {
+          if (Math.abs(d[i] - 47) < 6 && Math.abs(d[i + 1] - 111) < 6 && Math.abs(d[i + 2] - 222) < 6 && d[i + 3] > 200) n++;
+        }
+        return n; }""")
+
+
+def test_the_runs_tab_names_data_sets_shows_parameters_and_draws_each_metric_apart(app):
+    page = app.page
+    stored = httpx.post(f"{app.server}/api/datasets", files={"file": ("greenhouse.csv", GREENHOUSE.encode(), "text/csv")}).json()
+    run = page.evaluate("""(id) => window.playground.run({kind: 'random_forest', dataset: id, target: 'yield',
+        params: {n_estimators: 2, max_depth: 3, random_state: 0}}).then((r) => r.id)""", stored["id"])
+    page.click("#tab-runs")
+    row = page.locator(f"#runs-list tbody tr[data-id='{run}']")
+    row.wait_for()
+    cells = row.locator("td").all_inner_texts()
+    assert cells[2:5] == ["random_forest", "greenhouse.csv", "n_estimators 2 · max_depth 3 · random_state 0"]
+    assert stored["id"] not in page.locator("#runs-list").inner_text()  # names, not ids
+    assert "greenhouse.csv" in page.locator("#runs-data").inner_text()
+    # Every metric on its own chart and axis: mse (greenhouse) apart from accuracy (iris).
+    metrics = page.locator("#runs-metric-chart .runs-metric")
+    assert [metrics.nth(i).get_attribute("data-metric") for i in range(metrics.count())] == ["mse", "accuracy"]
+    for metric in ("mse", "accuracy"):
+        drawn = chart(page, f"#runs-metric-chart [data-metric={metric}]")
+        assert drawn["axes"] == 2 and drawn["label"].startswith(f"{metric}, run after run")
+    # One run alone is drawn (a point), on whole-number run ticks.
+    page.select_option("#runs-data", stored["id"])
+    page.wait_for_function("() => document.querySelectorAll('#runs-list tbody tr').length === 1")
+    page.wait_for_function("() => document.querySelector('#runs-time-chart .chart')?.getAttribute('aria-label').includes('1 point,')")
+    drawn = chart(page, "#runs-time-chart")
+    assert drawn["ticks"] and all(float(t).is_integer() for t in drawn["ticks"])
+    assert series_pixels(page, "#runs-time-chart") > 10
+    # The charts follow the window: narrower on a phone, wide again after.
+    page.set_viewport_size(PHONE)
+    page.wait_for_function("() => document.querySelector('#runs-time-chart .chart').chart.plot.width < 390")
+    page.set_viewport_size(DESKTOP)
+    page.wait_for_function("() => document.querySelector('#runs-time-chart .chart').chart.plot.width > 390")
+    page.select_option("#runs-data", "")
+
+
+def test_readme_screenshots_light_and_dark(app, tmp_path):
+    """The README's pictures of the page as it is (SCREENSHOTS=1 writes them into docs/)."""
+    page = app.page
+    page.set_viewport_size({"width": 1280, "height": 900})
+    page.click("#tab-forest")
+    shots = [screenshot(page, "forest.png", tmp_path, full_page=True)]
+    page.emulate_media(color_scheme="dark")
+    shots.append(screenshot(page, "forest-dark.png", tmp_path, full_page=True))
+    page.click("#tab-runs")
+    shots.append(screenshot(page, "runs-dark.png", tmp_path))
+    page.emulate_media(color_scheme="light")
+    page.click("#tab-data")
+    shots.append(screenshot(page, "data.png", tmp_path))
+    page.set_viewport_size(DESKTOP)
+    assert all(p.stat().st_size > 20_000 for p in shots)

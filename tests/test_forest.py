@@ -409,6 +409,26 @@ def test_a_forest_too_big_for_the_adapter_is_refused_clearly(native_backend):
         native_backend.limits.update(native_backend_limits)
 
 
+@pytest.mark.parametrize("max_depth", [None, 6])
+def test_live_partial_forests_are_the_forests_of_the_first_trees(diabetes, native_backend, max_depth):
+    """What on_trees gets after each batch (a chunk a batch for deep trees, the dense arrays for
+    bounded ones) predicts and weighs the features as the forest of that many trees does."""
+    X, y = diabetes
+    flat = array("d", [v for row in X[:40] for v in row])
+    got = []
+
+    async def on_trees(partial):
+        got.append((partial.trees, list(await partial.predict(flat, 40)), await partial.importances()))
+
+    kw = dict(max_depth=max_depth, random_state=2, backend=native_backend)
+    f = run(RandomForestRegressor(n_estimators=8, **kw).fit(X, y, on_trees=on_trees))
+    assert [k for k, _, _ in got] == list(range(1, 8))  # a tree a batch: 8 redraws at most
+    assert len(f._device[1].chunks) == (8 if max_depth is None else 1)
+    for k, pred, imp in got[::3]:
+        g = run(RandomForestRegressor(n_estimators=k, **kw).fit(X, y))
+        assert pred == list(run(g.predict(X[:40]))) and imp == g.feature_importances_
+
+
 @contextlib.contextmanager
 def _limits(backend, budget=None, **limits):
     """The backend with some limits lowered (and a memory budget) for the block."""

@@ -72,7 +72,11 @@ def test_regression_job(datasets, native_backend):
     imp = result["plots"]["importances"]
     assert len(imp) == 10 and imp[0]["importance"] >= imp[-1]["importance"]
     assert {"fit", "predict", "binning", "total"} <= set(result["timings"])
-    assert result["model"]["data"]["features"][0] == "x0" and "surface" not in result["plots"]
+    assert result["model"]["data"]["features"][0] == "x0"
+    # Ten features: the surface is drawn over the two most important, the others at their medians.
+    surface = result["plots"]["surface"]
+    top = sorted(imp[:2], key=lambda f: int(f["name"][1:]))
+    assert [surface["x_name"], surface["y_name"]] == [f["name"] for f in top] and surface["others"] == 8
     assert seen[0]["stage"] == "loading data" and seen[-1]["fraction"] == 1.0
     assert all(0 <= s["fraction"] <= 1 for s in seen)
 
@@ -91,11 +95,13 @@ def test_classification_job_and_predicting_a_new_csv(datasets, native_backend):
     model = result["model"]
     out = run(forest_job.predict_csv(model, datasets["iris"], "iris.csv", backend=native_backend))
     lines = out["csv"].splitlines()
-    assert out["rows"] == 150 and lines[0] == "species,p(setosa),p(versicolor),p(virginica)"
+    assert out["rows"] == 150 and lines[0] == "row,species,p(setosa),p(versicolor),p(virginica)"
     rows = [line.split(",") for line in lines[1:]]
-    probs = np.array([[float(v) for v in r[1:]] for r in rows])
+    assert [r[0] for r in rows] == [str(i) for i in range(1, 151)]  # no index column: the row numbers
+    assert all(v == f"{float(v):.7g}" for r in rows for v in r[2:])  # 7 significant digits
+    probs = np.array([[float(v) for v in r[2:]] for r in rows])
     labels = np.array(["setosa", "versicolor", "virginica"])[np.repeat([0, 1, 2], 50)]
-    guess = [r[0] for r in rows]
+    guess = [r[1] for r in rows]
     assert np.allclose(probs.sum(axis=1), 1, atol=1e-5)
     assert np.mean(np.array(guess) == labels) > 0.95
     code = {"setosa": 0, "versicolor": 1, "virginica": 2}
@@ -118,6 +124,35 @@ def test_two_features_draw_a_decision_surface(datasets, reference_backend):
            "features": ["x2", "x8"], "params": {"n_estimators": 3, "max_depth": 3}}
     s = run(forest_job.run(reg, reference_backend, context(datasets)))["plots"]["surface"]
     assert len(s["levels"]) == forest_job.LEVELS + 1 and max(s["grid"]["values"]) < forest_job.LEVELS
+
+
+def test_live_plots_redraw_as_tree_batches_finish(datasets, reference_backend):
+    """With "live": the forest grows in batches, and after each but the last the page hears the
+    surface (over the two most important features of the first trees, the others at their
+    medians) and predicted against actual, drawn by the trees so far; the trees are the same."""
+    seen = []
+    job = {"kind": "random_forest", "dataset": "diabetes", "target": "progression",
+           "params": {"n_estimators": 8, "max_depth": 4, "random_state": 0}}
+    live = run(forest_job.run(job | {"live": True}, reference_backend, context(datasets, seen.append)))
+    updates = [s["live"] for s in seen if "live" in s]
+    assert [u["trees"] for u in updates] == [[k, 8] for k in range(1, 8)]  # batches of one tree
+    pairs = {(u["plots"]["surface"]["x_name"], u["plots"]["surface"]["y_name"]) for u in updates}
+    final = live["plots"]["surface"]
+    assert pairs == {(final["x_name"], final["y_name"])} and final["others"] == 8
+    first, last = updates[0]["plots"], updates[-1]["plots"]
+    assert len(first["pred_vs_actual"]) == len(live["plots"]["pred_vs_actual"]) == 89
+    assert first["surface"]["grid"]["values"] != final["grid"]["values"]  # the surface moved
+    assert first["surface"]["levels"] == final["levels"]  # on the same colours
+    truth = np.array([t for t, _ in first["pred_vs_actual"]])
+    err = [np.mean((truth - np.array([p for _, p in u["pred_vs_actual"]])) ** 2) for u in (first, last)]
+    assert err[1] < err[0]  # seven trees predict better than one
+    assert live["timings"]["live"] > 0
+    plain = run(forest_job.run(job, reference_backend, context(datasets)))
+    assert plain["metrics"] == live["metrics"] and "live" not in plain["timings"]
+    with pytest.raises(JobError, match="surface"):
+        run(forest_job.run(job | {"surface": ["x0", "nope"]}, reference_backend, context(datasets)))
+    chosen = run(forest_job.run(job | {"surface": ["x3", "x1"]}, reference_backend, context(datasets)))
+    assert (chosen["plots"]["surface"]["x_name"], chosen["plots"]["surface"]["y_name"]) == ("x3", "x1")
 
 
 def test_bad_jobs_are_refused_and_stop_stops(datasets, reference_backend):

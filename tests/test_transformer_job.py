@@ -56,6 +56,24 @@ def test_job_result_and_progress(native_backend):
 
 
 @pytest.mark.native
+def test_a_live_sample_at_each_validation(native_backend):
+    """With live_sample, each validation also samples the model as it stands (the page shows it
+    while training); the training is the same as without, and the samples' time is kept apart."""
+    params = {**JOB["params"], "steps": 8, "eval_interval": 4, "live_sample": 16}
+    seen = []
+    ctx = Context(load_text=lambda i: builtin_text(i), progress=seen.append)
+    live = asyncio.run(Session(native_backend).run({**JOB, "params": params}, ctx))
+    samples = {p["step"]: p["sample"] for p in seen if "sample" in p}
+    assert list(samples) == [4, 8] and all(len(t) == 16 for t in samples.values())
+    assert set("".join(samples.values())) <= set(builtin_text("shakespeare"))
+    assert live["timings"]["live_sample"] > 0
+    plain = asyncio.run(Session(native_backend).run({**JOB, "params": {**params, "live_sample": 0}},
+                                                    Context(load_text=lambda i: builtin_text(i))))
+    assert plain["metrics"]["loss_curve"] == live["metrics"]["loss_curve"]
+    assert plain["samples"] == live["samples"]  # the sample after training: the same model, seed
+
+
+@pytest.mark.native
 def test_profile_of_the_step(native_backend):
     params = {**JOB["params"], "steps": 4, "eval_interval": 4, "sample_chars": 2, "tiles": "wide"}
     session = Session(native_backend)

@@ -15,6 +15,7 @@ const DARK_COLORS = ["#6ea0ff", "#f39a4a", "#4cc27e", "#ff6f5a", "#b48cff", "#3c
 const HEIGHT = 260;
 const TABLE_ROWS = 50;   // rows shown in a chart's data table
 
+const count = (n, word) => `${n} ${word}${n === 1 ? "" : "s"}`;
 const dark = () => window.matchMedia?.("(prefers-color-scheme: dark)").matches;
 export const palette = () => (dark() ? DARK_COLORS : COLORS);
 
@@ -32,6 +33,7 @@ window.matchMedia?.("(prefers-color-scheme: dark)").addEventListener?.("change",
 });
 
 // The common frame: a labelled role="img" box and the data table under it.
+// The box's `chart` property is the chart's handle (watchSize; for the console and e2e tests).
 function frame(container, label) {
   container.replaceChildren();
   container.classList.add("chart-box");
@@ -51,11 +53,13 @@ function dataTable(details, headers, rows) {
     el("tbody", {}, shown.map((r) => el("tr", {}, r.map((c) => el("td", {}, fmt(c)))))))));
 }
 
+// Redraws the chart when its box changes width; and hangs the handle on the box (`chart`).
 function watchSize(handle) {
-  let last = handle.box.clientWidth;
+  handle.box.chart = handle;
+  // handle.width: the box's width when it was last drawn (0 while hidden: drawn on a guess).
   const ro = new ResizeObserver(() => {
     const w = handle.box.clientWidth;
-    if (w && Math.abs(w - last) >= 1) { last = w; handle.resize(); }
+    if (w && Math.abs(w - handle.width) >= 1) handle.resize();
   });
   ro.observe(handle.box);
   return ro;
@@ -72,7 +76,8 @@ function axis(t, label, { integer = false } = {}) {
 
 function makePlot(handle, opts, data) {
   handle.plot?.destroy();
-  const width = Math.max(200, handle.box.clientWidth || 400);
+  handle.width = handle.box.clientWidth;
+  const width = Math.max(200, handle.width || 400);
   handle.plot = new uPlot({ width, height: handle.height, ...opts }, data, handle.box);
 }
 
@@ -107,13 +112,16 @@ export function lineChart(container, series, opts = {}) {
     }, [xs, ...columns]);
     box.setAttribute("aria-label", `${title}: ` + handle.series.map((s) => {
       const last = s.points[s.points.length - 1];
-      return `${s.name}, ${s.points.length} points` + (last ? `, last ${fmtNumber(last[1], 4)} at ${xName} ${fmtNumber(last[0], 6)}` : "");
+      return `${s.name}, ${count(s.points.length, "point")}` + (last ? `, last ${fmtNumber(last[1], 4)} at ${xName} ${fmtNumber(last[0], 6)}` : "");
     }).join("; "));
     dataTable(data, [xName, ...handle.series.map((s) => s.name)],
       xs.map((x, i) => [x, ...columns.map((c) => c[i])]));
   };
   handle.redraw = build;
-  handle.resize = () => handle.plot?.setSize({ width: Math.max(200, box.clientWidth), height: handle.height });
+  handle.resize = () => {
+    handle.width = box.clientWidth;
+    handle.plot?.setSize({ width: Math.max(200, handle.width), height: handle.height });
+  };
   handle.update = (next) => {
     const sameShape = handle.plot && next.length === handle.series.length
       && next.every((s, i) => s.name === handle.series[i].name);
@@ -130,7 +138,7 @@ export function lineChart(container, series, opts = {}) {
     handle.plot.setData([xs, ...columns]);
     box.setAttribute("aria-label", `${title}: ` + next.map((s) => {
       const last = s.points[s.points.length - 1];
-      return `${s.name}, ${s.points.length} points` + (last ? `, last ${fmtNumber(last[1], 4)}` : "");
+      return `${s.name}, ${count(s.points.length, "point")}` + (last ? `, last ${fmtNumber(last[1], 4)}` : "");
     }).join("; "));
     if (data.open) dataTable(data, [xName, ...next.map((s) => s.name)], xs.map((x, i) => [x, ...columns.map((c) => c[i])]));
   };
@@ -171,12 +179,15 @@ export function scatterChart(container, points, opts = {}) {
     }
     makePlot(handle, { legend: { live: true }, cursor: { drag: { x: true, y: true } }, scales,
                        axes: [axis(t, xName), axis(t, yName)], series }, columns);
-    box.setAttribute("aria-label", `${title}: ${sorted.length} points` +
+    box.setAttribute("aria-label", `${title}: ${count(sorted.length, "point")}` +
       (xs.length ? `, ${xName} from ${fmtNumber(xs[0], 4)} to ${fmtNumber(xs[xs.length - 1], 4)}` : ""));
     dataTable(data, [xName, yName], sorted);
   };
   handle.redraw = build;
-  handle.resize = () => handle.plot?.setSize({ width: Math.max(200, box.clientWidth), height: handle.height });
+  handle.resize = () => {
+    handle.width = box.clientWidth;
+    handle.plot?.setSize({ width: Math.max(200, handle.width), height: handle.height });
+  };
   handle.update = (next) => { handle.points = next; build(); };
   handle.destroy = () => { handle.ro.disconnect(); handle.plot?.destroy(); live.delete(handle); };
   build();
@@ -194,7 +205,8 @@ function canvasChart(container, title, draw) {
   handle.redraw = () => {
     const t = theme();
     const dpr = window.devicePixelRatio || 1;
-    const w = box.clientWidth || 400;
+    handle.width = box.clientWidth;
+    const w = handle.width || 400;
     const h = draw.height?.() ?? HEIGHT;
     canvas.style.height = `${h}px`;
     canvas.width = w * dpr; canvas.height = h * dpr;
@@ -276,10 +288,14 @@ export function confusion(container, matrix, names, { title = "Confusion matrix"
 }
 
 // grid: {x: [x0, x1], y: [y0, y1], n: cells per side, values: n*n class ids (row-major, y up)},
-// points: [[x, y, class], ...] drawn on top. opts.legend: names of the class ids (or levels).
-export function surface(container, grid, points, { title = "Decision surface", xName = "x", yName = "y", legend } = {}) {
+// points: [[x, y, class], ...] drawn on top. opts.legend: names of the class ids (or levels);
+// opts.others: how many other features are held (at their medians). The handle's
+// update(grid, points) redraws it on the same axes' names (a live forest, batch after batch).
+export function surface(container, grid, points, { title = "Decision surface", xName = "x", yName = "y", legend, others = 0 } = {}) {
+  const state = { grid, points };
   const pad = { l: 50, r: 10, t: 8, b: 36 };
   const draw = (ctx, w, h, t) => {
+    const { grid, points } = state;
     const [x0, x1] = grid.x, [y0, y1] = grid.y;
     const X = (v) => pad.l + ((v - x0) / (x1 - x0)) * (w - pad.l - pad.r);
     const Y = (v) => h - pad.b - ((v - y0) / (y1 - y0)) * (h - pad.t - pad.b);
@@ -305,10 +321,21 @@ export function surface(container, grid, points, { title = "Decision surface", x
     ctx.save(); ctx.translate(10, pad.t + (h - pad.t - pad.b) / 2 + ctx.measureText(yName).width / 2);
     ctx.rotate(-Math.PI / 2); ctx.fillText(yName, 0, 0); ctx.restore();
   };
-  const classes = [...new Set(grid.values)].sort((a, b) => a - b);
-  const handle = canvasChart(container, `${title} over ${xName} and ${yName}: ${classes.length} predicted ` +
-    `${legend ? "regions" : "classes"}, ${points.length} test rows drawn on top`, draw);
-  dataTable(handle.data, [xName, yName, "true class"], points.map(([x, y, k]) => [x, y, legend ? legend[k] : k]));
+  const label = () => {
+    const classes = new Set(state.grid.values).size;
+    return `${title} over ${xName} and ${yName}${others ? ` (the other ${others === 1 ? "feature at its training median" : `${others} features at their training medians`})` : ""}: ` +
+      `${classes} predicted ${legend ? "regions" : "classes"}, ${state.points.length} test rows drawn on top`;
+  };
+  const handle = canvasChart(container, label(), draw);
+  const rows = () => dataTable(handle.data, [xName, yName, "true class"],
+    state.points.map(([x, y, k]) => [x, y, legend ? legend[k] : k]));
+  rows();
+  handle.update = (nextGrid, nextPoints) => {
+    Object.assign(state, { grid: nextGrid, points: nextPoints });
+    handle.box.setAttribute("aria-label", label());
+    rows();
+    handle.redraw();
+  };
   return handle;
 }
 

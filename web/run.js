@@ -22,6 +22,7 @@ export function setupLink(run) {
     if (c.features) q.set("features", c.features.map(encodeURIComponent).join(","));
     if (c.split?.test_size !== undefined) q.set("test", c.split.test_size);
     if (c.split?.seed !== undefined) q.set("seed", c.split.seed);
+    if (Array.isArray(c.surface)) q.set("rf.surface", c.surface.map(encodeURIComponent).join(","));
     for (const [k, v] of Object.entries(c.params || {})) {
       if (k === "bootstrap") q.set("rf.bootstrap", v ? "1" : "0");
       else if (typeof v !== "object" || v === null) q.set(`rf.${k}`, v === null ? "" : String(v));

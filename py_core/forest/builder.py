@@ -36,6 +36,11 @@ The method (kernels in `py_core/kernels/forest/forest.wgsl`):
    a few words: deep trees read them level by level anyway), each checked against the room left
    as the forest grows. All of it comes back to Python at the end, in as few readbacks as the
    adapter's buffers allow, and stays in flat arrays (`trees.Trees`).
+5. Live plots (`on_trees`): the forest grows in at least LIVE_BATCHES batches, and after those
+   that end a LIVE_BATCHES-th of the trees (but the last) the caller gets the trees finished so
+   far (`Partial`): it predicts with their prediction arrays as they stand and sums their
+   importances, which each batch leaves on the device; nothing else is read back. The trees are
+   the same however they are batched.
 """
 from __future__ import annotations
 
@@ -74,12 +79,15 @@ from .sizes import (
     size_text,
 )
 from .trees import Chunk, DeviceTrees, Trees, matrix_words
+from .trees import predict as predict_rows
 
 NONE_DEPTH = 0xFFFFFFFF  # max_depth=None in the kernels' params
 FIRST_LEVELS = 8  # levels a deep (max_depth > DEEP_LEVELS or None) batch grows before reading back open slots
 MAX_ROWS = 2**24 - 1  # weights and counts stay exact in f32
 Y_BITS = 23  # regression targets as signed fixed point of this many bits (w * y fits in i32)
 DEVICE_SORT = ("webgpu", "native")  # backends that sort the binning subsample themselves
+LIVE_BATCHES = 8  # batches a fit with live plots grows in (fewer when it has fewer trees): a
+                  # surface that redraws about eight times, at a few waits' cost on a GPU
 
 KERNELS = ("check_finite", "sample", "sort_pass", "targets", "bin_features", "bootstrap",
            "init_trees", "hist_clear", "hist_build", "split_pick", "alloc", "route_rows",
@@ -124,6 +132,29 @@ class Grown:
     timings: dict
 
 
+class Partial:
+    """The first `trees` trees of a fit in progress, finished on the device: what live plots need.
+    Valid only during the `on_trees` call that receives it."""
+
+    def __init__(self, grower: "Grower", trees: int):
+        self._g, self.trees, self.n_estimators = grower, trees, grower.T
+
+    async def predict(self, X: array, n: int) -> array:
+        """(n, K) f64: the mean of these trees' leaf values for each of the n rows of X (n x F,
+        row-major), as the finished forest's `_predict_raw`."""
+        g = self._g
+        return await predict_rows(g.b, DeviceTrees(g.T, g.K, g.offs, g.chunks).first(self.trees),
+                                  X, n, g.F)
+
+    async def importances(self) -> list[float]:
+        """These trees' feature importances (as `feature_importances_`)."""
+        g = self._g
+        meta, imp = array("I"), array("f")
+        async for i, words in g._read_each([g.meta, g.imp]):
+            (meta, imp)[i].frombytes(words)
+        return _importances(imp, meta[0::2], self.trees, g.z.G, g.F)
+
+
 class Grower:
     """One fit's buffers and plans on one backend."""
 
@@ -132,11 +163,14 @@ class Grower:
         self.wg = parallel_bins  # True/False: one kernel set or the other; None: by adapter
 
     async def grow(self, X: array, n: int, F: int, y, progress=None, should_stop=None,
-                   pause=None, profile=False) -> Grown:
+                   pause=None, profile=False, on_trees=None) -> Grown:
         """X: row-major n x F, array('f') or array('d'); y: array('d') targets (regression) or
         array('I') class indices. The steps below, in order; every buffer they make is freed at
-        the end (also when stopped or failed) but the forest's own prediction arrays."""
+        the end (also when stopped or failed) but the forest's own prediction arrays.
+        `await on_trees(Partial)` about LIVE_BATCHES times, as batches of trees finish (live
+        plots); the time it takes is timings["live"], not part of "levels"."""
         b = self.b
+        self.live = on_trees
         if n > MAX_ROWS:
             raise LimitError(f"{n} rows: the forest trains on at most {MAX_ROWS} rows")
         # Before any data goes up: the data (X, its bins, targets) and the least the trees need.
@@ -151,6 +185,7 @@ class Grower:
             b.profile_start()
         try:
             await self._compile()
+            self.timings["compile"] = self.clock() - self.t0  # compiling: the first fit of a backend only
             columns = await self._upload_and_sort(X, y)
             await self._bin(columns)
             t1 = self.t_levels = self.clock()
@@ -159,11 +194,19 @@ class Grower:
             self.pacer = Pacer(GROUP_SECONDS)  # levels a submission, from the measured rate
             self.pending = 0  # levels submitted since the GPU was last waited for
             self.levels_total = self.z.levels or max(1, math.ceil(math.log2(max(2, n))) + 4)
+            live, every = 0.0, -(-self.T // LIVE_BATCHES)  # a redraw each `every` trees
             for done in range(0, self.T, self.z.Tb):
-                await self._grow_batch(done, min(self.z.Tb, self.T - done), progress, should_stop,
-                                       pause)
+                nt = min(self.z.Tb, self.T - done)
+                await self._grow_batch(done, nt, progress, should_stop, pause)
+                if on_trees is not None and (done + nt) // every > done // every and done + nt < self.T:
+                    await self._wait()
+                    t_live = self.clock()
+                    await on_trees(Partial(self, done + nt))
+                    live += self.clock() - t_live
             await b.finish()
-            self.timings["levels"] = self.clock() - t1
+            self.timings["levels"] = self.clock() - t1 - live
+            if on_trees is not None:
+                self.timings["live"] = live
             grown = await self._read_back()
             if profile:
                 for name, (seconds, count) in by_label(await b.profile_stop()).items():
@@ -256,6 +299,8 @@ class Grower:
         self.timings["thresholds"] = self.clock() - self.t0
         NB = sum(fmeta[1::2])
         z = self.z = plan_sizes(b, n, self.F, NB, self.spec, b.memory_room())
+        if self.live is not None:  # several batches, each a redraw of the live plots
+            z.Tb = min(z.Tb, -(-self.T // LIVE_BATCHES))
         self.base.update(NB=NB, C=z.C, T=z.Tb, S=z.S, NC=z.NC, S_h=z.S_h)
         b.write(self.P0, PARAMS.pack(**self.base))
         self.eb = self._buf("f32", data=edges)

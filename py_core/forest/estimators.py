@@ -150,9 +150,14 @@ class _Forest:
                                 self.n_bins, bool(self.oob_score))
 
     async def fit(self, X, y, *, n_features: int | None = None, progress=None, should_stop=None,
-                  pause=None, profile: bool = False, parallel_bins: bool | None = None):
+                  pause=None, profile: bool = False, parallel_bins: bool | None = None,
+                  on_trees=None):
         """Grow the forest. Between levels: progress(dict) hears of it, should_stop() -> True ends
         the fit (raising py_core.errors.Stopped), and `await pause()` may wait (or raise Stopped).
+        Live plots: `await on_trees(partial)` about builder.LIVE_BATCHES times as the batches of
+        trees finish (the forest then grows in several); `partial` (builder.Partial) predicts with the trees so far
+        (`await partial.predict(X, n)`: (n, n_outputs_) means, classes in `classes_` order) and
+        gives their importances (`await partial.importances()`).
         `timings_` holds the phases in seconds; with profile=True also each kernel's ("k_NAME").
         parallel_bins: True/False forces one kernel set or the other (a benchmark switch; None:
         `builder.parallel_bins` picks by adapter)."""
@@ -173,7 +178,7 @@ class _Forest:
         try:
             with scope.use():  # the prediction arrays the fit hands back join it
                 grown = await builder.Grower(backend, spec, parallel_bins).grow(
-                    flat, n, F, target, progress, should_stop, pause, profile)
+                    flat, n, F, target, progress, should_stop, pause, profile, on_trees)
         except BaseException:
             scope.close()
             raise

@@ -101,6 +101,11 @@ class DeviceTrees:
     def alive(self) -> bool:
         return all(b.handle is not None for b in self.buffers())
 
+    def first(self, trees: int) -> "DeviceTrees":
+        """The first `trees` trees, on the same buffers."""
+        return DeviceTrees(trees, self.K, self.offs, [Chunk(c.tree0, min(c.T, trees - c.tree0), c.ptree, c.pval)
+                                                      for c in self.chunks if c.tree0 < trees])
+
 
 def chunk_ranges(counts, words_per_node: int, cap_words: int) -> list[tuple[int, int]]:
     """(first tree, trees) of consecutive trees whose nodes, words_per_node words each, fit

@@ -7,7 +7,11 @@
                                                   # and benchmark switches: "profile": true for
                                                   # kernel timings, "parallel_bins": true/false
                                                   # for one kernel set or the other (builder.py)
-     "split": {"test_size": 0.2, "seed": 42}}
+     "split": {"test_size": 0.2, "seed": 42},
+     "surface": [COLUMN, COLUMN],                 # the decision surface's two features (default:
+                                                  # both when there are two, else the two most
+                                                  # important of the first trees grown)
+     "live": true}                                # live plots while the forest grows (below)
 
 Result: {"metrics": {...}, "baseline": {...}, "timings": {...}, "model": {...}, "plots": {...},
 "params": {...}}
@@ -27,10 +31,15 @@ Result: {"metrics": {...}, "baseline": {...}, "timings": {...}, "model": {...}, 
   writes the JSON only on download), for `predict_csv`.
 - plots: pred_vs_actual [[actual, predicted]] and residuals [[predicted, actual - predicted]]
   (regression, up to PLOT_POINTS test rows); confusion {"matrix" (rows: true class), "classes"};
-  importances [{"name", "importance"}] (largest first); for two features, surface: {"grid":
-  {"x": [lo, hi], "y": [lo, hi], "n": SURFACE, "values": n*n class ids or levels, row-major from
-  the bottom}, "points": [[x, y, class or level]], "x_name", "y_name"} (regression: LEVELS levels
-  of the prediction, "levels" holds their edges).
+  importances [{"name", "importance"}] (largest first); with two features or more, surface:
+  {"grid": {"x": [lo, hi], "y": [lo, hi], "n": SURFACE, "values": n*n class ids or levels,
+  row-major from the bottom}, "points": [[x, y, class or level]], "x_name", "y_name", "others":
+  the other features' count, held at their training medians} (regression: LEVELS levels of the
+  target's range, "levels" holds their edges).
+- live (with "live": true): the forest grows in several batches (py_core.forest.builder), and
+  about eight times as they finish a progress message {"live": {"trees": [grown, n_estimators],
+  "plots": {"surface", and "pred_vs_actual" for regression}}} carries those plots as the trees so
+  far draw them; timings["live"] is their time, left out of "fit".
 """
 from __future__ import annotations
 
@@ -90,15 +99,25 @@ async def _run(job: dict, backend, ctx) -> dict:
         ctx.progress(dict(p, fraction=0.02 + 0.93 * p.get("fraction", 0.0)))
 
     y_train = [info["classes"][v] for v in prep.y_train] if classify else prep.y_train
+    pair = _surface_pair(job.get("surface"), info["features"])
+    draw = Plots(prep, info, forest, pair)
+
+    async def on_trees(partial):
+        live = {"surface": await draw.surface(partial.predict, partial.importances)}
+        if not classify:
+            live["pred_vs_actual"] = await draw.pred_vs_actual(partial.predict)
+        ctx.progress({"live": {"trees": [partial.trees, partial.n_estimators], "plots": live}})
+
     t0 = time.perf_counter()
     try:
         await forest.fit(prep.X_train, y_train, n_features=F, progress=progress,
                          should_stop=ctx.should_stop, pause=getattr(ctx, "pause_point", None),
-                         profile=profile, parallel_bins=variant)
+                         profile=profile, parallel_bins=variant,
+                         on_trees=on_trees if job.get("live") and F >= 2 else None)
     except ValueError as exc:
         raise JobError(str(exc)) from exc
     await backend.finish()
-    t_fit = time.perf_counter() - t0
+    t_fit = time.perf_counter() - t0 - forest.timings_.get("live", 0.0)
 
     ctx.progress({"stage": "predicting the test rows", "fraction": 0.96})
     t0 = time.perf_counter()
@@ -153,9 +172,16 @@ async def _run(job: dict, backend, ctx) -> dict:
     score = getattr(forest, "oob_score_", None)
     if score is not None and math.isfinite(score):
         metrics["oob_score"] = score
-    if F == 2:
+    if F >= 2:
         ctx.progress({"stage": "drawing the decision surface", "fraction": 0.98})
-        plots["surface"] = await _surface(forest, prep, info, classify)
+
+        async def final(X, n):
+            return (await forest._predict_raw(X, F))[0]
+
+        async def ranked():
+            return forest.feature_importances_
+
+        plots["surface"] = await draw.surface(final, ranked)
     from ..forest import export
     data = {"target": info["target"], "task": info["task"], "features": info["features"],
             "kinds": info["kinds"], "categories": info["categories"], "medians": prep.medians}
@@ -224,49 +250,93 @@ def classification_metrics(truth, guess, probs, K) -> dict:
     return {"accuracy": sum(tp) / n, "f1": sum(f1) / len(f1), "log_loss": loss}
 
 
-async def _surface(forest, prep, info, classify) -> dict:
-    """Predictions on a SURFACE x SURFACE grid over the two features' range, and the test rows."""
-    X = array("d", prep.X_train)
-    X.extend(prep.X_test)
-    xs, ys = X[0::2], X[1::2]
-    (x0, x1), (y0, y1) = _span(xs), _span(ys)
-    n = SURFACE
-    grid = array("d")
-    for r in range(n):
-        y = y0 + (r + 0.5) * (y1 - y0) / n
-        for c in range(n):
-            grid.extend((x0 + (c + 0.5) * (x1 - x0) / n, y))
-    test = prep.X_test
-    keep = _every(len(prep.y_test), PLOT_POINTS)
-    if classify:
-        codes = {c: i for i, c in enumerate(info["classes"])}
-        values = [codes[c] for c in await forest.predict(grid, n_features=2)]
-        points = [[test[2 * i], test[2 * i + 1], prep.y_test[i]] for i in keep]
-        return {"grid": {"x": [x0, x1], "y": [y0, y1], "n": n, "values": values},
-                "points": points, "x_name": info["features"][0], "y_name": info["features"][1]}
-    pred = list(await forest.predict(grid, n_features=2))
-    lo, hi = min(min(pred), min(prep.y_test)), max(max(pred), max(prep.y_test))
-    width = (hi - lo) / LEVELS or 1.0
-
-    def level(v):
-        return min(LEVELS - 1, max(0, int((v - lo) / width)))
-
-    return {"grid": {"x": [x0, x1], "y": [y0, y1], "n": n, "values": [level(v) for v in pred]},
-            "points": [[test[2 * i], test[2 * i + 1], level(prep.y_test[i])] for i in keep],
-            "levels": [lo + k * width for k in range(LEVELS + 1)],
-            "x_name": info["features"][0], "y_name": info["features"][1]}
+def _surface_pair(asked, features: list) -> tuple[int, int] | None:
+    """The surface's two feature indices: those asked for, both of two, or None (decided later
+    from the importances)."""
+    if asked is None:
+        return (0, 1) if len(features) == 2 else None
+    if (not isinstance(asked, (list, tuple)) or len(asked) != 2 or asked[0] == asked[1]
+            or any(a not in features for a in asked)):
+        raise JobError(f'"surface" must name two different features of {features}, not {asked!r}')
+    return features.index(asked[0]), features.index(asked[1])
 
 
-def _span(values) -> tuple[float, float]:
-    lo, hi = min(values), max(values)
+class Plots:
+    """The plots a forest (or its first trees, live) draws, from a predict(X, n) -> (n, K) means
+    function. The surface's features are fixed the first time it is drawn: the job's, else the
+    two most important of the trees then grown."""
+
+    def __init__(self, prep, info, forest, pair):
+        self.prep, self.info, self.forest, self.pair = prep, info, forest, pair
+        self.classify = info["task"] == "classification"
+        self.keep = _every(len(prep.y_test), PLOT_POINTS)
+
+    def _labels(self, raw, n: int) -> list:
+        """Class codes (the order of info["classes"]) of n rows of (n, K) class fractions, or the
+        regression predictions."""
+        if not self.classify:
+            return list(raw)
+        codes = {c: i for i, c in enumerate(self.info["classes"])}
+        order = [codes[c] for c in self.forest.classes_]  # forest column -> class code
+        K = len(order)
+        return [order[max(range(K), key=lambda k: raw[i * K + k])] for i in range(n)]
+
+    async def pred_vs_actual(self, predict) -> list:
+        """[[actual, predicted]] of the plotted test rows (regression)."""
+        F, test = self.prep.n_features, self.prep.X_test
+        X = array("d")
+        for i in self.keep:
+            X.extend(test[i * F:(i + 1) * F])
+        pred = await predict(X, len(self.keep))
+        return [[self.prep.y_test[i], pred[j]] for j, i in enumerate(self.keep)]
+
+    async def surface(self, predict, importances) -> dict:
+        """Predictions on a SURFACE x SURFACE grid over two features' range, the others at their
+        training medians, and the test rows on top."""
+        prep, info = self.prep, self.info
+        F = prep.n_features
+        if self.pair is None:
+            ranked = await importances()
+            self.pair = tuple(sorted(sorted(range(F), key=lambda j: -ranked[j])[:2]))
+        fx, fy = self.pair
+        (x0, x1) = _span(prep.X_train[fx::F], prep.X_test[fx::F])
+        (y0, y1) = _span(prep.X_train[fy::F], prep.X_test[fy::F])
+        n = SURFACE
+        grid = array("d", prep.medians) * (n * n)
+        grid[fx::F] = array("d", [x0 + (c + 0.5) * (x1 - x0) / n for c in range(n)] * n)
+        grid[fy::F] = array("d", [y0 + (r + 0.5) * (y1 - y0) / n for r in range(n) for _ in range(n)])
+        test, keep = prep.X_test, self.keep
+        values = self._labels(await predict(grid, n * n), n * n)
+        out = {"x_name": info["features"][fx], "y_name": info["features"][fy], "others": F - 2}
+        if self.classify:
+            return dict(out, grid={"x": [x0, x1], "y": [y0, y1], "n": n, "values": values},
+                        points=[[test[i * F + fx], test[i * F + fy], prep.y_test[i]] for i in keep])
+        # Levels over the target's range: a forest predicts within it, so the colours stay put
+        # while it grows.
+        lo = min(min(prep.y_train), min(prep.y_test))
+        hi = max(max(prep.y_train), max(prep.y_test))
+        width = (hi - lo) / LEVELS or 1.0
+
+        def level(v):
+            return min(LEVELS - 1, max(0, int((v - lo) / width)))
+
+        return dict(out, grid={"x": [x0, x1], "y": [y0, y1], "n": n, "values": [level(v) for v in values]},
+                    points=[[test[i * F + fx], test[i * F + fy], level(prep.y_test[i])] for i in keep],
+                    levels=[lo + k * width for k in range(LEVELS + 1)])
+
+
+def _span(*parts) -> tuple[float, float]:
+    lo, hi = min(min(p) for p in parts if len(p)), max(max(p) for p in parts if len(p))
     pad = (hi - lo) * 0.05 or 0.5
     return lo - pad, hi + pad
 
 
 async def predict_csv(model, data: bytes, name: str, backend="reference") -> dict:
     """Predictions of an exported model (a job's "model": its binary form, or the JSON format with
-    "data") for a new CSV with the same feature columns: {"csv": the rows' predictions (and class
-    probabilities) as CSV text, "rows": n, "seconds": time to predict}."""
+    "data") for a new CSV with the same feature columns: {"csv": CSV text, a row for each of the
+    file's rows: its id (the file's index column, else its number from 1, in a column "row"), the
+    prediction and, for classes, each class's probability, numbers to 7 significant digits,
+    "rows": n, "seconds": time to predict}."""
     from ..forest import export
     if isinstance(model, dict) and "binary" in model:
         model = model["binary"]
@@ -314,19 +384,30 @@ async def _predict_csv(forest, cls, meta, data, name) -> dict:
     if cls is RandomForestClassifier:
         proba = await forest.predict_proba(X, n_features=F)
         classes = forest.classes_
-        lines = [",".join([_csv(target)] + [_csv(f"p({c})") for c in classes])]
-        lines += [",".join([_csv(classes[max(range(len(r)), key=r.__getitem__)])] + [repr(v) for v in r])
+        lines = [[_csv(target)] + [_csv(f"p({c})") for c in classes]]
+        lines += [[_csv(classes[max(range(len(r)), key=r.__getitem__)])] + [_num(v) for v in r]
                   for r in proba]
     else:
         pred = await forest.predict(X, n_features=F)
-        lines = [_csv(target)] + [repr(v) for v in pred]
+        lines = [[_csv(target)]] + [[_num(v)] for v in pred]
     seconds = time.perf_counter() - t0
-    if table.index is not None:  # the file's row ids (R's row names, 1..n) lead each row
-        ids = table.column(table.index).values
-        lines = [f"{_csv(table.index)},{lines[0]}"] + [
-            f"{_csv(_as_label(v) if isinstance(v, float) else v)},{line}"
-            for v, line in zip(ids, lines[1:])]
+    # Each row's id first: the file's own (R's row names, an index column), else its number.
+    if table.index is not None:
+        ids = [_csv(_as_label(v) if isinstance(v, float) else v) for v in table.column(table.index).values]
+        head = table.index
+    else:
+        ids = [str(i) for i in range(1, n + 1)]
+        head = "row"
+        while head in table.names:
+            head = "_" + head
+    lines = [[_csv(head)] + lines[0]] + [[i] + line for i, line in zip(ids, lines[1:])]
+    lines = [",".join(line) for line in lines]
     return {"csv": "\n".join(lines) + "\n", "rows": n, "seconds": seconds}
+
+
+def _num(v: float) -> str:
+    """A prediction as text: 7 significant digits, all an f32 sum of leaf values holds."""
+    return f"{v:.7g}"
 
 
 def _as_label(v: float):

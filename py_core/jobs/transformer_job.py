@@ -8,7 +8,9 @@ Steps go to the GPU in groups of about a quarter second (py_core.gpu.pacing); af
 per-step losses are read back (the readback completes when the GPU has run the group), so
 Pause and Stop (`ctx.pause_point()`, between groups) act within a group: one step on a software
 adapter. Progress after each group: {"stage", "fraction", "step", "steps", "losses": [first step,
-[loss, ...]], "loss", "val_loss", "tokens_per_s", "eta_s", "elapsed_s"} (the page's live chart).
+[loss, ...]], "loss", "val_loss", "tokens_per_s", "eta_s", "elapsed_s"} (the page's live chart);
+with params {"live_sample": N}, after each validation also "sample": N characters from the model
+as it stands (its time is timings["live_sample"], outside the step's).
 The result: {"metrics": {"loss_curve": [[step, loss], ...], "val_loss", "val_curve": [[steps
 done, loss], ...], "n_params", "kept_bytes" (the kept model's GPU bytes), ..., and with params
 {"profile": N} "profile": the step's time by kernel (Trainer.profile)}, "timings": {"step" (median
@@ -88,7 +90,9 @@ async def _train(trainer, cfg, sampling, backend, ctx, session, t_start) -> dict
     t_setup = time.perf_counter() - t_start
 
     loss_curve, val_curve, rates = [], [], []
-    t_eval = 0.0
+    t_eval = t_live = 0.0
+    # One sampler for the live samples and after training: its buffers are the kept model's.
+    kept = trainer.trained()
     t_train = time.perf_counter()
     pause_point = getattr(ctx, "pause_point", None)  # Pause / Stop from the page
     pacer = Pacer()
@@ -100,7 +104,7 @@ async def _train(trainer, cfg, sampling, backend, ctx, session, t_start) -> dict
             elif ctx.should_stop():
                 raise Stopped("stopped on request")
         except Stopped:
-            model = session.last_model = trainer.trained()
+            model = session.last_model = kept
             raise Stopped(f"stopped at step {done} of {cfg.steps}: the model as trained so far is "
                           f"kept ({model.gpu_bytes / 2**20:.1f} MiB on the GPU), sample or "
                           f"save it") from None
@@ -116,24 +120,31 @@ async def _train(trainer, cfg, sampling, backend, ctx, session, t_start) -> dict
         rates.append(seconds / group)
         loss_curve += [[done + i, v] for i, v in enumerate(fresh)]
         done += group
+        live = {}
         if done % cfg.eval_interval == 0 or done == cfg.steps:
             t0 = time.perf_counter()
             val_curve.append([done, await trainer.evaluate()])
             t_eval += time.perf_counter() - t0
+            if sampling["live_sample"]:
+                t0 = time.perf_counter()
+                live["sample"] = await _sample(kept, sampling["prompt"], int(sampling["live_sample"]),
+                                               sampling["temperature"], sampling["top_k"], seed=cfg.seed + done)
+                t_live += time.perf_counter() - t0
         now = time.perf_counter()
         ctx.progress({"stage": "training", "fraction": done / cfg.steps, "step": done,
                       "steps": cfg.steps, "losses": [done - len(fresh), fresh],
                       "loss": fresh[-1], "val_loss": val_curve[-1][1] if val_curve else None,
                       "tokens_per_s": trainer.tokens_per_step / pacer.last_rate,
-                      "eta_s": pacer.eta(cfg.steps - done), "elapsed_s": now - t_train})
-    t_train = time.perf_counter() - t_train
+                      "eta_s": pacer.eta(cfg.steps - done), "elapsed_s": now - t_train - t_live,
+                      **live})
+    t_train = time.perf_counter() - t_train - t_live
     extra = {}
     if sampling["profile"]:
         ctx.progress({"stage": "profiling", "fraction": 1.0})
         extra["profile"] = await trainer.profile(int(sampling["profile"]))
     trainer.close()  # gradients, moments, activations and plans: training is over
 
-    model = session.last_model = trainer.trained()
+    model = session.last_model = kept
     ctx.progress({"stage": "sampling", "fraction": 1.0, "step": done, "steps": cfg.steps})
     t0 = time.perf_counter()
     samples = await _sample(model, sampling["prompt"], sampling["sample_chars"],
@@ -150,6 +161,7 @@ async def _train(trainer, cfg, sampling, backend, ctx, session, t_start) -> dict
                     "precision": sampling["precision"], **extra},
         "timings": {"step": step_s, "tokens_per_s": trainer.tokens_per_step / step_s,
                     "setup": t_setup, "train": t_train, "eval": t_eval, "sample": t_sample,
+                    **({"live_sample": t_live} if sampling["live_sample"] else {}),
                     "sample_chars_per_s": len(samples) / t_sample if t_sample > 0 else None,
                     "total": time.perf_counter() - t_start},
         "config": cfg.to_dict(),

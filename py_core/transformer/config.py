@@ -125,6 +125,8 @@ class TransformerConfig:
 # Options of a job's params that are about the run, not the training: the text sampled at the
 # end, and a profile of the training step.
 SAMPLE_DEFAULTS = {"sample_chars": 200,  # characters sampled after training
+                   "live_sample": 0,     # > 0: this many characters sampled at each validation
+                                         # during training (the page's live sample)
                    "temperature": 0.8,   # nanoGPT sample.py's default
                    "top_k": 200,         # nanoGPT sample.py's default (more than a char vocabulary)
                    "prompt": "",         # empty: start from a newline

@@ -1,6 +1,8 @@
 // The Random forest panel: parameters (presets, scikit-learn names), Train and Stop, progress by
-// level and tree, then metrics, plots, times with the adapter named, the model to download, and
-// predictions on a new CSV. Trains on the Data tab's selection; every run is posted to the server.
+// level and tree, the decision surface (and, for regression, predicted against actual) redrawn
+// as each batch of trees finishes, then metrics against the baseline, plots, times with the
+// adapter named, the model to download, and predictions on a new CSV. Trains on the Data tab's
+// selection; every run is posted to the server.
 import { getOnnx, getRecentRuns, getSnippet } from "../api.js";
 import { bars, confusion, scatterChart, surface } from "../charts.js";
 import { showComparisons } from "./compare.js";
@@ -28,6 +30,9 @@ const FIELDS = [
 const SMALL = { n_estimators: 20, max_depth: 8 };
 // Seconds a tree-level when no run on this adapter is stored yet: rough, by adapter class.
 const CLASS_SECONDS = { gpu: 0.004, software: 0.08, cpu: 0.05 };
+// "Retrain when a parameter changes" is offered when a forest is estimated to take at most this
+// long here (small data on a GPU: under a second).
+const RETRAIN_SECONDS = 5;
 const NOT_METRICS = new Set(["n_train", "n_test", "n_features", "predict_all_rows"]);
 
 export function mountForestPanel(root, playground) {
@@ -46,15 +51,21 @@ export function mountForestPanel(root, playground) {
   if (initial("rf.preset") && PRESETS[initial("rf.preset")]) preset.value = initial("rf.preset");
   const train = el("button", { class: "primary", id: "forest-train" }, "Train");
   const stop = el("button", { class: "secondary", id: "forest-stop", disabled: true }, "Stop");
-  const auto = el("input", { type: "checkbox", id: "forest-auto" });
-  const autoLabel = el("label", { class: "muted", title: "On small data a forest trains in about a second on a GPU" },
-    auto, " retrain when a parameter changes");
+  const auto = el("input", { type: "checkbox", id: "forest-auto", disabled: true });
+  const autoLabel = el("label", { class: "muted", id: "forest-auto-label",
+                                  title: `Offered when a forest takes at most ${RETRAIN_SECONDS} s here (small data on a GPU: under a second)` },
+  auto, " retrain when a parameter changes");
+  // The decision surface's two features: the person's, else the two most important.
+  const surfaceX = el("select", { id: "forest-surface-x", "aria-label": "Decision surface: horizontal feature" });
+  const surfaceY = el("select", { id: "forest-surface-y", "aria-label": "Decision surface: vertical feature" });
+  const surfaceRow = el("div", { class: "row", id: "forest-surface" }, el("span", { class: "muted" }, "Decision surface over"),
+    surfaceX, el("span", { class: "muted" }, "and"), surfaceY);
   const selection = el("p", { class: "muted", id: "forest-selection" }, "Pick a data set in the Data tab.");
   const estimate = el("p", { class: "estimate", id: "forest-estimate" });
   const bar = progressBar("Training progress");
   const status = el("div", { class: "status", id: "forest-status", role: "status", "aria-live": "polite" });
   const paramsCard = el("div", { class: "card" }, el("h2", {}, "Random forest"), selection,
-    el("div", { class: "row" }, el("label", {}, "Preset ", preset)), form,
+    el("div", { class: "row" }, el("label", {}, "Preset ", preset)), form, surfaceRow,
     el("div", { class: "row" }, train, stop, autoLabel), estimate, bar, status);
   const resultCard = el("div", { class: "card", id: "forest-results" }, el("h2", {}, "Results"),
     el("p", { class: "muted" }, "Train a forest to see how good it is."));
@@ -74,6 +85,7 @@ export function mountForestPanel(root, playground) {
     set("rf.preset", preset.value, "");
     set("rf.criterion", criterion.value, "gini");
     set("rf.bootstrap", bootstrap.checked ? "1" : "0", "1");
+    set("rf.surface", surfacePair()?.map(encodeURIComponent).join(",") ?? "", "");
     for (const [name, , , value] of FIELDS) set(`rf.${name}`, inputs[name].value.trim(), String(value ?? ""));
     window.history.replaceState(window.history.state, "", u);
   }
@@ -86,6 +98,23 @@ export function mountForestPanel(root, playground) {
   });
   for (const i of Object.values(inputs)) i.addEventListener("input", () => { preset.value = ""; changed(); });
   for (const i of [criterion, bootstrap]) i.addEventListener("change", changed);
+  for (const i of [surfaceX, surfaceY]) i.addEventListener("change", () => { saveParams(); if (auto.checked && !training) changed(); });
+
+  // The features of the selection as the surface's choices; the URL's pair once, when they fit.
+  let askedSurface = initial("rf.surface")?.split(",").map(decodeURIComponent) || null;
+  function surfaceChoices(features) {
+    const keep = askedSurface || [surfaceX.value, surfaceY.value];
+    for (const [select, label] of [[surfaceX, "the most important"], [surfaceY, "the next most important"]]) {
+      select.replaceChildren(el("option", { value: "" }, label), ...features.map((f) => el("option", { value: f }, f)));
+    }
+    if (keep.length === 2 && keep.every((f) => features.includes(f)) && keep[0] !== keep[1]) [surfaceX.value, surfaceY.value] = keep;
+    askedSurface = null;
+    surfaceRow.hidden = features.length < 2;
+  }
+  // [x, y] when the person chose two different features, else null (the job picks).
+  function surfacePair() {
+    return surfaceX.value && surfaceY.value && surfaceX.value !== surfaceY.value ? [surfaceX.value, surfaceY.value] : null;
+  }
 
   let autoTimer = null;
   function changed() {
@@ -103,6 +132,7 @@ export function mountForestPanel(root, playground) {
     selection.textContent = `${s.name}: predict ${s.target} (${s.task}) from ${s.features.length} features, ` +
       `${Math.round(s.split.test_size * 100)}% held out (seed ${s.split.seed}).`;
     criterion.disabled = s.task !== "classification";
+    surfaceChoices(s.features);
     updateEstimate();
   });
 
@@ -138,9 +168,11 @@ export function mountForestPanel(root, playground) {
     const cls = info.backend !== "webgpu" ? "cpu" : playground.isSoftware() ? "software" : "gpu";
     let seconds, basis;
     if (same) {
+      // The kernels are compiled once a tab: the last fit's time without it.
       const w = (same.config?.params?.n_estimators ?? 100) * levels(same.config?.params?.max_depth);
-      seconds = (same.timings.fit / w) * work;
-      basis = `from your last forest on this adapter (${fmtSeconds(same.timings.fit)})`;
+      const fit = same.timings.fit - (same.timings.compile || 0);
+      seconds = (fit / w) * work;
+      basis = `from your last forest on this adapter (${fmtSeconds(fit)}${same.timings.compile ? " without compiling the kernels" : ""})`;
     } else {
       seconds = CLASS_SECONDS[cls] * work;
       basis = `a rough figure for a ${cls === "gpu" ? "GPU" : cls === "software" ? "software adapter" : "CPU"}; it improves after one run`;
@@ -148,7 +180,7 @@ export function mountForestPanel(root, playground) {
     estimate.dataset.seconds = String(seconds);
     estimate.textContent = `Estimated time: about ${fmtDuration(seconds)} (${basis}).`
       + (estimate.dataset.sized === "small" ? " Parameters sized down for this adapter." : "");
-    auto.disabled = !(s.rows <= 5000 && cls === "gpu");
+    auto.disabled = !(seconds <= RETRAIN_SECONDS);
     if (auto.disabled) auto.checked = false;
   }
 
@@ -179,13 +211,17 @@ export function mountForestPanel(root, playground) {
     if (!s) { status.textContent = "Pick a data set in the Data tab first."; return; }
     const p = params();
     if (p.error) { status.className = "status error"; status.textContent = p.error; inputs.max_features.focus(); return; }
+    // live: the surface (and predicted against actual) redrawn after each batch of trees.
     const job = { kind: "random_forest", dataset: s.dataset, target: s.target, task: s.task,
-                  features: s.features, params: p, split: s.split };
+                  features: s.features, params: p, split: s.split, live: true,
+                  ...(surfacePair() ? { surface: surfacePair() } : {}) };
     train.disabled = true; stop.disabled = false; training = true;
     status.className = "status"; status.textContent = "Training…";
     setProgress(bar, 0);
     try {
+      live = null;
       const run = await playground.run(job, { onProgress: (p) => {
+        if (p.live) { drawLive(p.live); return; }
         const text = p.stage + (p.eta_s !== undefined && p.eta_s !== null ? ` · about ${fmtSeconds(p.eta_s)} left` : "");
         setProgress(bar, p.fraction, text);
         status.textContent = text;
@@ -209,6 +245,21 @@ export function mountForestPanel(root, playground) {
     }
   });
   stop.addEventListener("click", () => { playground.stop(); status.textContent = "Stopping…"; });
+
+  // The plots as the trees grown so far draw them: made on the first batch, updated after each.
+  let live = null;
+  function drawLive({ trees: [grown, total], plots: p }) {
+    const note = `after ${grown} of ${total} trees`;
+    if (!live) {
+      drawPlots(p, plots, charts, { live: true });
+      live = { surface: charts.find((c) => c.kind === "surface"), scatter: charts.find((c) => c.kind === "pred_vs_actual") };
+      plots.prepend(el("p", { class: "muted live-note", id: "forest-live", role: "status" }));
+    } else {
+      live.surface?.update(p.surface.grid, p.surface.points);
+      if (p.pred_vs_actual) live.scatter?.update(p.pred_vs_actual);
+    }
+    plots.querySelector("#forest-live").textContent = `Drawn by the trees grown so far: ${note}.`;
+  }
 
   function showResults(run) {
     const m = run.metrics, t = run.timings, a = run.adapter || {};
@@ -270,6 +321,7 @@ export function mountForestPanel(root, playground) {
       snippetBox("forest-onnx-snippet", "Use the ONNX model elsewhere (Python, onnxruntime)", getSnippet(run.id)));
     const baseRow = metricsTable.querySelectorAll("tbody tr");
     baseRow.forEach((tr) => tr.lastChild.classList.add("muted"));
+    live = null;
     drawPlots(run.result?.plots || run.extra?.plots || {}, plots, charts);
   }
 }
@@ -316,20 +368,27 @@ print(asyncio.run(forest.predict(X, n_features=len(model["data"]["features"]))))
   return snippetBox("forest-snippet", "Use the JSON model elsewhere (Python, py_core)", code);
 }
 
-// The forest's plots in `plots` (a .cards box); `charts` holds their handles (destroyed on redraw).
-export function drawPlots(p, plots, charts = []) {
+// The forest's plots in `plots` (a .cards box); `charts` holds their handles (destroyed on redraw),
+// each with its `kind` (the plot's key). `live`: the plots of the trees so far (no residuals).
+export function drawPlots(p, plots, charts = [], { live = false } = {}) {
   for (const c of charts.splice(0)) c.destroy();
   plots.replaceChildren();
-  const add = (title, draw) => {
+  const add = (kind, title, draw, note) => {
     const box = el("div");
-    plots.append(el("div", { class: "card" }, el("h2", {}, title), box));
-    charts.push(draw(box));
+    plots.append(el("div", { class: "card", dataset: { plot: kind } }, el("h2", {}, title),
+      note ? el("p", { class: "muted" }, note) : null, box));
+    charts.push(Object.assign(draw(box), { kind }));
   };
-  if (p.pred_vs_actual) add("Predicted against actual", (c) => scatterChart(c, p.pred_vs_actual, { title: "Predicted against actual (test rows)", xName: "actual", yName: "predicted", diagonal: true }));
-  const residuals = p.residuals || p.pred_vs_actual?.map(([t, y]) => [y, t - y]);
-  if (residuals) add("Residuals", (c) => scatterChart(c, residuals, { title: "Residuals (test rows)", xName: "predicted", yName: "actual − predicted", zero: true }));
-  if (p.importances) add("Feature importances", (c) => bars(c, p.importances.map((f) => [f.name ?? f[0], f.importance ?? f[1]]), { title: "Feature importances" }));
-  if (p.confusion) add("Confusion matrix (test set)", (c) => confusion(c, p.confusion.matrix, p.confusion.classes));
-  if (p.surface) add("Decision surface", (c) => surface(c, p.surface.grid, p.surface.points, { xName: p.surface.x_name, yName: p.surface.y_name, legend: p.surface.levels ? p.surface.levels.map((v) => fmtNumber(v, 3)) : null }));
+  const s = p.surface;
+  if (s) {
+    add("surface", "Decision surface", (c) => surface(c, s.grid, s.points, { xName: s.x_name, yName: s.y_name, others: s.others,
+      legend: s.levels ? s.levels.map((v) => fmtNumber(v, 3)) : null }),
+    s.others ? (s.others === 1 ? "The other feature at its training median." : `The other ${s.others} features at their training medians.`) : null);
+  }
+  if (p.pred_vs_actual) add("pred_vs_actual", "Predicted against actual", (c) => scatterChart(c, p.pred_vs_actual, { title: "Predicted against actual (test rows)", xName: "actual", yName: "predicted", diagonal: true }));
+  if (p.confusion) add("confusion", "Confusion matrix (test set)", (c) => confusion(c, p.confusion.matrix, p.confusion.classes));
+  const residuals = live ? null : p.residuals || p.pred_vs_actual?.map(([t, y]) => [y, t - y]);
+  if (residuals) add("residuals", "Residuals", (c) => scatterChart(c, residuals, { title: "Residuals (test rows)", xName: "predicted", yName: "actual − predicted", zero: true }));
+  if (p.importances) add("importances", "Feature importances", (c) => bars(c, p.importances.map((f) => [f.name ?? f[0], f.importance ?? f[1]]), { title: "Feature importances" }));
   return charts;
 }

@@ -11,6 +11,9 @@ import { el, filePicker, fmtBytes, fmtNumber, fmtSeconds, progressBar, setProgre
 
 // Steps on a software adapter or the CPU path, where the "tiny" model takes seconds a step.
 const SMALL_STEPS = 20;
+// Characters sampled at each validation while training (the live sample): a line or so, and a
+// few words where a character costs about a second (a software adapter, the CPU path).
+const LIVE_SAMPLE = { fast: 60, slow: 10 };
 // Seconds a step per million parameters when no run on this adapter is stored: rough, by class
 // (a software adapter measured 11.9 s a step for "tiny", 0.8 M parameters, batch 32).
 const CLASS_SECONDS = { gpu: 0.05, software: 15, cpu: 40 };
@@ -68,6 +71,10 @@ export function mountTransformerPanel(root, playground) {
       el("div", { class: "row" }, prompt, el("label", {}, "chars ", length), el("label", {}, "temperature ", temperature),
         el("label", {}, "top-k ", topk), sampleBtn, download), output, snippetHolder)),
   el("h2", { class: "section-note" }, "The same job on the server"), compare);
+
+  const sampleNote = el("p", { class: "muted", id: "tf-sample-note", role: "status" },
+    "While the model trains, a sample appears here at each validation; after training, Sample writes more.");
+  output.before(sampleNote);
 
   let presets = {};
   let vocabSize = 65;
@@ -182,7 +189,8 @@ export function mountTransformerPanel(root, playground) {
   }
 
   train.addEventListener("click", async () => {
-    const job = { kind: "transformer", text: textSelect.value, params: { ...params(), sample_chars: 0 } };
+    const live = LIVE_SAMPLE[slow() ? "slow" : "fast"];
+    const job = { kind: "transformer", text: textSelect.value, params: { ...params(), sample_chars: 0, live_sample: live } };
     curve = []; valCurve = [];
     train.disabled = true; pauseBtn.disabled = false; stopBtn.disabled = false; sampleBtn.disabled = true;
     status.className = "status"; status.textContent = "Starting…";
@@ -194,6 +202,10 @@ export function mountTransformerPanel(root, playground) {
         else if (p.loss !== undefined) curve.push([p.step, p.loss]);
         if (p.val_loss !== undefined && p.val_loss !== null && valCurve.at(-1)?.[1] !== p.val_loss) valCurve.push([p.step, p.val_loss]);
         if (curve.length) draw();
+        if (p.sample !== undefined) {  // at each validation: the model as it stands
+          sampleNote.textContent = `Sampled at step ${p.step} of ${p.steps}, while training:`;
+          output.textContent = p.sample;
+        }
         status.textContent = `${p.stage}` + (p.step !== undefined ? ` · step ${p.step}${p.steps ? ` of ${p.steps}` : ""}` : "") +
           (p.loss !== undefined ? ` · loss ${fmtNumber(p.loss, 4)}` : "") +
           (p.tokens_per_s ? ` · ${Math.round(p.tokens_per_s).toLocaleString()} tokens/s` : "") +
@@ -244,6 +256,7 @@ export function mountTransformerPanel(root, playground) {
 
   sampleBtn.addEventListener("click", async () => {
     sampleBtn.disabled = true;
+    sampleNote.textContent = "Sampled from the trained model:";
     output.textContent = prompt.value;
     try {
       await playground.call("sample_text", [prompt.value, Number(length.value), Number(temperature.value),
