@@ -22,11 +22,11 @@ def main() -> None:
     ap.add_argument("--budget-mib", type=int, default=0, help="histogram budget (0: the default)")
     a = ap.parse_args()
     from py_core.data import prepare
-    from py_core.forest import RandomForestClassifier, builder
+    from py_core.forest import RandomForestClassifier, sizes
     from py_core.gpu import get_backend
     from py_core.jobs import synthetic_table
     if a.budget_mib:
-        builder.HIST_BUDGET = a.budget_mib * 2**20
+        sizes.HIST_BUDGET = a.budget_mib * 2**20
     table = synthetic_table(f"synthetic:blobs?n_samples={a.rows}&n_features={a.features}"
                             f"&centers={a.classes}&cluster_std=12&seed=0")
     p = prepare(table, "y", test_size=0.2, seed=42)

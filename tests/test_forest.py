@@ -3,6 +3,7 @@ backend for the same seed."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import math
 from array import array
@@ -291,6 +292,7 @@ def test_workgroup_kernels_and_levels_in_passes_grow_the_same_forest(
     slots (where one level's histograms exceed a buffer: 128 MiB adapters), give the trees of
     the default path, on the native and on the reference backend."""
     from py_core.forest import builder
+    from py_core.forest import sizes as sizes_module
     X, y = {"diabetes": load_diabetes, "wine": load_wine}[data](return_X_y=True)
     X, y = X[:300].tolist(), y[:300].tolist()
 
@@ -311,7 +313,7 @@ def test_workgroup_kernels_and_levels_in_passes_grow_the_same_forest(
         assert trees(native_backend, parallel_bins=True) == (want, want_pred)
     finally:
         native_backend.limits.update(limits)
-    monkeypatch.setattr(builder, "REFERENCE_BUDGET", 2**18)
+    monkeypatch.setattr(sizes_module, "REFERENCE_BUDGET", 2**18)
     ref, _ = trees(reference_backend)
     assert sizes[-1].S_h < sizes[-1].S
     assert [t["feature"] for t in ref] == [t["feature"] for t in want]
@@ -395,28 +397,125 @@ def test_random_state_none_differs_and_int_repeats(diabetes):
 
 
 def test_a_forest_too_big_for_the_adapter_is_refused_clearly(native_backend):
-    f = RandomForestRegressor(n_estimators=2, backend=native_backend, min_samples_leaf=1)
+    f = RandomForestRegressor(n_estimators=2, backend=native_backend, max_depth=6)
     native_backend_limits = dict(native_backend.limits)
     try:
-        native_backend.limits["maxStorageBufferBindingSize"] = 2**12  # less than one node's histogram
-        with pytest.raises(LimitError, match="MiB"):
-            run(f.fit([[float(i), float(i % 7)] for i in range(400)], [float(i) for i in range(400)]))
+        native_backend.limits["maxStorageBufferBindingSize"] = 2**13  # less than one node's histogram
+        with pytest.raises(LimitError, match=r"one node's histogram needs 12.0 KiB \(768 bins x 4 "
+                                             r"channels\) but at most 8.0 KiB fit in a buffer here"):
+            run(f.fit([[float(i), float(i * 7 % 400), float(i * 13 % 400)] for i in range(400)],
+                      [float(i) for i in range(400)]))
     finally:
         native_backend.limits.update(native_backend_limits)
 
 
-def test_a_deep_forest_too_big_for_the_adapter_is_refused_before_it_starts(native_backend):
-    """max_depth=None, min_samples_leaf=1: the node arrays are checked against the adapter's
-    buffers before any data goes up, and the message names the limit and what fits."""
-    X = [[float(i), float(i % 7)] for i in range(3000)]
-    f = RandomForestRegressor(n_estimators=50, backend=native_backend)
-    limits = dict(native_backend.limits)
+@pytest.mark.parametrize("max_depth", [None, 6])
+def test_live_partial_forests_are_the_forests_of_the_first_trees(diabetes, native_backend, max_depth):
+    """What on_trees gets after each batch (a chunk a batch for deep trees, the dense arrays for
+    bounded ones) predicts and weighs the features as the forest of that many trees does."""
+    X, y = diabetes
+    flat = array("d", [v for row in X[:40] for v in row])
+    got = []
+
+    async def on_trees(partial):
+        got.append((partial.trees, list(await partial.predict(flat, 40)), await partial.importances()))
+
+    kw = dict(max_depth=max_depth, random_state=2, backend=native_backend)
+    f = run(RandomForestRegressor(n_estimators=8, **kw).fit(X, y, on_trees=on_trees))
+    assert [k for k, _, _ in got] == list(range(1, 8))  # a tree a batch: 8 redraws at most
+    assert len(f._device[1].chunks) == (8 if max_depth is None else 1)
+    for k, pred, imp in got[::3]:
+        g = run(RandomForestRegressor(n_estimators=k, **kw).fit(X, y))
+        assert pred == list(run(g.predict(X[:40]))) and imp == g.feature_importances_
+
+
+@contextlib.contextmanager
+def _limits(backend, budget=None, **limits):
+    """The backend with some limits lowered (and a memory budget) for the block."""
+    saved = dict(backend.limits)
+    backend.limits.update(limits)
+    backend.memory_budget = budget
     try:
-        native_backend.limits["maxBufferSize"] = 2**20
-        with pytest.raises(LimitError, match=r"nodes of 50 trees .* maxBufferSize.*at most 5 here"):
-            run(f.fit(X, [float(i % 13) for i in range(3000)]))
+        yield backend
     finally:
-        native_backend.limits.update(limits)
+        backend.limits.update(saved)
+        backend.memory_budget = None
+
+
+@pytest.mark.parametrize("max_depth", [None, 12])
+def test_a_forest_beyond_one_buffer_is_kept_in_chunks_and_is_the_same_forest(
+        native_backend, reference_backend, rng, max_depth):
+    """Where all trees' node records at their worst case exceed a buffer (the old plan refused
+    that), a batch's node records are all that is kept while growing, and each batch's trees go
+    into prediction arrays sized by their nodes: the same trees, predictions, importances and
+    out-of-bag score as under the adapter's own limits, on the native and the reference backend;
+    both the unbounded path (levels read back) and the bounded one (only the sizes read back)."""
+    from py_core.forest.sizes import GrowSpec, node_capacity
+    n, T, cap = 300, 6, 2**15
+    X = [[rng.gauss(0, 1), float(rng.randrange(7))] for _ in range(n)]
+    y = [r[0] * 3 + r[1] + rng.gauss(0, 0.3) for r in X]
+    NC = node_capacity(n, GrowSpec(0, 1, T, max_depth, 2, 1, 2, True, 0, 256, True))
+    assert 4 * T * NC * (4 + 4) > cap and 4 * T * NC * 3 > cap  # the old check's nodes, ptree
+    seed = rng.randrange(2**32)
+
+    def fit(backend):
+        f = run(RandomForestRegressor(n_estimators=T, max_depth=max_depth, oob_score=True,
+                                      max_features=1, random_state=seed, backend=backend).fit(X, y))
+        return f, (f.to_dict(), list(run(f.predict(X[:60]))), f.oob_score_)
+
+    forests = []
+    for backend in (native_backend, reference_backend):
+        _, want = fit(backend)
+        with _limits(backend, maxBufferSize=cap):
+            f, got = fit(backend)
+            assert got == want, backend.name
+            chunks = f._device[1].chunks
+            assert len(chunks) > 1 and all(c.ptree.nbytes <= cap for c in chunks)
+            # only the nodes the trees have, not T * NC
+            assert sum(c.ptree.nbytes + c.pval.nbytes for c in chunks) == 16 * sum(f._forest.counts)
+            assert run(f.predict(X[:60])) == array("d", want[1])  # from the chunks it grew in
+        with _limits(backend, maxBufferSize=2**13):  # uploaded in chunks of a tree or two
+            g = RandomForestRegressor.from_bytes(f.to_bytes(), backend=backend)
+            assert len(g._forest.counts) == T and list(run(g.predict(X[:60]))) == want[1]
+            assert len(g._device[1].chunks) > 2
+        forests.append(want[0])
+    assert [t["feature"] for t in forests[0]["trees"]] == [t["feature"] for t in forests[1]["trees"]]
+    assert [t["threshold"] for t in forests[0]["trees"]] == [t["threshold"] for t in forests[1]["trees"]]
+
+
+def test_a_forest_that_cannot_fit_is_refused_clearly_and_leaves_nothing_behind(native_backend, rng):
+    """One tree's node records beyond a buffer, a forest expected beyond the memory budget (both
+    before any data goes up) and a forest that outgrows the budget while it grows: each ends in a
+    LimitError naming the limit, with every buffer of the fit freed."""
+    from py_core.forest.sizes import check_fits
+    X = [[rng.gauss(0, 1), float(i % 7)] for i in range(3000)]
+    y = [r[0] + rng.gauss(0, 0.1) for r in X]
+    before = native_backend.memory()
+    live = lambda: {k: native_backend.memory()[k] for k in ("buffers", "bytes")}  # noqa: E731
+    with _limits(native_backend, maxBufferSize=2**16):
+        with pytest.raises(LimitError, match=r"node records of one tree need 187.5 KiB, but this adapter's "
+                           r"buffers hold at most 64.0 KiB \(maxStorageBufferBindingSize / maxBufferSize\): "
+                           r"use a max_depth \(at most 10 here\) or a larger min_samples_leaf "
+                           r"\(at least 3 here\)"):
+            run(RandomForestRegressor(n_estimators=3, backend=native_backend).fit(X, y))
+        assert live() == {k: before[k] for k in ("buffers", "bytes")}
+        for fits in (dict(max_depth=10), dict(min_samples_leaf=3)):  # what the message says
+            check_fits(native_backend, 3000, 2, RandomForestRegressor(**fits)._spec(3000, 2, 1))
+    with _limits(native_backend, budget=before["bytes"] + 2**20):
+        with pytest.raises(LimitError, match=r"forest of 50 trees of about 3793 nodes 2.9 MiB.*"
+                                             r"memory_budget \([\d.]+ \w+\) leaves 1.0 MiB"):
+            run(RandomForestRegressor(n_estimators=50, backend=native_backend).fit(X, y))
+        assert live() == {k: before[k] for k in ("buffers", "bytes")}
+
+    def shrink(p):  # the budget shrinks to what is in use once the second tree grows
+        if p["trees"][0] >= 1 and native_backend.memory_budget is None:
+            native_backend.memory_budget = native_backend.memory()["bytes"] + 1024
+
+    with _limits(native_backend, maxStorageBufferBindingSize=2**20):  # a tree a batch
+        with pytest.raises(LimitError, match=r"forest outgrew the device memory after 1 of 4 trees: "
+                                             r"tree 2 has \d+ nodes"):
+            run(RandomForestRegressor(n_estimators=4, backend=native_backend).fit(X, y, progress=shrink))
+        assert live() == {k: before[k] for k in ("buffers", "bytes")}
 
 
 def test_progress_and_stop(diabetes):

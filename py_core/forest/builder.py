@@ -22,20 +22,25 @@ The method (kernels in `py_core/kernels/forest/forest.wgsl`):
    as their `_wg` versions (`parallel_bins`). Nothing is read back between levels: the number
    of slots a level can need is bounded from n, min_samples_split and min_samples_leaf, so
    every grid is fixed, and a batch of trees of depth <= 16 is one submission.
-   Memory: two levels of histograms, Tb x S_h x NB x C words each, sized to the histogram budget
-   and the adapter's binding limit; the trees are grown in batches of Tb. A level with more
-   slots than a buffer holds (S_h: 128 MiB adapters, deep trees, many classes on wide data) is
-   done in passes of S_h slots; its children, and those of the level before it, are all built by
-   atomics (no whole parent level to subtract from); every other level keeps the subtraction
-   trick, and the forest is the same either way.
-4. `finalize` turns nodes into the (feature, threshold, left child, value) arrays that `predict`
-   and `oob` walk and `importance` sums each feature's impurity decrease; all of it comes back to
-   Python in one readback at the end and stays in flat arrays (`trees.Trees`).
+   Memory (sizes.py): two levels of histograms, Tb x S_h x NB x C words each, sized to the
+   histogram budget and the adapter's binding limit, and the batch's node records; the trees are
+   grown in batches of Tb. A level with more slots than a buffer holds (S_h: 128 MiB adapters,
+   deep trees, many classes on wide data) is done in passes of S_h slots; its children, and those
+   of the level before it, are all built by atomics (no whole parent level to subtract from);
+   every other level keeps the subtraction trick, and the forest is the same either way.
+4. After a batch's last level, `finalize` turns its nodes into the (feature, threshold, left
+   child, value) arrays that `predict` and `oob` walk, and `importance` sums each feature's
+   impurity decrease. Trees of bounded depth whose worst case fits a buffer go into one pair of
+   arrays at NC nodes a tree, made at the start (`Sizes.dense`: nothing read back until the end);
+   other forests into a pair a batch sized by the nodes its trees have (their sizes read back,
+   a few words: deep trees read them level by level anyway), each checked against the room left
+   as the forest grows. All of it comes back to Python at the end, in as few readbacks as the
+   adapter's buffers allow, and stays in flat arrays (`trees.Trees`).
 5. Live plots (`on_trees`): the forest grows in at least LIVE_BATCHES batches, and after those
    that end a LIVE_BATCHES-th of the trees (but the last) the caller gets the trees finished so
-   far (`Partial`): it predicts with them and sums their importances on the device, from the
-   prediction arrays as they stand; nothing else is read back. The trees are the same however
-   they are batched.
+   far (`Partial`): it predicts with their prediction arrays as they stand and sums their
+   importances, which each batch leaves on the device; nothing else is read back. The trees are
+   the same however they are batched.
 """
 from __future__ import annotations
 
@@ -44,6 +49,7 @@ import time
 from array import array
 from dataclasses import dataclass
 from fractions import Fraction
+from itertools import accumulate
 
 from ..errors import Stopped
 from ..gpu import LimitError
@@ -52,7 +58,6 @@ from ..gpu.pacing import GROUP_SECONDS, Pacer
 from ..kernels.forest import (
     ENTROPY,
     HC_SLOTS,
-    IMP_CHUNK,
     MSE,
     NOT_FINITE_X,
     NOT_FINITE_Y,
@@ -63,14 +68,21 @@ from ..kernels.forest import (
     half_bits,
 )
 from .binning import edges_from_sorted, sample_shape, sorted_columns
-from .trees import Trees, matrix_words
+from .sizes import (
+    DEEP_LEVELS,
+    GrowSpec,
+    batch_buffers,
+    cap_bytes,
+    check_fits,
+    level_slots,
+    plan_sizes,
+    size_text,
+)
+from .trees import Chunk, DeviceTrees, Trees, matrix_words
 from .trees import predict as predict_rows
 
-HIST_BUDGET = 2**30  # bytes of one level's histograms per batch, at most (GPU backends): fewer,
-                     # larger batches where the adapter binds that much (2 such buffers a fit)
-REFERENCE_BUDGET = 64 * 2**20  # the reference backend keeps these in Python arrays
 NONE_DEPTH = 0xFFFFFFFF  # max_depth=None in the kernels' params
-FIRST_LEVELS = 8  # levels a deep (max_depth > 16 or None) batch grows before reading back open slots
+FIRST_LEVELS = 8  # levels a deep (max_depth > DEEP_LEVELS or None) batch grows before reading back open slots
 MAX_ROWS = 2**24 - 1  # weights and counts stay exact in f32
 Y_BITS = 23  # regression targets as signed fixed point of this many bits (w * y fits in i32)
 DEVICE_SORT = ("webgpu", "native")  # backends that sort the binning subsample themselves
@@ -94,95 +106,6 @@ def parallel_bins(backend) -> bool:
             and not any(cpu in named.lower() for cpu in CPU_ADAPTERS))
 
 
-@dataclass
-class GrowSpec:
-    """What the kernels need to know about a fit (validated by the estimator)."""
-    crit: int               # MSE, GINI or ENTROPY
-    n_classes: int          # K: 1 for regression
-    n_estimators: int
-    max_depth: int | None
-    min_samples_split: int
-    min_samples_leaf: int
-    max_features: int       # features tried per split
-    bootstrap: bool
-    seed: int               # u32
-    n_bins: int
-    oob: bool
-
-
-@dataclass
-class Sizes:
-    n: int
-    F: int
-    FW: int
-    NB: int
-    C: int
-    K: int
-    S: int        # slot stride: the most slots a level can need, per tree
-    S_h: int      # slots a histogram buffer holds per tree (S, or fewer: a level in passes)
-    NC: int       # node capacity per tree
-    Tb: int       # trees per batch
-    levels: int | None  # None: grow until no node is open
-
-
-def level_slots(d: int, n: int, s_min: int) -> int:
-    """Slots level d can need per tree: pairs of children of the open nodes at level d - 1, of
-    which there are at most 2^(d-1) and at most n // s_min (each holds s_min distinct rows)."""
-    return 1 if d == 0 else 2 * min(2 ** (d - 1), n // s_min)
-
-
-def _cap(backend) -> int:
-    return min(backend.limits["maxStorageBufferBindingSize"], backend.limits["maxBufferSize"])
-
-
-def plan_sizes(backend, n: int, F: int, NB: int, spec: GrowSpec) -> Sizes:
-    """Buffer sizes from the data and the parameters, checked against the adapter's limits."""
-    K = spec.n_classes
-    C = 4 if spec.crit == MSE else K + 1
-    s_min = max(spec.min_samples_split, 2 * spec.min_samples_leaf)
-    D = spec.max_depth
-    S = max(level_slots(d, n, s_min) for d in range(min(D, 64) if D else 64))
-    NC = node_capacity(n, spec)
-    cap = min(_cap(backend), REFERENCE_BUDGET if backend.name == "reference" else HIST_BUDGET)
-    per_slot = 4 * NB * C
-    if per_slot > cap:
-        raise LimitError(
-            f"one node's histogram needs {per_slot / 2**20:.1f} MiB ({NB} bins x {C} channels) but at "
-            f"most {cap / 2**20:.0f} MiB fit in a buffer here: lower n_bins or use fewer features")
-    T = spec.n_estimators
-    S_h = S if per_slot * S <= cap else cap // per_slot  # else each level in passes of S_h slots
-    S_h = max(2, S_h - S_h % 2)  # a pass holds whole pairs of children
-    Tb = max(1, min(T, cap // (per_slot * S_h)))
-    backend.check_size(4 * n * Tb, f"the bootstrap state of {n} rows")
-    check_fits(backend, n, spec)
-    return Sizes(n, F, -(-F // 4), NB, C, K, S, S_h, NC, Tb, D)
-
-
-def node_capacity(n: int, spec: GrowSpec) -> int:
-    """The most nodes a tree can have: 2 leaves per min_samples_leaf rows, less one; 2^(D+1) - 1."""
-    NC = 2 * max(1, n // spec.min_samples_leaf) - 1
-    if spec.max_depth is not None and spec.max_depth < 40:
-        NC = min(NC, 2 ** (spec.max_depth + 1) - 1)
-    return NC
-
-
-def check_fits(backend, n: int, spec: GrowSpec) -> None:
-    """Refuses, before any data goes up, a forest whose node arrays cannot fit the adapter's
-    buffers, naming the limit and what would make it fit."""
-    K = spec.n_classes
-    C = 4 if spec.crit == MSE else K + 1
-    T, NC = spec.n_estimators, node_capacity(n, spec)
-    cap = _cap(backend)
-    for what, nbytes in ((f"the nodes of {T} trees of up to {NC} nodes", 4 * T * NC * (4 + C)),
-                         (f"the prediction arrays of {T} trees of up to {NC} nodes", 4 * T * NC * max(3, K))):
-        if nbytes > cap:
-            raise LimitError(
-                f"{what} need {nbytes / 2**20:.0f} MiB, but this adapter's buffers hold at most "
-                f"{cap / 2**20:.0f} MiB (maxStorageBufferBindingSize / maxBufferSize): use fewer "
-                f"trees (at most {max(1, T * cap // nbytes)} here), a max_depth, or a larger "
-                f"min_samples_leaf")
-
-
 def fixed_point_scale(y) -> tuple[int, int, float]:
     """(e, M, mid) for regression targets y as q = round(y 2^e) - M: |q| <= 2^Y_BITS - 1, M the
     fixed point of the middle of y's range, mid its f32; a value is q 2^-e + mid. The kernel
@@ -203,8 +126,7 @@ def fixed_point_scale(y) -> tuple[int, int, float]:
 class Grown:
     """A grown forest as read back, and its prediction arrays on the device."""
     trees: Trees
-    ptree: object          # device buffers
-    pval: object
+    device: DeviceTrees    # the same on the device, for prediction
     importances: list      # F floats, summing to 1 (or all 0)
     oob: array | None      # (n, K + 1): summed out-of-bag predictions and their count
     timings: dict
@@ -221,15 +143,16 @@ class Partial:
         """(n, K) f64: the mean of these trees' leaf values for each of the n rows of X (n x F,
         row-major), as the finished forest's `_predict_raw`."""
         g = self._g
-        return await predict_rows(g.b, g.ptree, g.pval, g.z.NC, self.trees, g.K, X, n, g.F)
+        return await predict_rows(g.b, DeviceTrees(g.T, g.K, g.offs, g.chunks).first(self.trees),
+                                  X, n, g.F)
 
     async def importances(self) -> list[float]:
         """These trees' feature importances (as `feature_importances_`)."""
         g = self._g
-        async with g.b.scope("live importances"):
-            imp, G = await g._importance(self.trees)
-            meta, words = await g._read_all([g.meta, imp])
-        return _importances(_typed("f", words), array("I", meta[0::2]), self.trees, G, g.F)
+        meta, imp = array("I"), array("f")
+        async for i, words in g._read_each([g.meta, g.imp]):
+            (meta, imp)[i].frombytes(words)
+        return _importances(imp, meta[0::2], self.trees, g.z.G, g.F)
 
 
 class Grower:
@@ -250,7 +173,8 @@ class Grower:
         self.live = on_trees
         if n > MAX_ROWS:
             raise LimitError(f"{n} rows: the forest trains on at most {MAX_ROWS} rows")
-        check_fits(b, n, self.spec)  # before any data goes up
+        # Before any data goes up: the data (X, its bins, targets) and the least the trees need.
+        check_fits(b, n, F, self.spec, X.itemsize * n * F + 4 * n * (-(-F // 4) + 4))
         self.clock, self.timings, self.t0 = time.perf_counter, {}, time.perf_counter()
         self.n, self.F, self.T, self.K = n, F, self.spec.n_estimators, self.spec.n_classes
         # Every buffer and plan of the fit is the fit scope's, freed at the end (on Stop and
@@ -288,11 +212,11 @@ class Grower:
                 for name, (seconds, count) in by_label(await b.profile_stop()).items():
                     grown.timings["k_" + name.split(".")[-1]] = seconds
                 profile = False
-            if outer is not None:
-                outer.own(grown.ptree, grown.pval)
-            else:  # the caller frees them (b.free)
-                fit._forget(grown.ptree)
-                fit._forget(grown.pval)
+            for x in grown.device.buffers():
+                if outer is not None:
+                    outer.own(x)
+                else:  # the caller frees them (b.free)
+                    fit._forget(x)
             return grown
         finally:  # also when stopped or failed
             if profile:
@@ -374,7 +298,7 @@ class Grower:
         edges, fmeta, _ = edges_from_sorted(columns, self.spec.n_bins)
         self.timings["thresholds"] = self.clock() - self.t0
         NB = sum(fmeta[1::2])
-        z = self.z = plan_sizes(b, n, self.F, NB, self.spec)
+        z = self.z = plan_sizes(b, n, self.F, NB, self.spec, b.memory_room())
         if self.live is not None:  # several batches, each a redraw of the live plots
             z.Tb = min(z.Tb, -(-self.T // LIVE_BATCHES))
         self.base.update(NB=NB, C=z.C, T=z.Tb, S=z.S, NC=z.NC, S_h=z.S_h)
@@ -388,31 +312,37 @@ class Grower:
         self.timings["binning"] = self.clock() - self.t0
 
     def _tree_buffers(self) -> None:
-        """The forest's nodes and prediction arrays (all trees), and one batch's working set:
-        bootstrap state, histograms (two levels), slots."""
+        """One batch's working set (sizes.batch_buffers: bootstrap state, histograms of two levels,
+        slots, node records), each tree's size, first node and importances, the out-of-bag sums,
+        and, for a dense forest, its prediction arrays (else made batch by batch: `_chunk`)."""
         spec, z, n, F, T, K, buf = self.spec, self.z, self.n, self.F, self.T, self.K, self._buf
-        C, NC, S, Tb = z.C, z.NC, z.S, z.Tb
+        C, NC, Tb = z.C, z.NC, z.Tb
         if spec.crit == ENTROPY:  # x ln x for every weight a node can have
             self.xlogx = buf("f32", data=array("f", [0.0] + [v * math.log(v) for v in range(1, n + 1)]))
         else:
             self.xlogx = buf("f32", 1)
-        self.nodes = buf("u32", T * NC * (4 + C))
-        self.meta = buf("u32", 2 * T)
-        self.ptree = buf("u32", 3 * T * NC)
-        self.pval = buf("f32", K * T * NC)
-        self.oobb = buf("f32", n * (K + 1)) if spec.oob and spec.bootstrap else None
-        self.state = buf("u32", Tb * n)
+        words = {what: Tb * w for what, (w, _) in batch_buffers(n, F, z.NB, C, z.S, z.S_h, NC).items()}
+        self.state = buf("u32", words["bootstrap state"])
         # Two histogram buffers, this level's and its parent's; a level with more slots than
         # one holds (S_h) runs in passes, and then (and just after) every child is built.
-        self.hist = [buf("u32", Tb * z.S_h * z.NB * C) for _ in range(2)]
-        self.slots = [buf("u32", Tb * S * 4) for _ in range(2)]
-        self.childmap = buf("u32", Tb * S * 2)
-        self.left = buf("u32", Tb * S * C)
-        self.cand = buf("u32", Tb * z.S_h * F * 4)  # a pass's slots
+        self.hist = [buf("u32", words["histograms"]) for _ in range(2)]
+        self.slots = [buf("u32", words["slots"]) for _ in range(2)]
+        self.childmap = buf("u32", words["child map"])
+        self.left = buf("u32", words["left sides"])
+        self.cand = buf("u32", words["split candidates"])  # a pass's slots
+        self.nodes = buf("u32", words["node records"])  # the batch's trees
+        self.meta = buf("u32", 2 * T)
+        self.imp = buf("f32", T * z.G * F)
+        self.oobb = buf("f32", n * (K + 1)) if spec.oob and spec.bootstrap else None
+        if z.dense:  # tree t from node t * NC on
+            self.offs = buf("u32", data=array("I", range(0, T * NC, NC)))
+            self.chunks = [Chunk(0, T, buf("u32", 3 * T * NC), buf("f32", K * T * NC))]
+        else:
+            self.offs, self.chunks = buf("u32", T), []
 
     def _fixed_plans(self) -> None:
-        """The plans every batch runs as they are: `init` (bootstrap, roots) and `final` (nodes to
-        prediction arrays, out-of-bag sums); the level plans are made on first use (`_level`)."""
+        """The plans every batch runs as they are: `init` (bootstrap, roots) and, for a dense
+        forest, `final` (`_final`); the level plans are made on first use (`_level`)."""
         b, k, z, P0, n, Tb = self.b, self.k, self.z, self.P0, self.n, self.z.Tb
         self.wgs = b.limits["maxComputeWorkgroupsPerDimension"]
         self.s_min = max(self.spec.min_samples_split, 2 * self.spec.min_samples_leaf)
@@ -420,11 +350,7 @@ class Grower:
                      .dispatch(k["bootstrap"], [P0, self.state], self._grid(Tb * n))
                      .dispatch(k["init_trees"], [P0, self.slots[0], self.nodes, self.meta],
                                self._grid(Tb * z.S)))
-        self.final = b.plan().dispatch(k["finalize"], [P0, self.nodes, self.meta, self.eb, self.fb,
-                                                       self.ptree, self.pval], self._grid(Tb * z.NC))
-        if self.oobb is not None:
-            self.final.dispatch(k["oob"], [P0, self.Xb, self.ptree, self.pval, self.state, self.oobb],
-                                self._grid(n))
+        self.final = self._final(self.chunks[0]) if z.dense else None
         self.level_params, self.level_plans = [], {}  # [(uniform, params)] per plan; (d, slots) -> plan
         self.batch = (0, Tb)  # first tree, trees: what the level uniforms are packed for
         # A batch's levels go in paced groups (_grow_batch) when its depth is fixed (<= 16).
@@ -432,8 +358,44 @@ class Grower:
         # submission: a small readback of `meta` says how many slots the next level has open,
         # and its plan covers only those (rounded up to a power of two, so plans are reused):
         # deep levels, where few rows are left, cost what their live nodes need, not 2^depth.
-        deep = z.levels is None or z.levels > 16
+        deep = z.levels is None or z.levels > DEEP_LEVELS
         self.head = z.levels if not deep else min(FIRST_LEVELS, z.levels or FIRST_LEVELS)
+
+    def _final(self, chunk: Chunk):
+        """The plan that ends a batch: its trees into `chunk`'s prediction arrays (finalize),
+        their importances, and the out-of-bag sums of its trees."""
+        k, z, P0, Tb = self.k, self.z, self.P0, self.z.Tb
+        plan = (self.b.plan()
+                .dispatch(k["finalize"], [P0, self.nodes, self.meta, self.eb, self.fb, chunk.ptree,
+                                          chunk.pval, self.offs], self._grid(Tb * z.NC))
+                .dispatch(k["importance"], [P0, self.nodes, self.meta, self.imp],
+                          grid(Tb * z.G * -(-self.F // WG), self.wgs)))
+        if self.oobb is not None:
+            plan.dispatch(k["oob"], [P0, self.Xb, chunk.ptree, chunk.pval, self.offs, self.state,
+                                     self.oobb], self._grid(self.n))
+        return plan
+
+    async def _chunk(self, done: int, nt: int, counts) -> None:
+        """Trees done .. done + nt - 1, grown, into prediction arrays of their own, sized by their
+        node counts (read back): the forest's next chunk, checked against the room left."""
+        b, K = self.b, self.K
+        nodes = sum(counts)
+        room = b.memory_room()
+        if room is not None and 4 * nodes * (3 + K) > room:
+            used = sum(x.nbytes for c in self.chunks for x in (c.ptree, c.pval))
+            trees = f"trees {done + 1}-{done + nt}" if nt > 1 else f"tree {done + 1}"
+            raise LimitError(
+                f"the forest outgrew the device memory after {done} of {self.T} trees: {trees} "
+                f"{'have' if nt > 1 else 'has'} {nodes} nodes ({size_text(4 * nodes * (3 + K))}), "
+                f"the trees before take {size_text(used)}, and the backend's memory_budget "
+                f"({size_text(b.memory_budget)}) leaves {size_text(room)}: use fewer trees, a "
+                f"max_depth or a larger min_samples_leaf (the forest is discarded)")
+        b.write(self.offs, array("I", [0, *accumulate(counts)][:-1]), offset=done)
+        chunk = Chunk(done, nt, self._buf("u32", 3 * nodes), self._buf("f32", K * nodes))
+        self.chunks.append(chunk)
+        plan = self._final(chunk)
+        await b.run(plan)
+        b.free_plan(plan)  # run once: its bind groups go (the submitted work keeps what it needs)
 
     def _per_feature(self, sp: int):
         """A workgroup (parallel bins), or a thread, per (tree, slot of the pass, feature)."""
@@ -496,7 +458,7 @@ class Grower:
             plans = ([self.init] if d == 0 else []) + [
                 self._level(e, level_slots(e, self.n, self.s_min)) for e in range(d, d + g)]
             d += g
-            if d == z.levels:
+            if d == z.levels and z.dense:
                 plans.append(self.final)
             if not self.pending:
                 self.t_pending = self.clock()
@@ -509,23 +471,20 @@ class Grower:
                 await self._between(done, nt, d, progress, should_stop, pause)
             elif should_stop is not None and should_stop():
                 await self._between(done, nt, d, None, should_stop, None)
-        if d == z.levels:
+        if z.dense:  # its trees went to the forest's arrays with the last group
             return
         await self._wait()
         while True:
             m_ = await b.read(self.meta)  # a few words: the open pairs of each tree's next level
             pairs = max(m_[2 * (done + t) + 1] for t in range(nt))
-            if not pairs:
-                await b.run(self.final)
-                return
+            if not pairs or d == z.levels:
+                break
             s_cur = min(level_slots(d, self.n, self.s_min), 1 << (2 * pairs - 1).bit_length())
-            plan = self._level(d, s_cur)
-            last = z.levels is not None and d == z.levels - 1
-            await b.run([plan, self.final] if last else plan)
+            await b.run(self._level(d, s_cur))
             d += 1
-            if last:
-                return
-            await self._between(done, nt, d, progress, should_stop, pause)
+            if d != z.levels:
+                await self._between(done, nt, d, progress, should_stop, pause)
+        await self._chunk(done, nt, m_[2 * done:2 * (done + nt):2])
 
     async def _wait(self) -> None:
         """Wait for the GPU to finish what was submitted since the last wait; the pacer learns
@@ -552,62 +511,59 @@ class Grower:
                       "eta_s": spent * (1 - fraction) / fraction if fraction > 0 else None})
 
     async def _read_back(self) -> Grown:
-        """Importances on the device, then the one readback of the fit: tree sizes, prediction
-        arrays, importances, out-of-bag sums."""
+        """The fit's readback: tree sizes, importances, out-of-bag sums and the forest's
+        prediction arrays, chunk after chunk into one pair of flat arrays."""
         z, T, K, F, clock = self.z, self.T, self.K, self.F, self.clock
         t1 = clock()
-        imp, G = await self._importance(T)
-        oobb = self.oobb
-        parts = await self._read_all([self.meta, self.ptree, self.pval, imp] + ([oobb] if oobb else []))
+        meta, imp, oob, ptree, pval = array("I"), array("f"), array("f"), array("I"), array("f")
+        sinks = [(self.meta, meta), (self.imp, imp)] + ([(self.oobb, oob)] if self.oobb else [])
+        sinks += [(c.ptree, ptree) for c in self.chunks] + [(c.pval, pval) for c in self.chunks]
+        async for i, words in self._read_each([x for x, _ in sinks]):
+            sinks[i][1].frombytes(words)
         self.timings["readback"] = clock() - t1
         t1 = clock()
-        counts = array("I", parts[0][0::2])
-        trees = Trees(T, z.NC, K, counts, parts[1], _typed("f", parts[2]))
-        importances = _importances(_typed("f", parts[3]), counts, T, G, F)
-        oob = _typed("f", parts[4]) if oobb else None
+        counts = meta[0::2]
+        if z.dense:
+            trees = Trees.from_strided(counts, z.NC, ptree, pval, K)
+        else:
+            trees = Trees(T, K, counts, ptree, pval)
+        importances = _importances(imp, counts, T, z.G, F)
         self.timings["host"] = clock() - t1
-        return Grown(trees, self.ptree, self.pval, importances, oob, self.timings)
+        return Grown(trees, DeviceTrees(T, K, self.offs, self.chunks), importances,
+                     oob if self.oobb else None, self.timings)
 
-    async def _importance(self, trees: int):
-        """(imp, G): the first `trees` trees' impurity decreases by (tree, node chunk, feature),
-        summed on the device into a new buffer of the current scope."""
-        G = -(-self.z.NC // IMP_CHUNK)
-        imp = self._buf("f32", trees * G * self.F)
-        Pi = self._buf("u32", uniform=True, data=PARAMS.pack(**self._params({"T_all": trees}, 0, trees)))
-        await self.b.run(self.b.plan().dispatch(self.k["importance"], [Pi, self.nodes, self.meta, imp],
-                                                grid(trees * G * -(-self.F // WG), self.wgs)))
-        return imp, G
-
-    async def _read_all(self, bufs) -> list:
-        """The buffers' words, in one readback when they fit one buffer."""
-        b = self.b
-        total = sum(x.length for x in bufs)
-        if 4 * total > _cap(b):
-            return [await b.read(x) for x in bufs]
-        async with b.scope("readback"):
-            pack = b.buffer("u32", total)
-            plan, at = b.plan(), 0
-            for x in bufs:
-                plan.copy(x, pack, x.length, dst_offset=at)
-                at += x.length
-            await b.run(plan)
-            words, out, at = await b.read(pack), [], 0
-        for x in bufs:
-            out.append(words[at:at + x.length])
-            at += x.length
-        return out
+    async def _read_each(self, bufs):
+        """(index, bytes) of each buffer in turn, read back in as few packs as fit a buffer (the
+        bytes are a view into the pack, valid until the next one is read)."""
+        b, cap, i = self.b, cap_bytes(self.b), 0
+        while i < len(bufs):
+            j, total = i + 1, bufs[i].length
+            while j < len(bufs) and 4 * (total + bufs[j].length) <= cap:
+                total += bufs[j].length
+                j += 1
+            if j == i + 1:
+                yield i, memoryview(await b.read(bufs[i])).cast("B")
+                i = j
+                continue
+            async with b.scope("readback"):
+                pack = b.buffer("u32", total)
+                plan, at = b.plan(), 0
+                for x in bufs[i:j]:
+                    plan.copy(x, pack, x.length, dst_offset=at)
+                    at += x.length
+                await b.run(plan)
+                words = memoryview(await b.read(pack)).cast("B")
+            at = 0
+            for k in range(i, j):
+                yield k, words[at:at + 4 * bufs[k].length]
+                at += 4 * bufs[k].length
+            i = j
 
     def _params(self, level: dict, tree0, nt):
         return dict(self.base, **level, tree0=tree0, T=nt)
 
     def _grid(self, threads):
         return grid(-(-threads // WG), self.b.limits["maxComputeWorkgroupsPerDimension"])
-
-
-def _typed(code: str, words: array) -> array:
-    out = array(code)
-    out.frombytes(memoryview(words).cast("B"))
-    return out
 
 
 def _importances(imp: array, counts: array, T: int, G: int, F: int) -> list[float]:

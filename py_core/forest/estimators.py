@@ -18,6 +18,7 @@ from array import array
 
 from ..kernels.forest import CRITERIA, MAXK
 from . import builder, export, trees
+from .sizes import GrowSpec
 
 
 def as_matrix(X, n_features: int | None = None) -> tuple[array, int, int]:
@@ -91,7 +92,7 @@ class _Forest:
         return f"{type(self).__name__}({args})"
 
     # -- fitting ---------------------------------------------------------------------------------
-    def _spec(self, n: int, F: int, n_classes: int) -> builder.GrowSpec:
+    def _spec(self, n: int, F: int, n_classes: int) -> GrowSpec:
         def whole(name, low):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < low:
@@ -144,7 +145,7 @@ class _Forest:
             seed = rs & 0xFFFFFFFF
         else:
             raise ValueError(f"random_state must be None or an integer, got {rs!r}")
-        return builder.GrowSpec(CRITERIA[self.criterion], n_classes, self.n_estimators,
+        return GrowSpec(CRITERIA[self.criterion], n_classes, self.n_estimators,
                                 self.max_depth, mss, msl, k, bool(self.bootstrap), seed,
                                 self.n_bins, bool(self.oob_score))
 
@@ -186,7 +187,7 @@ class _Forest:
         self.n_features_in_ = F
         self.n_outputs_ = K
         self._forest, self._tree_dicts = grown.trees, None
-        self._device = (backend, grown.ptree, grown.pval, grown.trees.NC)
+        self._device = (backend, grown.device)
         self.feature_importances_ = grown.importances
         if grown.oob is not None:
             self._set_oob(grown.oob, y, n, K)
@@ -229,15 +230,12 @@ class _Forest:
         flat, n, F = as_matrix(X, n_features if n_features is not None else self.n_features_in_)
         backend = self._backend()
         device = getattr(self, "_device", None)
-        if device is None or device[0] is not backend or device[1].handle is None:
+        if device is None or device[0] is not backend or not device[1].alive:
             self.release()
             self._scope = backend.scope(f"{type(self).__name__} model")
             with self._scope.use():
-                self._device = (backend,) + trees.upload(backend, self._forest) + (self._forest.NC,)
-        _, ptree, pval, NC = self._device
-        out = await trees.predict(backend, ptree, pval, NC, self._forest.T, self.n_outputs_,
-                                  flat, n, F)
-        return out, n
+                self._device = (backend, trees.upload(backend, self._forest))
+        return await trees.predict(backend, self._device[1], flat, n, F), n
 
     # -- export ----------------------------------------------------------------------------------
     def to_dict(self) -> dict:

@@ -66,20 +66,12 @@ def to_dict(forest) -> dict:
 def to_bytes(forest, extra: dict | None = None) -> bytes:
     """The binary format; `extra` adds fields to the header (a job's "data")."""
     trees: Trees = forest._forest
-    T, NC, K = trees.T, trees.NC, trees.K
-    feat, thr, left, val = array("I"), array("I"), array("I"), array("f")
-    for t in range(T):
-        base, m = t * NC, trees.counts[t]
-        seg = trees.ptree[3 * base:3 * (base + m)]
-        feat.extend(seg[0::3])
-        thr.extend(seg[1::3])
-        left.extend(seg[2::3])
-        val.extend(trees.pval[K * base:K * (base + m)])
-    head = dict(header(forest), **(extra or {}), n_trees=T, n_nodes=len(feat))
+    words = memoryview(trees.ptree)
+    head = dict(header(forest), **(extra or {}), n_trees=trees.T, n_nodes=sum(trees.counts))
     text = json.dumps(head, allow_nan=False).encode()
     text += b" " * (-len(text) % 4)
     parts = [MAGIC, struct.pack("<II", VERSION, len(text)), text, array("I", trees.counts).tobytes(),
-             feat.tobytes(), thr.tobytes(), left.tobytes(), val.tobytes()]
+             words[0::3].tobytes(), words[1::3].tobytes(), words[2::3].tobytes(), trees.pval.tobytes()]
     return b"".join(parts)
 
 
@@ -107,21 +99,16 @@ def read_bytes(data) -> tuple[dict, Trees]:
     counts, feat, thr, left, val = take("I", T), take("I", N), take("I", N), take("I", N), take("f", N * K)
     if sum(counts) != N or min(counts) < 1:
         raise ValueError("py_core.forest binary export: its node counts do not add up")
-    NC = max(counts)
-    ptree, pval = array("I", bytes(12 * T * NC)), array("f", bytes(4 * K * T * NC))
     start, F = 0, int(head["n_features"])
     for t, m in enumerate(counts):
-        base = t * NC
         f, lf = feat[start:start + m], left[start:start + m]
         for node in range(m):
             if f[node] != 0xFFFFFFFF and (f[node] >= F or not node < lf[node] < m - 1):
                 raise ValueError(f"tree {t}, node {node}: bad feature or children")
-        ptree[3 * base:3 * (base + m):3] = f
-        ptree[3 * base + 1:3 * (base + m):3] = thr[start:start + m]
-        ptree[3 * base + 2:3 * (base + m):3] = lf
-        pval[K * base:K * (base + m)] = val[K * start:K * (start + m)]
         start += m
-    return head, Trees(T, NC, K, counts, ptree, pval)
+    ptree = array("I", bytes(12 * N))
+    ptree[0::3], ptree[1::3], ptree[2::3] = feat, thr, left
+    return head, Trees(T, K, counts, ptree, val)
 
 
 def from_bytes(cls, data, backend):

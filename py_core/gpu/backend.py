@@ -180,6 +180,9 @@ class Backend(abc.ABC):
         self._current_scope = contextvars.ContextVar(f"scope-{id(self)}", default=None)
         self._live = {"buffers": 0, "bytes": 0, "plans": 0}
         self._peak_bytes = 0
+        # Bytes of device memory the buffers alive here may take in all (None: unknown, and not
+        # checked; WebGPU does not tell). Runs that size themselves check their plans against it.
+        self.memory_budget: int | None = None
         self._profile: Profile | None = None
 
     # -- description -------------------------------------------------------------------------
@@ -210,6 +213,10 @@ class Backend(abc.ABC):
         """What is alive on this backend: {"buffers", "bytes" (4 x elements), "plans" (compiled),
         "peak_bytes"}."""
         return dict(self._live, peak_bytes=self._peak_bytes)
+
+    def memory_room(self) -> int | None:
+        """Bytes `memory_budget` leaves beside the buffers alive now (None: no budget)."""
+        return None if self.memory_budget is None else self.memory_budget - self._live["bytes"]
 
     def _join_scope(self, thing) -> None:
         scope = self._current_scope.get()

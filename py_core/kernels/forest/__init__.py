@@ -285,7 +285,7 @@ def init_trees(bufs, grid_, constants):
         slots[t * S * 4:(t + 1) * S * 4] = array("I", bytes(16 * S))
         slots[t * S * 4 + 1] = OPEN | BUILT
         tree = p["tree0"] + t
-        rec = tree * NC * NW
+        rec = t * NC * NW  # the batch's trees
         nodes[rec:rec + NW] = array("I", [LEAF] + [0] * (NW - 1))
         meta[2 * tree:2 * tree + 2] = array("I", [1, 1])
 
@@ -540,7 +540,7 @@ def _vary_slot(p, fmeta, hist, nodes, cand, t, s, node):
     ht = _feature_range(p, fmeta, hbase, 0)[1] - C  # feature 0's last bin: the totals
     tot = hist[ht:ht + C].tolist()
     if p["depth"] == 0:
-        rec = ((p["tree0"] + t) * NC + node) * (4 + C)
+        rec = (t * NC + node) * (4 + C)
         nodes[rec + 4:rec + 4 + C] = array("I", tot)
     out = [0, 0, LEAF, 0] * F
     if _eligible(p, tot):
@@ -579,7 +579,7 @@ def split_pick(bufs, grid_, constants):
     p = _unpack(bufs)
     F, C, S, NC = p["F"], p["C"], p["S"], p["NC"]
     for t, s, node, _flags in _open_slots(p, slots):
-        rec = ((p["tree0"] + t) * NC + node) * (4 + C)
+        rec = (t * NC + node) * (4 + C)
         if not _eligible(p, nodes[rec + 4:rec + 4 + C].tolist()):
             continue
         e = 4 * hist_slot(p, t, s) * F
@@ -638,13 +638,13 @@ def alloc(bufs, grid_, constants):
             sl = (t * S + s) * 4
             if not slots[sl + 1] & OPEN:
                 continue
-            rec = (tree * NC + slots[sl]) * NW
+            rec = (t * NC + slots[sl]) * NW
             if nodes[rec] == LEAF:
                 continue
             nodes[rec + 3] = nid
             stats = _child_stats(p, nodes, left, t, s, rec)
             for side in (0, 1):
-                crec = (tree * NC + nid + side) * NW
+                crec = (t * NC + nid + side) * NW
                 nodes[crec:crec + NW] = array("I", [LEAF, 0, 0, 0] + stats[side])
             opens = [_child_open(p, st) for st in stats]
             cm = (t * S + s) * 2
@@ -683,7 +683,7 @@ def route_rows(bufs, grid_, constants):
                 sl = (t * S + slot) * 4
                 rule = None
                 if slots[sl + 1] & OPEN:
-                    rec = ((p["tree0"] + t) * NC + slots[sl]) * (4 + C)
+                    rec = (t * NC + slots[sl]) * (4 + C)
                     f = nodes[rec]
                     if f != LEAF:
                         cm = (t * S + slot) * 2
@@ -705,15 +705,15 @@ def _i64_value(lo, hi):
 
 @reference("forest", "finalize")
 def finalize(bufs, grid_, constants):
-    _, nodes, meta, edges, fmeta, ptree, pval = bufs
+    _, nodes, meta, edges, fmeta, ptree, pval, offs = bufs
     p = _unpack(bufs)
     NC, C, K = p["NC"], p["C"], p["K"]
     NW = 4 + C
     for t in range(p["T"]):
         tree = p["tree0"] + t
         for node in range(meta[2 * tree]):
-            rec = (tree * NC + node) * NW
-            out = tree * NC + node
+            rec = (t * NC + node) * NW
+            out = offs[tree] + node
             f = nodes[rec]
             thr, left_ = 0, LEAF
             if f != LEAF:
@@ -773,17 +773,18 @@ def importance(bufs, grid_, constants):
                     acc = r(acc + r(cr * r(math.log(r(r(cr * fw) / r(c * fr))))))
         return r(r(r(fl * fr) / fw) * acc) if crit == GINI else acc
 
-    res = [0.0] * (p["T_all"] * G * F)
-    for tree in range(p["T_all"]):
+    for t in range(p["T"]):  # the batch's trees
+        tree = p["tree0"] + t
+        res = [0.0] * (G * F)
         for node in range(meta[2 * tree]):
-            rec = (tree * NC + node) * NW
+            rec = (t * NC + node) * NW
             f = nodes[rec]
             if f == LEAF:
                 continue
-            lrec = (tree * NC + nodes[rec + 3]) * NW
-            i = (tree * G + node // IMP_CHUNK) * F + f
+            lrec = (t * NC + nodes[rec + 3]) * NW
+            i = node // IMP_CHUNK * F + f
             res[i] = r(res[i] + decrease(lrec, lrec + NW))
-    out[:len(res)] = array("f", res)
+        out[tree * G * F:(tree + 1) * G * F] = array("f", res)
 
 
 def _trees(ptree):
@@ -805,41 +806,50 @@ def _leaf(feats, thr, lefts, tree_base, row):
 
 @reference("forest", "predict")
 def predict(bufs, grid_, constants):
-    _, X, ptree, pval, out = bufs
+    _, X, ptree, pval, offs, out = bufs
     p = _unpack(bufs)
-    n, F, K, NC, T = p["n"], p["F"], p["K"], p["NC"], p["T_all"]
+    n, F, K, T, tree0 = p["n"], p["F"], p["K"], p["T"], p["tree0"]
     feats, thr, lefts = _trees(ptree)
     vals = pval.tolist()
     x = x_f32(X, p)
     r = _f32_ops()
+    last = tree0 + T >= p["T_all"]
     res = []
     for row in range(n):
         values = x[row * F:(row + 1) * F].tolist()
         acc = [0.0] * K
-        for tree in range(T):
-            e = _leaf(feats, thr, lefts, tree * NC, values)
+        if tree0:  # the sums of the chunks before this one, as f32 bits
+            acc = array("f", out[2 * row * K:2 * (row + 1) * K:2].tobytes()).tolist()
+        for tree in range(tree0, tree0 + T):
+            e = _leaf(feats, thr, lefts, offs[tree], values)
             acc = [r(a + v) for a, v in zip(acc, vals[e * K:(e + 1) * K])]
-        res.extend(r(a / T) for a in acc)
-    out[:2 * n * K] = array("I", array("d", res).tobytes())
+        res.append(acc)
+    if not last:
+        for row, acc in enumerate(res):
+            out[2 * row * K:2 * (row + 1) * K:2] = array("I", array("f", acc).tobytes())
+        return
+    flat = [r(a / p["T_all"]) for acc in res for a in acc]
+    out[:2 * n * K] = array("I", array("d", flat).tobytes())
 
 
 @reference("forest", "oob")
 def oob(bufs, grid_, constants):
-    _, X, ptree, pval, state, out = bufs
+    _, X, ptree, pval, offs, state, out = bufs
     p = _unpack(bufs)
-    n, F, K, NC = p["n"], p["F"], p["K"], p["NC"]
+    n, F, K = p["n"], p["F"], p["K"]
     feats, thr, lefts = _trees(ptree)
     vals = pval.tolist()
     x = x_f32(X, p)
+    f32_ = _f32_ops()  # f32 sums, as the shader's (the same bits however the trees are batched)
     acc = out[:n * (K + 1)].tolist()
     for t in range(p["T"]):
-        base = (p["tree0"] + t) * NC
+        base = offs[p["tree0"] + t]
         for r, st in enumerate(state[t * n:(t + 1) * n]):
             if st & COUNT_MASK:
                 continue
             e = _leaf(feats, thr, lefts, base, x[r * F:(r + 1) * F].tolist())
             o = r * (K + 1)
             for k in range(K):
-                acc[o + k] += vals[e * K + k]
+                acc[o + k] = f32_(acc[o + k] + vals[e * K + k])
             acc[o + K] += 1.0
     out[:n * (K + 1)] = array("f", acc)

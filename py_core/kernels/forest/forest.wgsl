@@ -8,7 +8,8 @@
 // (cumulative; per feature of a built slot: varies? rank?) -> split_vary (the same for derived
 // slots = parent - sibling) -> split_scan (best split per selected feature) -> split_pick (per
 // node); then alloc (number the children, give the open ones next-level slots) -> route_rows.
-// On GPUs the _wg versions of hist_prefix, split_vary and split_scan do their work. At the end: finalize (prediction arrays), importance, oob; predict.
+// On GPUs the _wg versions of hist_prefix, split_vary and split_scan do their work. After a
+// batch's last level: finalize (its trees into prediction arrays), importance, oob; predict.
 //
 // Shapes (u32 unless said): X (rows, F) f32, or f64 as two words (lo, hi) when p.xd = 1: read
 // through x_at, which rounds an f64 to f32 exactly as the CPU does · edges f32 (NB, 3): per bin
@@ -16,10 +17,12 @@
 // (n, FW): four 8-bit bins a word · target (n): i32 fixed-point y or class · state (T, n):
 // slot << SLOT_SHIFT | bootstrap count · hist (T, S_h, NB, C): the slots [s_lo, s_lo + S_h) of the level
 // (S_h = S: all of them) · slots (T, S, 4): node, flags, parent slot, - · childmap (T, S, 2)
-// · left (T, S, C) · cand (T, S_h, F, 4): the pass's slots · nodes (T_all, NC, 4 + C): feature, bin, next bin, left
-// child, stats[C] (the node's channels; a leaf's feature is LEAF)
-// · meta (T_all, 2): nodes, open slots next level · ptree (T_all, NC, 3): feature, threshold
-// bits, left child (LEAF in a leaf) · pval f32 (T_all, NC, K) · flags (1): 1 X, 2 y not finite.
+// · left (T, S, C) · cand (T, S_h, F, 4): the pass's slots · nodes (T, NC, 4 + C): the batch's
+// trees (T of them, the first tree0), per node feature, bin, next bin, left child, stats[C] (the
+// node's channels; a leaf's feature is LEAF) · meta (T_all, 2): nodes, open slots next level.
+// Prediction arrays, a chunk of trees (the forest is one chunk or several): ptree (N, 3):
+// feature, threshold bits, left child (LEAF in a leaf) · pval f32 (N, K) · offs (T_all): each
+// tree's first node in its chunk. · flags (1): 1 X, 2 y not finite.
 // Channels C: regression [sum lo, sum hi, weight, rows] (the sum is 64-bit two's complement in two
 // u32, exact under atomics); classification [weight of class 0..K-1, rows].
 // Grids are 2-D when large: workgroup id = wid.x + wid.y * nwg.x.
@@ -430,7 +433,7 @@ fn init_trees(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: v
   it_slots[4u * i + 3u] = 0u;
   if (s == 0u) {
     let tree = p.tree0 + i / p.S;
-    let rec = tree * p.NC * (4u + p.C);
+    let rec = i / p.S * p.NC * (4u + p.C);
     it_nodes[rec] = LEAF;
     for (var c = 1u; c < 4u + p.C; c++) { it_nodes[rec + c] = 0u; }
     it_meta[2u * tree] = 1u;
@@ -708,7 +711,7 @@ fn finish_vary(t: u32, s: u32, f: u32, v: u32) {
   let hbase = hist_slot(t, s) * p.NB;
   let ht = (hbase + sp_fmeta[2u * f] + sp_fmeta[2u * f + 1u] - 1u) * p.C;  // the node's totals
   if (p.depth == 0u && f == 0u) {
-    let rec = ((p.tree0 + t) * p.NC + node) * (4u + p.C);
+    let rec = (t * p.NC + node) * (4u + p.C);
     for (var c = 0u; c < p.C; c++) { sp_nodes[rec + 4u + c] = sp_hist[ht + c]; }
   }
   var out = 0u;
@@ -1046,7 +1049,7 @@ fn split_pick(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: v
   let sl = (t * p.S + s) * 4u;
   if ((sp_slots[sl + 1u] & OPEN) == 0u) { return; }
   let node = sp_slots[sl];
-  let rec = ((p.tree0 + t) * p.NC + node) * (4u + p.C);
+  let rec = (t * p.NC + node) * (4u + p.C);
   if (!eligible_at(true, rec + 4u)) { return; }
   let cbase = hist_slot(t, s) * p.F;
   var best = Best(0.0, LEAF, 0u, 0u);
@@ -1088,7 +1091,7 @@ fn split_pick(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: v
 var<workgroup> al_a: array<u32, 256>;
 var<workgroup> al_b: array<u32, 256>;
 
-fn node_rec(tree: u32, node: u32) -> u32 { return (tree * p.NC + node) * (4u + p.C); }
+fn node_rec(t: u32, node: u32) -> u32 { return (t * p.NC + node) * (4u + p.C); }  // t: of the batch
 
 // Channel c of child `side` of the node in slot s (record rec): left from split_pick, right = node - left.
 fn child_stat(t: u32, s: u32, rec: u32, side: u32, c: u32) -> u32 {
@@ -1119,7 +1122,7 @@ fn child_open(t: u32, s: u32, rec: u32, side: u32) -> bool {
 fn slot_splits(t: u32, s: u32) -> bool {
   let sl = (t * p.S + s) * 4u;
   if ((al_slots[sl + 1u] & OPEN) == 0u) { return false; }
-  return al_nodes[node_rec(p.tree0 + t, al_slots[sl])] != LEAF;
+  return al_nodes[node_rec(t, al_slots[sl])] != LEAF;
 }
 
 @compute @workgroup_size(256)
@@ -1137,7 +1140,7 @@ fn alloc(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   for (var s = s0; s < s1; s++) {
     if (!slot_splits(t, s)) { continue; }
     splits += 1u;
-    let rec = node_rec(tree, al_slots[(t * p.S + s) * 4u]);
+    let rec = node_rec(t, al_slots[(t * p.S + s) * 4u]);
     if (child_open(t, s, rec, 0u) || child_open(t, s, rec, 1u)) { pairs += 1u; }
   }
   al_a[lid] = splits;
@@ -1161,10 +1164,10 @@ fn alloc(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   var j = al_b[lid] - pairs;
   for (var s = s0; s < s1; s++) {
     if (!slot_splits(t, s)) { continue; }
-    let rec = node_rec(tree, al_slots[(t * p.S + s) * 4u]);
+    let rec = node_rec(t, al_slots[(t * p.S + s) * 4u]);
     al_nodes[rec + 3u] = nid;
     for (var side = 0u; side < 2u; side++) {
-      let crec = node_rec(tree, nid + side);
+      let crec = node_rec(t, nid + side);
       al_nodes[crec] = LEAF;
       al_nodes[crec + 1u] = 0u;
       al_nodes[crec + 2u] = 0u;
@@ -1225,7 +1228,7 @@ fn route_rows(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: v
   let sl = (t * p.S + slot) * 4u;
   var next = DONE;
   if ((pa_slots[sl + 1u] & OPEN) != 0u) {
-    let rec = ((p.tree0 + t) * p.NC + pa_slots[sl]) * (4u + p.C);
+    let rec = (t * p.NC + pa_slots[sl]) * (4u + p.C);
     let f = pa_nodes[rec];
     if (f != LEAF) {
       let b = (pa_binned[r * p.FW + f / 4u] >> (8u * (f % 4u))) & 255u;
@@ -1236,18 +1239,20 @@ fn route_rows(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: v
 }
 
 // ---- finalize: the batch's trees in the form prediction reads ---------------------------------
-// 1 nodes · 2 meta · 3 edges (NB, 3) f32 · 4 fmeta · 5 ptree (T_all, NC, 3) · 6 pval (T_all, NC, K).
+// 1 nodes · 2 meta · 3 edges (NB, 3) f32 · 4 fmeta · 5 ptree (N, 3) · 6 pval (N, K) · 7 offs
+// (T_all): the chunk the batch's trees go to, tree `tree` from its node offs[tree] on.
 // A leaf: feature and left child LEAF, threshold 0. Threshold: the largest f32 at or below the
 // midpoint of the left bin's largest value and the right bin's smallest (mid_down: every f32 goes
 // the side it goes in scikit-learn's tree, whose f64 midpoint it compares f32 X with), kept within
 // the thresholds that give the same partition. Values: mean of y, or class fractions
-// (weighted by bootstrap counts).
+// (weighted by bootstrap counts). Thread per (tree of the batch, node).
 @group(0) @binding(1) var<storage, read> fi_nodes: array<u32>;
 @group(0) @binding(2) var<storage, read> fi_meta: array<u32>;
 @group(0) @binding(3) var<storage, read> fi_edges: array<f32>;
 @group(0) @binding(4) var<storage, read> fi_fmeta: array<u32>;
 @group(0) @binding(5) var<storage, read_write> fi_tree: array<u32>;
 @group(0) @binding(6) var<storage, read_write> fi_val: array<f32>;
+@group(0) @binding(7) var<storage, read> fi_offs: array<u32>;
 
 @compute @workgroup_size(256)
 fn finalize(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
@@ -1257,8 +1262,8 @@ fn finalize(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec
   let tree = p.tree0 + i / p.NC;
   let node = i % p.NC;
   if (node >= fi_meta[2u * tree]) { return; }
-  let rec = (tree * p.NC + node) * (4u + p.C);
-  let out = tree * p.NC + node;
+  let rec = i * (4u + p.C);
+  let out = fi_offs[tree] + node;
   let f = fi_nodes[rec];
   fi_tree[3u * out] = f;
   fi_tree[3u * out + 1u] = 0u;
@@ -1283,8 +1288,8 @@ fn finalize(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec
 
 // ---- importance: the impurity decrease of each feature's splits, per tree -----------------------
 // 1 nodes · 2 meta · 3 imp (T_all, G, F) f32 out: the sum over nodes [g * IMP_CHUNK, (g + 1) *
-// IMP_CHUNK) of the tree split on f. Workgroup per (tree, g, 256 features). A split's decrease of
-// weighted impurity, in a form free of cancellation (w = wl + wr):
+// IMP_CHUNK) of the tree split on f. Workgroup per (tree of the batch, g, 256 features). A
+// split's decrease of weighted impurity, in a form free of cancellation (w = wl + wr):
 //   squared error, gini   wl wr / w * sum over channels (left/wl - right/wr)^2
 //                          (the sums of w y, or the class weights)
 //   entropy               sum_k cl_k ln(cl_k w / (c_k wl)) + cr_k ln(cr_k w / (c_k wr))
@@ -1335,43 +1340,49 @@ fn importance(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: v
   let G = (p.NC + IMP_CHUNK - 1u) / IMP_CHUNK;
   let fchunks = (p.F + 255u) / 256u;
   let id = linear(wid, nwg);
-  let tree = id / (G * fchunks);
+  let t = id / (G * fchunks);
   let g = id / fchunks % G;
   let f = (id % fchunks) * 256u + lid;
-  if (tree >= p.T_all || f >= p.F) { return; }
+  if (t >= p.T || f >= p.F) { return; }
+  let tree = p.tree0 + t;
   let NW = 4u + p.C;
   let end = min(im_meta[2u * tree], (g + 1u) * IMP_CHUNK);
   var acc = 0.0;
   for (var node = g * IMP_CHUNK; node < end; node++) {
-    let rec = (tree * p.NC + node) * NW;
+    let rec = (t * p.NC + node) * NW;
     if (im_nodes[rec] != f) { continue; }
-    let l = (tree * p.NC + im_nodes[rec + 3u]) * NW;
+    let l = (t * p.NC + im_nodes[rec + 3u]) * NW;
     acc = acc + decrease(l, l + NW);
   }
   im_out[(tree * G + g) * p.F + f] = acc;
 }
 
 // ---- predict / oob: walk every tree for each row ----------------------------------------------
-// predict: 1 X · 2 ptree · 3 pval · 4 out (n, K, 2): the mean over T_all trees, f32 summed in
-//          tree order, written as the f64 of the same value (two words, lo and hi).
-// oob:     1 X · 2 ptree · 3 pval · 4 state (T, n) · 5 oob (n, K + 1) f32 += the batch's trees
-//          that did not draw the row, and their count.
+// Both walk the trees [tree0, tree0 + T) of one chunk of prediction arrays.
+// predict: 1 X · 2 ptree · 3 pval · 4 offs · 5 out (n, K, 2): the mean over T_all trees, f32
+//          summed in tree order across the chunks, one dispatch each, in order: but for the last,
+//          a chunk leaves the running sums' bits in the first word of each pair, the next (tree0
+//          > 0) goes on from them; the last writes the mean as the f64 of the same value (lo, hi).
+// oob:     1 X · 2 ptree · 3 pval · 4 offs · 5 state (T, n) · 6 oob (n, K + 1) f32 += the
+//          batch's trees that did not draw the row, and their count.
 @group(0) @binding(2) var<storage, read> pr_tree: array<u32>;
 @group(0) @binding(3) var<storage, read> pr_val: array<f32>;
-@group(0) @binding(4) var<storage, read_write> pr_out: array<u32>;
-@group(0) @binding(4) var<storage, read> oob_state: array<u32>;
-@group(0) @binding(5) var<storage, read_write> oob_out: array<f32>;
+@group(0) @binding(4) var<storage, read> pr_offs: array<u32>;
+@group(0) @binding(5) var<storage, read_write> pr_out: array<u32>;
+@group(0) @binding(5) var<storage, read> oob_state: array<u32>;
+@group(0) @binding(6) var<storage, read_write> oob_out: array<f32>;
 
 fn leaf_of(tree: u32, r: u32) -> u32 {
+  let base = pr_offs[tree];
   var node = 0u;
   loop {
-    let e = 3u * (tree * p.NC + node);
+    let e = 3u * (base + node);
     let f = pr_tree[e];
     if (f == LEAF) { break; }
     let left = pr_tree[e + 2u];
     node = select(left + 1u, left, x_at(r, f) <= bitcast<f32>(pr_tree[e + 1u]));
   }
-  return tree * p.NC + node;
+  return base + node;
 }
 
 // The f64 of an f32, exactly (subnormals normalised).
@@ -1397,9 +1408,16 @@ fn predict(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3
   let r = linear(wid, nwg) * 256u + lid;
   if (r >= p.n) { return; }
   var acc: array<f32, MAXK>;
-  for (var tree = 0u; tree < p.T_all; tree++) {
-    let leaf = leaf_of(tree, r);
+  if (p.tree0 > 0u) {  // the sums of the chunks before this one
+    for (var k = 0u; k < p.K; k++) { acc[k] = bitcast<f32>(pr_out[2u * (r * p.K + k)]); }
+  }
+  for (var t = 0u; t < p.T; t++) {
+    let leaf = leaf_of(p.tree0 + t, r);
     for (var k = 0u; k < p.K; k++) { acc[k] += pr_val[leaf * p.K + k]; }
+  }
+  if (p.tree0 + p.T < p.T_all) {
+    for (var k = 0u; k < p.K; k++) { pr_out[2u * (r * p.K + k)] = bitcast<u32>(acc[k]); }
+    return;
   }
   for (var k = 0u; k < p.K; k++) {
     let v = f32_to_f64(div_rn(acc[k], p.T_all));

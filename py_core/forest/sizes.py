@@ -1,0 +1,176 @@
+"""What a fit takes on the device, planned before it starts and checked against the adapter.
+
+Every buffer must fit the adapter's binding limit (maxStorageBufferBindingSize, maxBufferSize),
+and where the backend has a `memory_budget`, all that is alive at once must fit it:
+
+- the data: X, its bins, the targets (made before the trees: `check_fits` counts them);
+- a batch's working set, Tb trees' worth of `batch_buffers` (bootstrap state, two levels of
+  histograms, slots, split candidates, node records), reused batch after batch;
+- per tree: its size and open slots (meta), its first node (offs), its importances (imp);
+- the forest kept for prediction: with `dense`, one pair of buffers of NC nodes a tree, made at
+  the start (trees of bounded depth whose worst case fits a buffer); else a pair a batch, sized by
+  the nodes its trees really have, made after its last level: the plan counts the forest at
+  `tree_nodes` a tree (what the trees are expected to have) and the fit checks each pair against
+  the room left as the forest grows (builder.py).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ..gpu import LimitError
+from ..kernels.forest import IMP_CHUNK, MSE
+
+HIST_BUDGET = 2**30  # bytes of one level's histograms per batch, at most (GPU backends): fewer,
+                     # larger batches where the adapter binds that much (2 such buffers a fit)
+REFERENCE_BUDGET = 64 * 2**20  # the reference backend keeps these in Python arrays
+DEEP_LEVELS = 16  # trees deeper than this (or unbounded) read back their open slots level by level
+LIMIT_NAMES = "maxStorageBufferBindingSize / maxBufferSize"
+
+
+@dataclass
+class GrowSpec:
+    """What the kernels need to know about a fit (validated by the estimator)."""
+    crit: int               # MSE, GINI or ENTROPY
+    n_classes: int          # K: 1 for regression
+    n_estimators: int
+    max_depth: int | None
+    min_samples_split: int
+    min_samples_leaf: int
+    max_features: int       # features tried per split
+    bootstrap: bool
+    seed: int               # u32
+    n_bins: int
+    oob: bool
+
+
+@dataclass
+class Sizes:
+    n: int
+    F: int
+    FW: int
+    NB: int
+    C: int
+    K: int
+    S: int        # slot stride: the most slots a level can need, per tree
+    S_h: int      # slots a histogram buffer holds per tree (S, or fewer: a level in passes)
+    NC: int       # node capacity per tree
+    Tb: int       # trees per batch
+    levels: int | None  # None: grow until no node is open
+    dense: bool   # the forest's prediction arrays: one pair of buffers at NC nodes a tree, else a
+                  # pair a batch sized by its trees' nodes (read back after its last level)
+    tree_nodes: int  # nodes a tree is counted at in the plan: NC (dense), else expected_nodes
+    G: int        # importance partial sums a tree (IMP_CHUNK nodes each)
+
+
+def level_slots(d: int, n: int, s_min: int) -> int:
+    """Slots level d can need per tree: pairs of children of the open nodes at level d - 1, of
+    which there are at most 2^(d-1) and at most n // s_min (each holds s_min distinct rows)."""
+    return 1 if d == 0 else 2 * min(2 ** (d - 1), n // s_min)
+
+
+def node_capacity(n: int, spec: GrowSpec) -> int:
+    """The most nodes a tree can have: 2 leaves per min_samples_leaf rows, less one; 2^(D+1) - 1."""
+    NC = 2 * max(1, n // spec.min_samples_leaf) - 1
+    if spec.max_depth is not None and spec.max_depth < 40:
+        NC = min(NC, 2 ** (spec.max_depth + 1) - 1)
+    return NC
+
+
+def expected_nodes(n: int, spec: GrowSpec) -> int:
+    """The nodes a tree is expected to have at most: as node_capacity, over the distinct rows it
+    sees, n (1 - (1 - 1/n)^n) on a bootstrap sample (0.632 n): leaves of min_samples_leaf of them."""
+    rows = n * -math.expm1(n * math.log1p(-1 / n)) if spec.bootstrap and n > 1 else n
+    leaves = max(1, math.ceil(rows / spec.min_samples_leaf))
+    return min(node_capacity(n, spec), 2 * leaves - 1)
+
+
+def batch_buffers(n: int, F: int, NB: int, C: int, S: int, S_h: int, NC: int) -> dict:
+    """{what: (words a tree, buffers)}: a batch's working set (Grower._tree_buffers), Tb times."""
+    return {"node records": (NC * (4 + C), 1), "bootstrap state": (n, 1),
+            "histograms": (S_h * NB * C, 2), "slots": (4 * S, 2), "child map": (2 * S, 1),
+            "left sides": (S * C, 1), "split candidates": (4 * S_h * F, 1)}
+
+
+def cap_bytes(backend) -> int:
+    """The largest buffer a kernel can bind here."""
+    return min(backend.limits["maxStorageBufferBindingSize"], backend.limits["maxBufferSize"])
+
+
+def plan_sizes(backend, n: int, F: int, NB: int, spec: GrowSpec, room: int | None = None,
+               data: int = 0) -> Sizes:
+    """Buffer sizes from the data and the parameters, checked against the adapter's limits; room:
+    the bytes of `memory_budget` left (None: no budget) for `data` bytes still to go up and the
+    trees, which may make batches smaller. Raises LimitError naming the limit and what would make
+    the fit fit."""
+    K, T, D = spec.n_classes, spec.n_estimators, spec.max_depth
+    C = 4 if spec.crit == MSE else K + 1
+    s_min = max(spec.min_samples_split, 2 * spec.min_samples_leaf)
+    S = max(level_slots(d, n, s_min) for d in range(min(D, 64) if D else 64))
+    NC = node_capacity(n, spec)
+    cap = cap_bytes(backend)
+    hcap = min(cap, REFERENCE_BUDGET if backend.name == "reference" else HIST_BUDGET)
+    per_slot = 4 * NB * C
+    if per_slot > hcap:
+        raise LimitError(
+            f"one node's histogram needs {size_text(per_slot)} ({NB} bins x {C} channels) but at "
+            f"most {size_text(hcap)} fit in a buffer here: lower n_bins or use fewer features")
+    # Slots a histogram pass holds (whole pairs of children); the rest of a level in more passes.
+    S_h = min(S, hcap // per_slot, cap // (16 * F))
+    S_h = max(2, S_h - S_h % 2)
+    per_tree = batch_buffers(n, F, NB, C, S, S_h, NC)
+    for what, (words, _) in per_tree.items():
+        if 4 * words > cap:
+            raise LimitError(f"the {what} of one tree need {size_text(4 * words)}, but this "
+                             f"adapter's buffers hold at most {size_text(cap)} ({LIMIT_NAMES}): "
+                             + _hint(what, n, C, cap, spec))
+    Tb = min(T, max(1, hcap // (per_slot * S_h)), *(cap // (4 * words) for words, _ in per_tree.values()))
+    deep = D is None or D > DEEP_LEVELS
+    dense = not deep and 4 * T * NC * max(3, K) <= cap
+    tree_nodes = NC if dense else expected_nodes(n, spec)
+    G = -(-NC // IMP_CHUNK)
+    if 4 * T * G * F > cap:
+        raise LimitError(f"the importances of {T} trees of up to {NC} nodes need "
+                         f"{size_text(4 * T * G * F)}, but this adapter's buffers hold at most "
+                         f"{size_text(cap)} ({LIMIT_NAMES}): use fewer trees or a max_depth")
+    if room is not None:
+        fixed = 4 * (T * (3 + G * F) + (n * (K + 1) if spec.oob and spec.bootstrap else 0))
+        forest = 4 * T * tree_nodes * (3 + K)
+        batch = 4 * sum(words * count for words, count in per_tree.values())
+        fixed += data
+        if fixed + forest + batch > room:
+            raise LimitError(
+                f"this fit needs about {size_text(fixed + forest + batch)} of device memory beside "
+                f"what is in use: the forest of {T} trees of about {tree_nodes} nodes "
+                f"{size_text(forest)}, one tree's working set {size_text(batch)}, the data, tree "
+                f"sizes and sums {size_text(fixed)}; the backend's memory_budget "
+                f"({size_text(backend.memory_budget)}) leaves {size_text(room)}: use fewer trees, "
+                f"a max_depth or a larger min_samples_leaf")
+        Tb = min(Tb, (room - fixed - forest) // batch)
+    return Sizes(n, F, -(-F // 4), NB, C, K, S, S_h, NC, Tb, D, dense, tree_nodes, G)
+
+
+def check_fits(backend, n: int, F: int, spec: GrowSpec, data_bytes: int = 0) -> Sizes:
+    """Refuses, before any data goes up, a fit that cannot fit the adapter whatever its bins: the
+    plan with one bin a feature (the least histograms) and data_bytes of data counted."""
+    return plan_sizes(backend, n, F, F, spec, backend.memory_room(), data_bytes)
+
+
+def size_text(nbytes: int) -> str:
+    """Bytes for a message: "192.0 KiB", "3.1 MiB", "2.0 GiB"."""
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if abs(nbytes) >= scale:
+            return f"{nbytes / scale:.1f} {unit}"
+    return f"{nbytes} bytes"
+
+
+def _hint(what: str, n: int, C: int, cap: int, spec: GrowSpec) -> str:
+    """What would make one tree's `what` fit a buffer of cap bytes."""
+    if what == "bootstrap state":
+        return "use fewer rows"
+    if what != "node records":
+        return "use a max_depth or a larger min_samples_leaf"
+    nodes = cap // (4 * (4 + C))  # node records a buffer holds
+    depth = (nodes + 1).bit_length() - 2  # 2^(depth + 1) - 1 <= nodes
+    leaf = n // ((nodes + 1) // 2) + 1  # 2 (n // leaf) - 1 <= nodes
+    return f"use a max_depth (at most {depth} here) or a larger min_samples_leaf (at least {leaf} here)"
