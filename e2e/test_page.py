@@ -156,6 +156,17 @@ def test_no_serious_accessibility_problem_before_training(app):
     page = app.page
     page.click("#share")  # its link box open too
     assert problems_in_every_tab(page, "before training") == []
+    # The tabs and the file pickers by keyboard: arrows move between tabs, Enter opens a picker.
+    page.focus("#tab-data")
+    page.keyboard.press("ArrowRight")
+    assert page.evaluate("() => document.activeElement.id") == "tab-forest" and page.locator("#panel-forest").is_visible()
+    page.keyboard.press("ArrowLeft")
+    for tab, picker in (("data", "#file-choose"), ("transformer", "#text-choose")):
+        page.click(f"#tab-{tab}")
+        page.focus(picker)
+        with page.expect_file_chooser() as chooser:
+            page.keyboard.press("Enter")
+        assert not chooser.value.is_multiple()
 
 
 def trained(page) -> str:
@@ -245,9 +256,12 @@ def test_predictions_for_a_new_csv_carry_row_ids(app):
     page = app.page
     flowers = "sepal length (cm),sepal width (cm),petal length (cm),petal width (cm)\n" + "".join(
         f"{4.6 + 0.37 * i:.2f},3.1,{1.2 + 0.55 * i:.2f},{0.1 + 0.23 * i:.2f}\n" for i in range(9))
+    page.click("#tab-forest")
+    page.focus("#forest-predict")  # the picker, by keyboard
+    with page.expect_file_chooser() as chooser:
+        page.keyboard.press("Enter")
     with page.expect_download() as download:
-        page.set_input_files("#forest-predict-file", files=[{"name": "flowers.csv", "mimeType": "text/csv",
-                                                              "buffer": flowers.encode()}])
+        chooser.value.set_files(files=[{"name": "flowers.csv", "mimeType": "text/csv", "buffer": flowers.encode()}])
     assert download.value.suggested_filename == "flowers-predictions.csv"
     lines = open(download.value.path()).read().splitlines()
     assert lines[0].startswith("row,target,p(")
@@ -313,6 +327,12 @@ def test_the_runs_tab_names_data_sets_shows_parameters_and_draws_each_metric_apa
     assert drawn["ticks"] and all(float(t).is_integer() for t in drawn["ticks"])
     assert series_pixels(page, "#runs-time-chart") > 10
     assert not page.locator("#runs-more").is_visible()  # one page holds them all
+    # Hovering reads the point out in the legend.
+    value = page.locator("#runs-time-chart .u-legend .u-series").nth(1).locator(".u-value")
+    assert value.inner_text() == "–"
+    page.hover("#runs-time-chart .u-over")
+    page.wait_for_function("(e) => e.textContent !== '–'", arg=value.element_handle())
+    assert float(value.inner_text()) > 0  # its main time, in seconds
     # The charts follow the window: narrower on a phone, wide again after.
     page.set_viewport_size(PHONE)
     page.wait_for_function("() => document.querySelector('#runs-time-chart .chart').chart.plot.width < 390")

@@ -13,6 +13,7 @@ def test_train_tiny_preset_loss_falls_and_samples(page, server):
     wait_ready(page)
     page.wait_for_function("() => document.querySelector('#tf-size').textContent.includes('parameters')", timeout=60_000)
     assert page.locator("#tf-preset").input_value() == "tiny"
+    page.wait_for_function("() => document.querySelector('#tf-estimate').textContent.startsWith('Estimated time: ')")
     assert page.locator("#tf-n_layer").input_value() == "4" and page.locator("#tf-n_embd").input_value() == "128"
     # A short run of the tiny architecture; a small batch keeps SwiftShader's CPU time down.
     page.fill("#tf-steps", "12")
