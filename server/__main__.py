@@ -12,8 +12,15 @@ open-file limit is raised and the connections capped below it (server/connection
 from __future__ import annotations
 
 import asyncio
+import os
 import secrets
 import sys
+
+# The comparison runners' OpenMP threads (scikit-learn, xgboost, lightgbm) share the machine with
+# the page and each other: threads that spin while waiting collapse when cores are oversubscribed
+# (measured: 51 s against 1.3 s for one xgboost forest on 2 busy cores). Set before any loads it;
+# the worker processes inherit it.
+os.environ.setdefault("OMP_WAIT_POLICY", "passive")
 
 import uvicorn
 

@@ -27,8 +27,8 @@ def job(dataset, **params):
 @pytest.fixture(scope="module")
 def results(data_dir):
     out = {}
-    for name, j in (("diabetes", job("diabetes")), ("iris", job("iris")),
-                    ("wine", job("wine", max_depth=6)), ("digits", job("digits", n_bins=64))):
+    for name, j in (("diabetes", job("diabetes", max_depth=8)), ("iris", job("iris", max_depth=6)),
+                    ("wine", job("wine", max_depth=6)), ("digits", job("digits", n_bins=64, max_depth=6))):
         for runner in ("sklearn", "xgboost", "lightgbm"):
             got = execute(runner, j, str(data_dir), "cpu")
             assert got["status"] == "done", (runner, name, got)

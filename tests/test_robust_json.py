@@ -65,7 +65,7 @@ def test_hostile_value_anywhere_is_a_400_naming_its_field(client, top, path, hos
 
 
 @pytest.mark.parametrize("field, value", [
-    ("id", str(uuid.uuid4())[:-1] + "\x00"), ("kind", "selftest\x00"), ("backend", "web\x00gpu"),
+    ("id", "e09c7b88-e5e5-4715-8e8c-e1c6ef4a03f\x00"), ("kind", "selftest\x00"), ("backend", "web\x00gpu"),
     ("kind", "\ud800"), ("backend", "x" * 10_000),
 ])
 def test_nul_and_surrogates_in_named_fields_are_400(client, field, value):
