@@ -15,7 +15,7 @@ from sklearn.metrics import f1_score, log_loss, mean_absolute_error, r2_score
 
 from py_core.data import Column, Table, prepare
 from py_core.forest import RandomForestRegressor
-from py_core.jobs import Context, JobError, Stopped, forest_job, run_job
+from py_core.jobs import Context, JobError, Stopped, forest_job, forest_plots, run_job
 from py_core.jobs.jobs import encode_result
 
 
@@ -117,13 +117,13 @@ def test_two_features_draw_a_decision_surface(datasets, reference_backend):
            "params": {"n_estimators": 5, "max_depth": 4, "random_state": 0}}
     result = run(forest_job.run(job, reference_backend, context(datasets)))
     s = result["plots"]["surface"]
-    assert s["grid"]["n"] == forest_job.SURFACE and len(s["grid"]["values"]) == forest_job.SURFACE ** 2
+    assert s["grid"]["n"] == forest_plots.SURFACE and len(s["grid"]["values"]) == forest_plots.SURFACE ** 2
     assert set(s["grid"]["values"]) == {0, 1, 2} and s["x_name"] == "pl"
     assert len(s["points"]) == 30 and s["grid"]["x"][0] < min(p[0] for p in s["points"])
     reg = {"kind": "random_forest", "dataset": "diabetes", "target": "progression",
            "features": ["x2", "x8"], "params": {"n_estimators": 3, "max_depth": 3}}
     s = run(forest_job.run(reg, reference_backend, context(datasets)))["plots"]["surface"]
-    assert len(s["levels"]) == forest_job.LEVELS + 1 and max(s["grid"]["values"]) < forest_job.LEVELS
+    assert len(s["levels"]) == forest_plots.LEVELS + 1 and max(s["grid"]["values"]) < forest_plots.LEVELS
 
 
 def test_live_plots_redraw_as_tree_batches_finish(datasets, reference_backend):

@@ -7,7 +7,7 @@ import { getOnnx, getRecentRuns, getSnippet } from "../api.js";
 import { bars, confusion, scatterChart, surface } from "../charts.js";
 import { showComparisons } from "./compare.js";
 import { download as download_, forestJSONParts } from "../forest_model.js";
-import { initial } from "../state.js";
+import { initial, save } from "../state.js";
 import { el, filePicker, fmtNumber, fmtSeconds, progressBar, setProgress, snippetBox, table } from "../ui.js";
 
 export const PRESETS = {
@@ -110,6 +110,7 @@ export function mountForestPanel(root, playground) {
     if (keep.length === 2 && keep.every((f) => features.includes(f)) && keep[0] !== keep[1]) [surfaceX.value, surfaceY.value] = keep;
     askedSurface = null;
     surfaceRow.hidden = features.length < 2;
+    if (!surfacePair()) save({ "rf.surface": null });   // a pair this data set lacks leaves the URL
   }
   // [x, y] when the person chose two different features, else null (the job picks).
   function surfacePair() {
