@@ -55,9 +55,12 @@ lint: test-deps
 	$(BIN)/ruff check .
 	cd web && ./node_modules/.bin/eslint .
 
+# Two pytest processes (-n, pytest-xdist), a test file each: CI has 2 cores, and a test waiting on
+# Chromium, a server or a subprocess leaves one free. TEST_WORKERS=1 runs them in this process.
+TEST_WORKERS ?= 2
 test: test-deps lint
-	$(BIN)/pytest tests -q
-	$(BIN)/pytest e2e -q
+	$(BIN)/pytest tests -q -n $(TEST_WORKERS) --dist loadfile
+	$(BIN)/pytest e2e -q -n $(TEST_WORKERS) --dist loadfile
 
 bench: test-deps
 	$(BIN)/python -m bench --suite $(SUITE) $(BENCH_ARGS)

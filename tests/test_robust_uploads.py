@@ -66,13 +66,11 @@ def uploads(settings) -> list[str]:
     (f"multipart/form-data; boundary={BOUNDARY}",
      FILE_HEAD[:-4] + b"\r\nX-Padding: " + b"p" * 100_000, "header size"),
 ])
-def test_malformed_multipart_is_a_fast_400(live_server, settings, content_type, first, words):
-    t0 = time.monotonic()
+def test_malformed_multipart_is_a_400_before_the_body(live_server, settings, content_type, first, words):
     with open_upload(live_server, content_type, 100 * 2**20, first) as s:
-        status, response = read_response(s)  # 100 MB announced; only `first` was sent
-    assert status == 400, response
+        status, response = read_response(s)  # 100 MB announced; only `first` was sent (a server
+    assert status == 400, response          # waiting for the rest would hit the socket's timeout)
     assert words.encode() in response
-    assert time.monotonic() - t0 < 5
     assert uploads(settings) == []
 
 
@@ -128,7 +126,7 @@ def test_wide_and_long_fields_within_the_limits_are_stored(client):
     assert stored.endswith(long_field + "\n")
 
 
-def test_huge_single_line_is_refused_fast_with_bounded_memory(tmp_path):
+def test_huge_single_line_is_refused_with_bounded_memory(tmp_path):
     """A 50 MB line is read as one string, but never split into millions of fields: csv would
     make 16M strings of `12`, about 2.3 GB, before any column count could be checked."""
     row = b"12," * 16_700_000  # 50 MB, no line end
@@ -136,14 +134,12 @@ def test_huge_single_line_is_refused_fast_with_bounded_memory(tmp_path):
     with CliServer(tmp_path / "data") as server, httpx.Client(base_url=server.url,
                                                               timeout=60) as http:
         base = server.peak_rss_mb()
-        t0 = time.monotonic()
         r = http.post("/api/datasets", files={"file": ("line.csv", row, "text/csv")})
         assert r.status_code == 400, r.text
         assert "more than the limit of 10,000 columns" in r.json()["error"]["message"]
         r = http.post("/api/datasets", files={"file": ("rows.csv", b"a,b\n" + row, "text/csv")})
         assert r.status_code == 400 and r.json()["error"]["line"] == 2, r.text
         assert "row has more than" in r.json()["error"]["message"]
-        assert time.monotonic() - t0 < 20
         # Text for the transformer: a single 50 MB line is fine, and costs a few copies of it.
         r = http.post("/api/texts", files={"file": ("one-line.txt", text, "text/plain")})
         assert r.status_code == 201 and r.json()["chars"] == len(text)

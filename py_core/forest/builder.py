@@ -466,7 +466,9 @@ class Grower:
             self.pending += g
             # The GPU is waited for once the work submitted since the last wait is a group's
             # worth: small batches (many trees) share a wait rather than each draining the queue.
-            if self.pending >= pacer.next or d < self.head:
+            # The fit's last group is always waited for (the fit waits then anyway), so progress
+            # ends at 1.
+            if self.pending >= pacer.next or d < self.head or done + nt == self.T:
                 await self._wait()
                 await self._between(done, nt, d, progress, should_stop, pause)
             elif should_stop is not None and should_stop():
