@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import httpx
 
-from conftest import wait_ready
+from conftest import screenshot, wait_ready
 
 
-def test_train_tiny_preset_loss_falls_and_samples(page, server):
+def test_train_tiny_preset_loss_falls_and_samples(page, server, tmp_path):
     page.goto("/?tab=transformer")
     wait_ready(page)
     page.wait_for_function("() => document.querySelector('#tf-size').textContent.includes('parameters')", timeout=60_000)
@@ -38,6 +38,9 @@ def test_train_tiny_preset_loss_falls_and_samples(page, server):
     page.wait_for_function("() => document.querySelector('#tf-sample-note').textContent.startsWith('Sampled from the trained')"
                            " && document.querySelector('#tf-output').textContent.length >= 10", timeout=120_000)
     assert page.locator("#tf-sample").is_enabled()
+    page.set_viewport_size({"width": 1280, "height": 1000})
+    page.evaluate("() => window.scrollTo(0, 0)")
+    assert screenshot(page, "transformer.png", tmp_path).stat().st_size > 20_000  # the README's
 
 
 def test_precision_choice_says_which_path_runs_and_why(page):
