@@ -169,15 +169,15 @@ TRANSFORMER_JOB = {"kind": "transformer", "text": "shakespeare", "params": {
 
 @pytest.mark.parametrize("kind", ["forest", "transformer", "selftest", "stopped"])
 def test_runs_leave_live_memory_where_it_started(backend, kind):
-    """Ten runs in one process (three on the reference backend, and of the self-test, which
-    checks every kernel family: 3 minutes a run on a busy 2-core machine) leave the live buffers,
+    """Ten runs in one process (three on the reference backend; the self-test, which checks
+    every kernel family, a minute a run on a busy 2-core machine, twice) leave the live buffers,
     bytes and plans where they started: exactly, but for the one kept transformer model (its
     weights and sampler), whose bytes the result states; closing it returns to the start. (Ten
     of each kind in one tab: e2e/test_control.py.)"""
     from py_core.jobs import Context, Session, Stopped
     from py_core.transformer import builtin_text
     session = Session(backend)
-    runs = 10 if backend.name == "native" and kind != "selftest" else 3
+    runs = 10 if backend.name == "native" and kind != "selftest" else 3 if kind != "selftest" else 2
     start = _live(backend)
     kept = []
     for i in range(runs):
