@@ -74,10 +74,11 @@ def test_stop_a_forest_in_the_middle_through_the_page(page, server):
     # stop, what the Stop buttons call) once two submissions have come back from the GPU.
     got = page.evaluate("""async (job) => {
         const seen = [];
+        let submissions = 0;  // progress from the GPU's levels (the data's preparation reports too)
         try {
             await window.playground.run(job, { onProgress: (p) => {
                 seen.push(p);
-                if (seen.length === 2) window.playground.stop();
+                if (p.level && ++submissions === 2) window.playground.stop();
             } });
             return { ok: true, seen };
         } catch (e) { return { ok: false, stopped: e.stopped, detail: e.detail || e.message, seen }; }
