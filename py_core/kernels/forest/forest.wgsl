@@ -808,6 +808,7 @@ const BPT: u32 = 4u;   // bins a thread: PW * BPT = 256, the most bins a feature
 var<workgroup> wg_flags: u32;
 var<workgroup> wg_node: u32;
 var<workgroup> wg_elig: u32;
+var<workgroup> wg_rows: u32;  // hist_prefix_wg: the node's rows (the feature's last cumulative bin)
 var<workgroup> wg_any: atomic<u32>;
 var<workgroup> wg_rs: array<f32, PW>;
 var<workgroup> wg_rb: array<u32, PW>;
@@ -896,11 +897,11 @@ fn hist_prefix_wg(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nw
       let v = add4(before, upto[q], wide);
       if (j < nb) { store4(h0 + j * p.C, c0, v); }
       if (cc >= c0 && cc < c0 + 4u) { rows[q] = v[cc - c0]; }
-      if (j == nb - 1u && cc >= c0 && cc < c0 + 4u) { wg_elig = v[cc - c0]; }  // the node's rows
+      if (j == nb - 1u && cc >= c0 && cc < c0 + 4u) { wg_rows = v[cc - c0]; }
     }
   }
   if ((flags & OPEN) == 0u) { return; }
-  let total = workgroupUniformLoad(&wg_elig);
+  let total = workgroupUniformLoad(&wg_rows);
   for (var q = 0u; q < BPT; q++) {  // the feature varies: some bin holds part of the rows
     if (lid * BPT + q < nb && rows[q] != 0u && rows[q] < total) { atomicOr(&wg_any, 1u); }
   }
