@@ -33,6 +33,11 @@ def test_train_tiny_preset_loss_falls_and_samples(page, server, tmp_path):
     curve = run["metrics"]["loss_curve"]
     assert len(curve) >= 2 and curve[-1][1] < curve[0][1], curve
     assert run["timings"]["step"] > 0 and run["timings"]["tokens_per_s"] > 0
+    # The next estimate comes from this run's measured rates (steps, validation, sampling, set-up).
+    page.wait_for_function("() => document.querySelector('#tf-estimate').textContent.includes('from your last run on this adapter')")
+    seconds = float(page.get_attribute("#tf-estimate", "data-seconds"))
+    t = run["timings"]
+    assert seconds >= 12 * t["step"] + t["eval"], (seconds, t)  # at least the steps and the validation
     page.fill("#tf-length", "10")  # SwiftShader: about a second a character
     page.click("#tf-sample")
     page.wait_for_function("() => document.querySelector('#tf-sample-note').textContent.startsWith('Sampled from the trained')"

@@ -12,11 +12,27 @@ import { el, filePicker, fmtBytes, fmtNumber, fmtSeconds, progressBar, setProgre
 // Steps on a software adapter or the CPU path, where the "tiny" model takes seconds a step.
 const SMALL_STEPS = 20;
 // Characters sampled at each validation while training (the live sample): a line or so, and a
-// few words where a character costs about a second (a software adapter, the CPU path).
+// few words where a character costs a fifth of a second or more (a software adapter, the CPU path).
 const LIVE_SAMPLE = { fast: 60, slow: 10 };
-// Seconds a step per million parameters when no run on this adapter is stored: rough, by class
-// (a software adapter measured 11.9 s a step for "tiny", 0.8 M parameters, batch 32).
-const CLASS_SECONDS = { gpu: 0.05, software: 15, cpu: 40 };
+// Rough rates by adapter class, for when no run on this adapter is stored. A step takes
+// `layer` seconds a layer whatever its size (its ~36 dispatches: what dominates small models
+// on a software adapter) plus `step` seconds a unit of work (a million parameters at batch 32,
+// context 64); a validation batch takes `evalBatch` of a step; a sampled character `char`
+// seconds a million parameters; the set-up (weights, plans) `setup` seconds. Measured:
+// - software: SwiftShader on 2 cores (`python -m bench.estimates`), tiny at batch 4, 8 and 12:
+//   2.9, 3.4 and 5.2 s a step, validation batches 0.39-0.40 of a step, 0.18-0.3 s a character;
+// - CPU (the tab's Python path): tiny at batch 4 took 21.5 s a step in CPython, and micro took
+//   2.2x its CPython time in Pyodide under Node: about 47 s a step in a tab;
+// - GPU: the H200 ran tiny in 4.4 ms and shakespeare_char in 55.6 ms a step, about 1 ms a layer
+//   and 0.6 ms a unit (bench/results/2026-11-24-h200.md); a laptop's GPU is taken as 2x slower
+//   a layer and 5x a unit.
+const CLASS_RATES = {
+  gpu: { layer: 0.002, step: 0.003, evalBatch: 0.3, char: 0.005, setup: 1 },
+  software: { layer: 0.47, step: 11, evalBatch: 0.4, char: 0.25, setup: 2 },
+  cpu: { layer: 0.08, step: 465, evalBatch: 0.34, char: 5, setup: 1.5 },
+};
+// Validations in a run of `steps`: at every `every` steps and at the end.
+const validations = (steps, every) => Math.floor(steps / every) + (steps % every ? 1 : 0);
 // The weights in PyTorch: nanoGPT's parameter names and GPTConfig (server/snippets.py).
 const SNIPPET_SUMMARY = "Use the weights elsewhere (PyTorch, nanoGPT's model.py)";
 const NO_RUN_YET = `# Train a model: its weights download as safetensors with nanoGPT's parameter names and
@@ -133,34 +149,57 @@ export function mountTransformerPanel(root, playground) {
     window.history.replaceState(window.history.state, "", u);
   }
 
-  // The time Train will take: seconds a step from the last transformer run on this adapter
-  // (scaled by parameters and batch), else a rough figure for the adapter's class.
+  // The time Train will take: the steps, the validations (eval_steps forward batches at every
+  // eval_interval steps and at the end), the live sample after each, and the set-up (weights,
+  // kernels compiled once a tab). Rates from the last transformer run on this adapter, scaled by
+  // the model's size; else rough figures for the adapter's class.
   async function updateEstimate() {
     const info = playground.info;
     if (!info || !lastSize?.n_params) return;
-    const p = params();
+    const p = { ...(presets[preset.value] || {}), ...params() };
     const steps = p.steps || 0;
     if (pastRuns === null) {
       pastRuns = [];
       try { pastRuns = await getRecentRuns("transformer", 10); } catch (e) { /* none */ }
     }
     const cls = info.backend !== "webgpu" ? "cpu" : playground.isSoftware() ? "software" : "gpu";
-    const scale = (lastSize.n_params / 1e6) * ((p.batch_size || 32) / 32) * ((p.block_size || 64) / 64);
+    const work = (n, c) => (n / 1e6) * ((c.batch_size || 32) / 32) * ((c.block_size || 64) / 64);
     const same = pastRuns.find((r) => r.backend === info.backend && r.adapter?.vendor === info.adapter?.vendor
       && r.adapter?.architecture === info.adapter?.architecture && r.timings?.step > 0 && r.metrics?.n_params);
-    let perStep, basis;
-    if (same) {
-      const c = same.config?.params || {};
-      const thenScale = (same.metrics.n_params / 1e6) * ((c.batch_size || 32) / 32) * ((c.block_size || 64) / 64);
-      perStep = same.timings.step * (scale / thenScale);
-      basis = `from your last run on this adapter (${fmtSeconds(same.timings.step)} a step)`;
-    } else {
-      perStep = CLASS_SECONDS[cls] * scale;
-      basis = `a rough figure for a ${cls === "gpu" ? "GPU" : cls === "software" ? "software adapter" : "CPU"}`;
-    }
-    estimate.dataset.seconds = String(perStep * steps);
-    estimate.textContent = `Estimated time: ${fmtDuration(perStep * steps)} for ${steps} steps (${basis}).` +
+    const rates = same ? pastRates(same, work, CLASS_RATES[cls]) : CLASS_RATES[cls];
+    const perStep = (p.n_layer || 1) * rates.layer + rates.step * work(lastSize.n_params, p);
+    const evals = validations(steps, p.eval_interval || steps);
+    const live = LIVE_SAMPLE[slow() ? "slow" : "fast"];
+    const perChar = rates.char * (lastSize.n_params / 1e6);
+    const seconds = steps * perStep + evals * (p.eval_steps || 0) * perStep * rates.evalBatch
+      + evals * live * perChar + rates.setup;
+    const basis = same ? `from your last run on this adapter (${fmtSeconds(same.timings.step)} a step)`
+      : `a rough figure for a ${cls === "gpu" ? "GPU" : cls === "software" ? "software adapter" : "CPU"}; it improves after one run`;
+    estimate.dataset.seconds = String(seconds);
+    estimate.textContent = `Estimated time: ${fmtDuration(seconds)} for ${steps} steps (${basis}).` +
       (sizedDown ? ` Steps sized down to ${SMALL_STEPS} for this adapter.` : "");
+  }
+
+  // A stored run's rates: its step less the class's time a layer, per unit of work (at least
+  // a fifth of its step); a validation batch against a step; seconds a sampled character per
+  // million parameters; its set-up.
+  function pastRates(run, work, cls) {
+    const c = run.config?.params || {};
+    const cfg = { ...(presets[c.preset] || {}), ...c };
+    const t = run.timings, n = run.metrics.n_params;
+    const evals = validations(cfg.steps || 0, cfg.eval_interval || cfg.steps || 1);
+    const batches = evals * (cfg.eval_steps || 0);
+    const liveChars = evals * (cfg.live_sample || 0);
+    const charS = liveChars && t.live_sample ? t.live_sample / liveChars
+      : t.sample_chars_per_s ? 1 / t.sample_chars_per_s : null;
+    const layers = Math.min((cfg.n_layer || 1) * cls.layer, 0.8 * t.step);
+    return {
+      layer: layers / (cfg.n_layer || 1),
+      step: (t.step - layers) / work(n, cfg),
+      evalBatch: batches && t.eval ? t.eval / (batches * t.step) : cls.evalBatch,
+      char: charS ? charS / (n / 1e6) : cls.char,
+      setup: t.setup ?? 0,
+    };
   }
 
   async function chooseText() {
@@ -220,6 +259,8 @@ export function mountTransformerPanel(root, playground) {
       weightsName = `transformer-${run.id.slice(0, 8)}.safetensors`;
       showSnippet(getSnippet(run.id));
       showComparisons(compare, run);
+      pastRuns = null;  // the next estimate starts from this run's rates
+      updateEstimate();
       // The PyTorch twin's loss curve, laid over the browser's once it is in.
       const twin = setInterval(async () => {
         const res = await fetch(`/api/runs/${run.id}/comparisons`).catch(() => null);
