@@ -49,7 +49,9 @@ def random_data(rng, task):
     if task == "regression":
         y = [sum(r) * rng.uniform(-3, 3) + rng.gauss(0, 0.5) for r in X]
     else:
-        k = rng.choice([2, 3, 4, 13, 20])  # 13 or more: more channels than one chunk of the _wg kernels
+        # 13 or more: more channels than one chunk of the _wg kernels; 70: more lanes (class
+        # channels) than hist_prefix_wg has threads, so it takes them in two passes
+        k = rng.choice([2, 3, 4, 13, 20, 70])
         y = [(int(abs(r[0] * 2 + rng.gauss(0, 1))) + (rng.randrange(k) if k > 4 else 0)) % k for r in X]
     return X, y
 

@@ -808,11 +808,10 @@ const BPT: u32 = 4u;   // bins a thread: PW * BPT = 256, the most bins a feature
 var<workgroup> wg_flags: u32;
 var<workgroup> wg_node: u32;
 var<workgroup> wg_elig: u32;
-var<workgroup> wg_rows: u32;  // hist_prefix_wg: the node's rows (the feature's last cumulative bin)
 var<workgroup> wg_any: atomic<u32>;
 var<workgroup> wg_rs: array<f32, PW>;
 var<workgroup> wg_rb: array<u32, PW>;
-var<workgroup> wg_sum: array<vec4u, PW>;
+var<workgroup> wg_sum: array<vec2u, PW>;  // hist_prefix_wg: each thread's run of bins
 
 // The (tree, slot, feature) of a workgroup, and the slot's flags for all its threads (0: none).
 fn wg_item(id: u32, lid: u32) -> vec4u {
@@ -828,46 +827,12 @@ fn wg_item(id: u32, lid: u32) -> vec4u {
   return vec4u(t, s, f, 0u);
 }
 
-// Four channels; with `wide`, x and y are the lo and hi words of one 64-bit sum.
-fn add4(a: vec4u, b: vec4u, wide: bool) -> vec4u {
-  if (wide) { return vec4u(add64(a.xy, b.xy), a.z + b.z, a.w + b.w); }
-  return a + b;
-}
-
-fn sub4(a: vec4u, b: vec4u, wide: bool) -> vec4u {
-  if (wide) { return vec4u(sub64(a.xy, b.xy), a.z - b.z, a.w - b.w); }
-  return a - b;
-}
-
-// The sum of v over the threads before this one (all threads must call it).
-fn wg_exclusive(v: vec4u, lid: u32, wide: bool) -> vec4u {
-  var x = v;
-  for (var off = 1u; off < PW; off <<= 1u) {
-    wg_sum[lid] = x;
-    workgroupBarrier();
-    if (lid >= off) { x = add4(x, wg_sum[lid - off], wide); }
-    workgroupBarrier();
-  }
-  return sub4(x, v, wide);
-}
-
-fn load4(h: u32, c0: u32) -> vec4u {
-  var v = vec4u(0u);
-  for (var c = 0u; c < 4u; c++) {
-    if (c0 + c < p.C) { v[c] = sp_hist[h + c0 + c]; }
-  }
-  return v;
-}
-
-fn store4(h: u32, c0: u32, v: vec4u) {
-  for (var c = 0u; c < 4u; c++) {
-    if (c0 + c < p.C) { sp_hist[h + c0 + c] = v[c]; }
-  }
-}
-
-// A feature's bins made cumulative: each thread sums its BPT consecutive bins four channels at
-// a time, and a scan over the threads adds what comes before. An open slot's feature then gets
-// split_vary's work, whether it varies found from the rows channel this thread already holds.
+// A feature's bins made cumulative, a channel a lane (MSE's two words of a 64-bit sum are one
+// lane): the workgroup's threads take the lanes and, for each lane, `seg` runs of consecutive
+// bins. A thread sums its run, the runs' sums meet in workgroup memory, and a second pass over
+// the run (in cache now) writes the running sums. Neighbouring threads read neighbouring words
+// of a bin, and two barriers a pass of lanes. An open slot's feature then gets split_vary's
+// work: whether it varies, from the rows channel's running sums against the node's rows.
 @compute @workgroup_size(64)
 fn hist_prefix_wg(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
                   @builtin(local_invocation_index) lid: u32) {
@@ -880,31 +845,53 @@ fn hist_prefix_wg(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nw
   if ((flags & BUILT) == 0u) { return; }
   let nb = sp_fmeta[2u * it.z + 1u];
   let h0 = (hist_slot(it.x, it.y) * p.NB + sp_fmeta[2u * it.z]) * p.C;
-  let cc = p.C - 1u;  // the rows channel
-  var rows: array<u32, BPT>;  // this thread's bins' cumulative rows
-  for (var c0 = 0u; c0 < p.C; c0 += 4u) {
-    let wide = p.crit == MSE && c0 == 0u;
-    var run = vec4u(0u);
-    var upto: array<vec4u, BPT>;
-    for (var q = 0u; q < BPT; q++) {
-      let j = lid * BPT + q;
-      if (j < nb) { run = add4(run, load4(h0 + j * p.C, c0), wide); }
-      upto[q] = run;
+  let wide = p.crit == MSE;
+  let lanes = select(p.C, p.C - 1u, wide);
+  let cc = p.C - 1u;  // the rows channel, the last lane
+  var varies = false;
+  for (var l0 = 0u; l0 < lanes; l0 += PW) {
+    let nl = min(lanes - l0, PW);  // lanes in this pass
+    let seg = PW / nl;             // runs a lane
+    let len = (nb + seg - 1u) / seg;
+    let li = lid % nl;
+    let k = lid / nl;              // this thread's run (none when k >= seg)
+    let lane = l0 + li;
+    let w64 = wide && lane == 0u;
+    let c = select(lane, lane + 1u, wide && lane > 0u);  // the lane's (first) channel
+    let b0 = min(k * len, nb);
+    let b1 = select(b0, min(b0 + len, nb), k < seg);
+    var s = vec2u(0u);
+    for (var j = b0; j < b1; j++) {
+      let h = h0 + j * p.C + c;
+      if (w64) { s = add64(s, vec2u(sp_hist[h], sp_hist[h + 1u])); } else { s.x += sp_hist[h]; }
     }
-    let before = wg_exclusive(run, lid, wide);
-    for (var q = 0u; q < BPT; q++) {
-      let j = lid * BPT + q;
-      let v = add4(before, upto[q], wide);
-      if (j < nb) { store4(h0 + j * p.C, c0, v); }
-      if (cc >= c0 && cc < c0 + 4u) { rows[q] = v[cc - c0]; }
-      if (j == nb - 1u && cc >= c0 && cc < c0 + 4u) { wg_rows = v[cc - c0]; }
+    wg_sum[lid] = s;
+    workgroupBarrier();
+    var run = vec2u(0u);  // the runs before this one
+    var total = 0u;       // the rows channel's: the node's rows
+    if (k < seg) {
+      for (var q = 0u; q < seg; q++) {
+        let o = wg_sum[q * nl + li];
+        if (q < k) { if (w64) { run = add64(run, o); } else { run.x += o.x; } }
+        total += o.x;
+      }
+    }
+    workgroupBarrier();  // wg_sum is written again by the next pass of lanes
+    for (var j = b0; j < b1; j++) {
+      let h = h0 + j * p.C + c;
+      if (w64) {
+        run = add64(run, vec2u(sp_hist[h], sp_hist[h + 1u]));
+        sp_hist[h] = run.x;
+        sp_hist[h + 1u] = run.y;
+      } else {
+        run.x += sp_hist[h];
+        sp_hist[h] = run.x;
+      }
+      if (c == cc && run.x != 0u && run.x < total) { varies = true; }  // some bin holds part of the rows
     }
   }
   if ((flags & OPEN) == 0u) { return; }
-  let total = workgroupUniformLoad(&wg_rows);
-  for (var q = 0u; q < BPT; q++) {  // the feature varies: some bin holds part of the rows
-    if (lid * BPT + q < nb && rows[q] != 0u && rows[q] < total) { atomicOr(&wg_any, 1u); }
-  }
+  if (varies) { atomicOr(&wg_any, 1u); }
   storageBarrier();  // this workgroup's stores, read by finish_vary
   workgroupBarrier();
   if (lid == 0u) { finish_vary(it.x, it.y, it.z, atomicLoad(&wg_any)); }
