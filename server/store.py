@@ -127,10 +127,16 @@ class Store:
             self._jobs.put(None)
         assert self._writer is not None
         self._writer.join()
+        # Idle readers now; a reader in use on another thread is closed by that thread when it
+        # hands it back (closing a connection under a running query can crash the process).
         with self._readers_lock:
-            for conn in self._all_readers:
+            while True:
+                try:
+                    conn = self._readers.get_nowait()
+                except queue.Empty:
+                    break
                 conn.close()
-            self._all_readers.clear()
+                self._all_readers.remove(conn)
 
     def _connect(self) -> sqlite3.Connection:
         # isolation_level=None: we issue BEGIN/COMMIT ourselves, so a commit is exactly where we say.
@@ -206,7 +212,12 @@ class Store:
         except sqlite3.Error as exc:
             raise _translate(exc) from exc
         finally:
-            self._readers.put(conn)
+            with self._readers_lock:
+                if self._closed:  # close() ran meanwhile: this reader is the last to use it
+                    conn.close()
+                    self._all_readers.remove(conn)
+                else:
+                    self._readers.put(conn)
 
     def _new_reader(self) -> sqlite3.Connection:
         try:
