@@ -168,7 +168,7 @@ export function mountTransformerPanel(root, playground) {
       && r.adapter?.architecture === info.adapter?.architecture && r.timings?.step > 0 && r.metrics?.n_params);
     const rates = same ? pastRates(same, work, CLASS_RATES[cls]) : CLASS_RATES[cls];
     const perStep = (p.n_layer || 1) * rates.layer + rates.step * work(lastSize.n_params, p);
-    const evals = validations(steps, p.eval_interval || steps);
+    const evals = steps > 0 ? validations(steps, p.eval_interval || steps) : 0;
     const live = LIVE_SAMPLE[slow() ? "slow" : "fast"];
     const perChar = rates.char * (lastSize.n_params / 1e6);
     const seconds = steps * perStep + evals * (p.eval_steps || 0) * perStep * rates.evalBatch
