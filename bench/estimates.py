@@ -2,12 +2,13 @@
 person would: a fresh tab (no stored run: the adapter class's rough figure), then runs of other
 sizes, each estimated from the run before it.
 
-    python -m bench.estimates [--runs "tiny:20:12,tiny:10:12,tiny:20:4"] [--webgpu on|off]
+    python -m bench.estimates [--runs "tiny:20:12,tiny:10:12,tiny:20:4"] [--backend webgpu|reference]
         [--out bench/results/DATE-estimates.md]
 
 Each run is PRESET:STEPS:BATCH. For each: the estimate shown before Train (its seconds and its
 basis), the seconds from the click to "Done" (the page's own wall clock: the job's `total`, and
-ours around the click), and their ratio. `--webgpu off` hides navigator.gpu (the tab's CPU path).
+ours around the click), and their ratio. `--backend reference`: the page's CPU fallback
+(`?backend=reference`, as `python -m bench --backend reference`).
 Headless Chromium on this machine (SwiftShader unless CHROMIUM_GPU_FLAGS says otherwise).
 """
 from __future__ import annotations
@@ -27,9 +28,9 @@ from .__main__ import FLAGS, free_port, start_server
 
 
 def write_report(result: dict, out: Path) -> None:
-    """OUT (markdown table) and OUT with .json beside it, from `result` (runs, webgpu, adapter, rows)."""
+    """OUT (markdown table) and OUT with .json beside it, from `result` (runs, backend, adapter, rows)."""
     lines = [f"# Transformer time estimates against the time taken ({platform.node()}, {os.cpu_count()} cores)",
-             "", f"`python -m bench.estimates --runs {result['runs']} --webgpu {result['webgpu']}`; adapter "
+             "", f"`python -m bench.estimates --runs {result['runs']} --backend {result['backend']}`; adapter "
              f"{json.dumps(result['adapter'])}", "",
              "| run (preset:steps:batch) | estimate s | basis | taken s (click to Done) | taken / estimate "
              "| step s | set-up s | validation s | live sample s |",
@@ -43,10 +44,23 @@ def write_report(result: dict, out: Path) -> None:
     out.with_suffix(".json").write_text(json.dumps(result, indent=1))
 
 
+def settled_estimate(page, steps: str) -> tuple[float, str]:
+    """The estimate once the page has finished recomputing it for the changed fields (each change
+    asks the worker for the size, then estimates): for `steps` steps, unchanged for a second."""
+    last = None
+    while True:
+        page.wait_for_function(f"() => document.querySelector('#tf-estimate').textContent.includes('for {steps} steps')")
+        now = (float(page.get_attribute("#tf-estimate", "data-seconds")), page.locator("#tf-estimate").inner_text())
+        if now == last:
+            return now
+        last = now
+        time.sleep(1.0)
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--runs", default="tiny:20:12,tiny:10:12,tiny:20:4")
-    p.add_argument("--webgpu", choices=("on", "off"), default="on")
+    p.add_argument("--backend", choices=("webgpu", "reference"), default="webgpu")
     p.add_argument("--out", type=Path, default=None)
     a = p.parse_args(argv)
     from playwright.sync_api import sync_playwright
@@ -60,12 +74,8 @@ def main(argv=None) -> int:
             chromium = os.environ.get("CHROMIUM_BIN") or shutil.which("chromium")
             browser = pw.chromium.launch(executable_path=chromium, headless=True,
                                          args=FLAGS + os.environ.get("CHROMIUM_GPU_FLAGS", "").split())
-            context = browser.new_context(base_url=base)
-            if a.webgpu == "off":
-                context.add_init_script("Object.defineProperty(Navigator.prototype, 'gpu', {get: () => undefined});"
-                                        "delete Navigator.prototype.gpu;")
-            page = context.new_page()
-            page.goto("/?tab=transformer")
+            page = browser.new_page(base_url=base)
+            page.goto("/?tab=transformer" + ("&backend=reference" if a.backend == "reference" else ""))
             page.wait_for_function("() => window.playground !== undefined", timeout=180_000)
             page.evaluate("() => window.playground.ready")
             adapter = page.evaluate("() => window.playground.info.adapter || null")
@@ -78,10 +88,7 @@ def main(argv=None) -> int:
                 page.dispatch_event("#tf-steps", "change")
                 page.fill("#tf-batch_size", batch)
                 page.dispatch_event("#tf-batch_size", "change")
-                time.sleep(1.0)  # the size and the estimate follow the change event
-                page.wait_for_function("() => document.querySelector('#tf-estimate').dataset.seconds !== undefined")
-                est = float(page.get_attribute("#tf-estimate", "data-seconds"))
-                text = page.locator("#tf-estimate").inner_text()
+                est, text = settled_estimate(page, steps)
                 t0 = time.perf_counter()
                 page.click("#tf-train")
                 page.wait_for_function(
@@ -103,7 +110,7 @@ def main(argv=None) -> int:
         server.terminate()
         server.wait(10)
     if a.out:
-        write_report({"runs": a.runs, "webgpu": a.webgpu, "adapter": adapter, "rows": rows}, a.out)
+        write_report({"runs": a.runs, "backend": a.backend, "adapter": adapter, "rows": rows}, a.out)
     return 0
 
 
