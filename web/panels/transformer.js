@@ -19,8 +19,9 @@ const LIVE_SAMPLE = { fast: 60, slow: 10 };
 // on a software adapter) plus `step` seconds a unit of work (a million parameters at batch 32,
 // context 64); a validation batch takes `evalBatch` of a step; a sampled character `char`
 // seconds a million parameters; the set-up (weights, plans) `setup` seconds. Measured:
-// - software: SwiftShader on 2 cores (`python -m bench.estimates`), tiny at batch 4, 8 and 12:
-//   2.9, 3.4 and 5.2 s a step, validation batches 0.39-0.40 of a step, 0.18-0.3 s a character;
+// - software: SwiftShader on 2 cores (`python -m bench.estimates`), tiny at batch 2, 4, 8 and
+//   12: 1.0-1.9, 2.8-3.4, 3.4-4.0 and 5.1-5.4 s a step (least squares: 0.31 s a layer, 13.1 a
+//   unit), validation batches 0.26-0.40 of a step, 0.17-0.32 s a character;
 // - CPU (the tab's Python path): tiny at batch 4 took 21.5 s a step in CPython, and micro took
 //   2.2x its CPython time in Pyodide under Node: about 47 s a step in a tab;
 // - GPU: the H200 ran tiny in 4.4 ms and shakespeare_char in 55.6 ms a step, about 1 ms a layer
@@ -28,7 +29,7 @@ const LIVE_SAMPLE = { fast: 60, slow: 10 };
 //   a layer and 5x a unit.
 const CLASS_RATES = {
   gpu: { layer: 0.002, step: 0.003, evalBatch: 0.3, char: 0.005, setup: 1 },
-  software: { layer: 0.47, step: 11, evalBatch: 0.4, char: 0.25, setup: 2 },
+  software: { layer: 0.31, step: 13.1, evalBatch: 0.4, char: 0.25, setup: 2 },
   cpu: { layer: 0.08, step: 465, evalBatch: 0.34, char: 5, setup: 1.5 },
 };
 // Validations in a run of `steps`: at every `every` steps and at the end.
