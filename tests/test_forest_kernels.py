@@ -49,8 +49,8 @@ def random_data(rng, task):
     if task == "regression":
         y = [sum(r) * rng.uniform(-3, 3) + rng.gauss(0, 0.5) for r in X]
     else:
-        # 13 or more: more channels than one chunk of the _wg kernels; 70: more lanes (class
-        # channels) than hist_prefix_wg has threads, so it takes them in two passes
+        # 13 or more: more lanes than one chunk of split_scan_wg (CH); 70: more lanes (class
+        # channels) than split_pick_wg has threads, so it takes them in two passes
         k = rng.choice([2, 3, 4, 13, 20, 70])
         y = [(int(abs(r[0] * 2 + rng.gauss(0, 1))) + (rng.randrange(k) if k > 4 else 0)) % k for r in X]
     return X, y
@@ -70,13 +70,13 @@ def random_forest(rng, task, backend, bootstrap=None):
 
 
 ENTRIES = ["check_finite", "targets", "bin_features", "bootstrap", "init_trees", "hist_build",
-           "hist_prefix", "split_vary", "split_scan", "hist_prefix_wg", "split_vary_wg", "split_scan_wg",
-           "split_pick", "alloc",
-           "hist_clear", "route_rows", "finalize", "importance", "oob", "predict"]
-# Workgroup-per-(tree, slot, feature) variants: replayed on the inputs of the looping kernel.
-VARIANTS = {"hist_prefix_wg": "hist_prefix", "split_vary_wg": "split_vary", "split_scan_wg": "split_scan"}
-PER_LEVEL = {"hist_build", "hist_prefix", "split_vary", "split_scan", "hist_prefix_wg", "split_vary_wg", "split_scan_wg",
-             "split_pick", "alloc", "hist_clear", "route_rows"}  # the others run once a fit or a batch: capture their first dispatch
+           "split_vary", "split_scan", "split_pick", "split_vary_wg", "split_scan_wg", "split_pick_wg",
+           "alloc", "hist_clear", "route_rows", "finalize", "importance", "oob", "predict"]
+# Workgroup-per-item variants (GPUs): replayed on the inputs of the looping kernel, a workgroup
+# per (tree, slot of the pass, feature), or per (tree, slot of the pass) for split_pick_wg.
+VARIANTS = {"split_vary_wg": "split_vary", "split_scan_wg": "split_scan", "split_pick_wg": "split_pick"}
+PER_LEVEL = {"hist_build", "split_vary", "split_scan", "split_pick", "split_vary_wg", "split_scan_wg",
+             "split_pick_wg", "alloc", "hist_clear", "route_rows"}  # the others run once a fit or a batch: capture their first dispatch
 
 
 @pytest.mark.parametrize("task", ["regression", "gini", "entropy"])
@@ -103,7 +103,7 @@ def test_kernel_matches_reference(native_backend, rng, entry, task):
         total = grid[0] * grid[1] * grid[2]
         if entry in VARIANTS:  # a workgroup per (tree, slot of the pass, feature)
             p = fk.PARAMS.unpack(bufs[0][2])
-            total = p["T"] * min(p["S_h"], p["S_cur"] - p["s_lo"]) * p["F"]
+            total = p["T"] * min(p["S_h"], p["S_cur"] - p["s_lo"]) * (1 if entry == "split_pick_wg" else p["F"])
         g = fk.grid(total, backend.limits["maxComputeWorkgroupsPerDimension"])
         run(backend.run(backend.plan().dispatch(kern, made, g)))
         return [run(backend.read(b)) for b in made]

@@ -11,15 +11,16 @@ The method (kernels in `py_core/kernels/forest/forest.wgsl`):
    with replacement per tree into each row's state (slot << 8 | count), from a hash RNG.
 3. Level by level, all trees of the batch at once, a plan recorded once per level runs:
    `hist_clear` (zeroes the histograms this level builds), `hist_build` (integer atomics into
-   (tree, slot, feature, bin): only the smaller child of each split, or the root), `hist_prefix`
-   (built histograms made cumulative along the bins; then per feature of an open built slot its
-   rank in the node's random permutation and whether it varies in the node), `split_vary` (the
-   same for the other open slots, their histograms first made as parent - sibling),
-   `split_scan` (the best split of each of the first max_features varying features of the node's
-   random permutation, as scikit-learn draws them; f32 gain, correctly rounded), `split_pick` (per slot: the best over its random feature subset), `alloc` (per
-   tree, a prefix sum numbers the children and gives the open ones slots of the next level) and
-   `route_rows` (each row moves to its child's slot). On GPUs, hist_prefix and split_scan run
-   as their `_wg` versions (`parallel_bins`). Nothing is read back between levels: the number
+   (tree, slot, feature, bin): only the smaller child of each split, or the root), `split_vary`
+   (the other open slots' histograms as parent - sibling; per feature of an open slot its rank
+   in the node's random permutation and whether it varies in the node), `split_scan` (the best
+   split of each of the first max_features varying features of the node's random permutation,
+   as scikit-learn draws them: those features' bins summed along, an f32 gain per candidate,
+   correctly rounded), `split_pick` (per slot: the best over its random feature subset, and the
+   left child's totals), `alloc` (per tree, a prefix sum numbers the children and gives the open
+   ones slots of the next level) and `route_rows` (each row moves to its child's slot).
+   Histograms stay raw: only the few scanned features of a node are ever summed along their
+   bins. On GPUs the three split kernels run as their `_wg` versions (`parallel_bins`). Nothing is read back between levels: the number
    of slots a level can need is bounded from n, min_samples_split and min_samples_leaf, so
    every grid is fixed, and a batch of trees of depth <= 16 is one submission.
    Memory (sizes.py): two levels of histograms, Tb x S_h x NB x C words each, sized to the
@@ -90,10 +91,10 @@ LIVE_BATCHES = 8  # batches a fit with live plots grows in (fewer when it has fe
                   # surface that redraws about eight times, at a few waits' cost on a GPU
 
 KERNELS = ("check_finite", "sample", "sort_pass", "targets", "bin_features", "bootstrap",
-           "init_trees", "hist_clear", "hist_build", "split_pick", "alloc", "route_rows",
+           "init_trees", "hist_clear", "hist_build", "alloc", "route_rows",
            "finalize", "importance", "oob")
-LOOPING = ("hist_prefix", "split_vary", "split_scan")  # a thread per (tree, slot, feature): CPUs
-PARALLEL = ("hist_prefix_wg", "split_vary_wg", "split_scan_wg")  # a workgroup per one: GPUs
+LOOPING = ("split_vary", "split_scan", "split_pick")  # a thread per (tree, slot[, feature]): CPUs
+PARALLEL = ("split_vary_wg", "split_scan_wg", "split_pick_wg")  # a workgroup per one: GPUs
 CPU_ADAPTERS = ("swiftshader", "llvmpipe", "lavapipe")
 
 
@@ -408,7 +409,7 @@ class Grower:
         if (e, s_cur) in self.level_plans:
             return self.level_plans[(e, s_cur)]
         z, k, n, Tb, wgs = self.z, self.k, self.n, self.z.Tb, self.wgs
-        prefix, vary, scan = (k[name] for name in (PARALLEL if self.wide else LOOPING))
+        vary, scan, pick = (k[name] for name in (PARALLEL if self.wide else LOOPING))
         last = z.levels is not None and e == z.levels - 1
         s_next = 0 if last else level_slots(e + 1, n, self.s_min)
         cur, other = self.slots[e % 2], self.slots[1 - e % 2]
@@ -423,11 +424,10 @@ class Grower:
             (plan.dispatch(k["hist_clear"], [P, cur, h], grid(Tb * -(-sp // HC_SLOTS), wgs))
              .dispatch(k["hist_build"], [P, self.binned, fb, self.tgt, self.state, cur, h],
                        self._grid(Tb * n))
-             .dispatch(prefix, [P, fb, cur, h, nodes, cand, xlogx, parent], self._per_feature(sp))
              .dispatch(vary, [P, fb, cur, h, nodes, cand, xlogx, parent], self._per_feature(sp))
              .dispatch(scan, [P, fb, cur, h, nodes, cand, xlogx, parent], self._per_feature(sp))
-             .dispatch(k["split_pick"], [P, fb, cur, h, nodes, cand, xlogx, self.left],
-                       self._grid(Tb * sp)))
+             .dispatch(pick, [P, fb, cur, h, nodes, cand, xlogx, self.left],
+                       grid(Tb * sp, wgs) if self.wide else self._grid(Tb * sp)))
         P = ups[0][0]
         plan.dispatch(k["alloc"], [P, cur, nodes, self.left, other, self.childmap, self.meta],
                       grid(Tb, wgs))

@@ -36,7 +36,8 @@ VARIES, RANK_SHIFT = 2, 8  # a candidate's fourth word: rank << RANK_SHIFT | VAR
 SLOT_SHIFT, COUNT_MASK = 8, 0xFF  # a row's state: slot << SLOT_SHIFT | bootstrap count
 MSE, GINI, ENTROPY = 0, 1, 2
 CRITERIA = {"squared_error": MSE, "gini": GINI, "entropy": ENTROPY}
-MAXK = 64          # classes the split scan keeps in registers
+MAXK = 64          # classes predict keeps in registers
+MAXB = 256         # the most bins a feature has
 M32 = 0xFFFFFFFF
 INF = float("inf")
 WG = 256           # threads per workgroup of the flat kernels
@@ -46,7 +47,7 @@ NOT_FINITE_X, NOT_FINITE_Y = 1, 2  # flags
 FAMILY = Family(structs={"Params": PARAMS, "Sort": SORT}, consts={
     "LEAF": LEAF, "DONE": DONE, "OPEN": OPEN, "BUILT": BUILT, "VARIES": VARIES,
     "RANK_SHIFT": RANK_SHIFT, "SLOT_SHIFT": SLOT_SHIFT, "COUNT_MASK": COUNT_MASK, "MSE": MSE, "GINI": GINI,
-    "ENTROPY": ENTROPY, "MAXK": MAXK, "HC_SLOTS": HC_SLOTS, "IMP_CHUNK": IMP_CHUNK,
+    "ENTROPY": ENTROPY, "MAXK": MAXK, "MAXB": MAXB, "HC_SLOTS": HC_SLOTS, "IMP_CHUNK": IMP_CHUNK,
     "NOT_FINITE_X": NOT_FINITE_X, "NOT_FINITE_Y": NOT_FINITE_Y})
 
 
@@ -369,51 +370,23 @@ def _feature_range(p, fmeta, hbase, f):
     return h0, h0 + fmeta[2 * f + 1] * p["C"]
 
 
-def _starts(fmeta, F):
-    """For each global bin, the global index of its feature's first bin."""
-    out = []
-    for f in range(F):
-        out += [fmeta[2 * f]] * fmeta[2 * f + 1]
+def _summed(p, words):
+    """A feature's raw bins (C words each) summed along the bins: bin j holds bins 0..j, each
+    channel a running sum (regression's 64-bit sum in its (lo, hi) channels), words mod 2^32."""
+    C, c0 = p["C"], 0
+    out = array("I", words)
+    if p["crit"] == MSE:
+        sums = list(accumulate(signed64(lo, hi) for lo, hi in zip(words[0::C], words[1::C])))
+        out[0::C] = array("I", [v & M32 for v in sums])
+        out[1::C] = array("I", [(v >> 32) & M32 for v in sums])
+        c0 = 2
+    for c in range(c0, C):
+        out[c::C] = array("I", [v & M32 for v in accumulate(words[c::C])])
     return out
 
 
-def _prefix_slot(p, hist, h0, starts):
-    """A slot's bins (from word h0) made cumulative along each feature, channel by channel: one
-    running sum over the slot, less its value before each feature's first bin."""
-    C, NB, c0 = p["C"], p["NB"], 0
-    h1 = h0 + NB * C
-
-    def per_feature(run):
-        return [v - (run[b - 1] if b else 0) for v, b in zip(run, starts)]
-
-    if p["crit"] == MSE:  # one 64-bit running sum in the (lo, hi) channels
-        sums = per_feature(list(accumulate(
-            signed64(lo, hi) for lo, hi in zip(hist[h0:h1:C], hist[h0 + 1:h1:C]))))
-        hist[h0:h1:C] = array("I", [v & M32 for v in sums])
-        hist[h0 + 1:h1:C] = array("I", [(v >> 32) & M32 for v in sums])
-        c0 = 2
-    for c in range(c0, C):
-        hist[h0 + c:h1:C] = array("I", [v & M32 for v in per_feature(list(accumulate(hist[h0 + c:h1:C])))])
-
-
-@reference("forest", "hist_prefix_wg")
-@reference("forest", "hist_prefix")
-def hist_prefix(bufs, grid_, constants):
-    _, fmeta, slots, hist, nodes, cand, xlogx, prev = bufs
-    p = _unpack(bufs)
-    S, NB, C = p["S"], p["NB"], p["C"]
-    starts = _starts(fmeta, p["F"])
-    for t in range(p["T"]):
-        for s in pass_range(p):
-            flags = slots[(t * S + s) * 4 + 1]
-            if flags & BUILT:
-                _prefix_slot(p, hist, hist_slot(p, t, s) * NB * C, starts)
-                if flags & OPEN:
-                    _vary_slot(p, fmeta, hist, nodes, cand, t, s, slots[(t * S + s) * 4])
-
-
 def _derive(p, slots, prev, hist, t, s):
-    """The slot's (cumulative) histogram as its parent's minus its sibling's."""
+    """The slot's histogram as its parent's minus its sibling's, word by word."""
     S, C, W = p["S"], p["C"], p["NB"] * p["C"]
     sl = (t * S + s) * 4
     me, sib = hist_slot(p, t, s) * W, hist_slot(p, t, s ^ 1) * W
@@ -438,62 +411,52 @@ def _eligible(p, tot):
 
 
 class _Slot:
-    """One open slot's cumulative histogram and the split scan in f32, as the shader does it."""
+    """One open slot's raw histogram, its node's totals, and the split scan in f32 as the shader
+    does it: a scanned feature's bins summed along, then a score per candidate."""
 
-    def __init__(self, p, hist, fmeta, xlogx, hbase):
-        self.p, self.hist, self.fmeta, self.xlogx, self.hbase = p, hist, fmeta, xlogx, hbase
-        C, NB = p["C"], p["NB"]
-        upto = hist[hbase * C + C - 1:(hbase + NB) * C:C].tolist()  # cumulative rows, every bin
-        first = set(fmeta[0::2])
-        self.upto = upto
-        self.nonempty = [g for g, c in enumerate(upto) if c != (0 if g in first else upto[g - 1])]
-
-    def _nonempty(self, f):
-        """Feature f's non-empty bins (local numbers)."""
-        off, nb = self.fmeta[2 * f], self.fmeta[2 * f + 1]
-        i, j = bisect_left(self.nonempty, off), bisect_left(self.nonempty, off + nb)
-        return [g - off for g in self.nonempty[i:j]]
+    def __init__(self, p, hist, fmeta, xlogx, hbase, tot):
+        self.p, self.hist, self.fmeta, self.xlogx, self.hbase, self.tot = p, hist, fmeta, xlogx, hbase, tot
 
     def scan(self, f):
-        """(best (score, b, b2) or None, whether the feature varies in the node)."""
+        """The best split of feature f, (score, b, b2), or None."""
         p, C = self.p, self.p["C"]
         h0, h1 = _feature_range(p, self.fmeta, self.hbase, f)
-        nz = self._nonempty(f)
+        raw = self.hist[h0:h1]
+        nz = [j for j, r in enumerate(raw[C - 1::C]) if r]
         if len(nz) < 2:
-            return None, False
-        off = self.fmeta[2 * f]
-        upto = self.upto[off:off + self.fmeta[2 * f + 1]]
-        msl, total = p["msl"], upto[-1]
-        # Candidate i splits after non-empty bin nz[i]: its left side is cumulative bin nz[i].
+            return None
+        cum = _summed(p, raw)
+        upto = cum[C - 1::C]
+        msl, total = p["msl"], self.tot[C - 1]
+        # Candidate i splits after non-empty bin nz[i]: its left side is summed bin nz[i].
         idx = [i for i in range(len(nz) - 1) if upto[nz[i]] >= msl and total - upto[nz[i]] >= msl]
         if not idx:
-            return None, True
-        lefts = [h0 + nz[i] * C for i in idx]
-        ht = h1 - C
-        scores = self._mse(lefts, ht) if p["crit"] == MSE else self._classes(lefts, ht)
+            return None
+        lefts = [cum[nz[i] * C:nz[i] * C + C] for i in idx]
+        scores = self._mse(lefts) if p["crit"] == MSE else self._classes(lefts)
         top = max(scores)
         i = idx[scores.index(top)]  # first of the best: the lowest bin
-        return (top, nz[i], nz[i + 1]), True
+        return top, nz[i], nz[i + 1]
 
-    def _mse(self, lefts, ht):
-        hist = self.hist
-        total = signed64(hist[ht], hist[ht + 1])
-        s = [signed64(hist[h], hist[h + 1]) for h in lefts]
-        wl = [float(hist[h + 2]) for h in lefts]
-        wr = [float(hist[ht + 2] - w) for w in wl]
+    def _mse(self, lefts):
+        tot = self.tot
+        total = signed64(tot[0], tot[1])
+        s = [signed64(h[0], h[1]) for h in lefts]
+        wl = [float(h[2]) for h in lefts]
+        wr = [float(tot[2] - h[2]) for h in lefts]
         sl = f32([float(v) for v in s])
         sr = f32([float(total - v) for v in s])
         a = f32([x / w for x, w in zip(f32([x * x for x in sl]), wl)])
         b = f32([x / w for x, w in zip(f32([x * x for x in sr]), wr)])
         return f32([x + y for x, y in zip(a, b)])
 
-    def _classes(self, lefts, ht):
-        hist, K = self.hist, self.p["K"]
-        left = [[hist[h + k] for h in lefts] for k in range(K)]
-        right = [[hist[ht + k] - v for v in left[k]] for k in range(K)]
+    def _classes(self, lefts):
+        K, tot = self.p["K"], self.tot
+        left = [[h[k] for h in lefts] for k in range(K)]
+        right = [[(tot[k] - v) & M32 for v in left[k]] for k in range(K)]
         wl = [sum(col) & M32 for col in zip(*left)]
-        total = sum(hist[ht:ht + K]) & M32
-        wr = [total - w for w in wl]
+        total = sum(tot[:K]) & M32
+        wr = [(total - w) & M32 for w in wl]
         if self.p["crit"] == GINI:  # (sum_k c_k^2) / w a side: exact sums, one rounded division
             ql = [f32_of_int(sum(c * c for c in col)) for col in zip(*left)]
             qr = [f32_of_int(sum(c * c for c in col)) for col in zip(*right)]
@@ -507,9 +470,6 @@ class _Slot:
                 acc = f32([a + xl[v] for a, v in zip(acc, side[k])])
         acc = f32([a - xl[v] for a, v in zip(acc, wl)])
         return f32([a - xl[v] for a, v in zip(acc, wr)])
-
-    def varies(self, f):
-        return len(self._nonempty(f)) >= 2
 
 
 def _open_slots(p, slots):
@@ -526,30 +486,23 @@ def _open_slots(p, slots):
 def split_vary(bufs, grid_, constants):
     _, fmeta, slots, hist, nodes, cand, xlogx, prev = bufs
     p = _unpack(bufs)
+    F, C, NB = p["F"], p["C"], p["NB"]
     for t, s, node, flags in _open_slots(p, slots):
-        if not flags & BUILT:  # built slots were done by hist_prefix
+        if not flags & BUILT:
             _derive(p, slots, prev, hist, t, s)
-            _vary_slot(p, fmeta, hist, nodes, cand, t, s, node)
-
-
-def _vary_slot(p, fmeta, hist, nodes, cand, t, s, node):
-    """An open slot whose cumulative histogram is final: the root's totals (depth 0), and per
-    feature its rank in the node's permutation and whether it varies (cand's fourth word)."""
-    F, C, NC = p["F"], p["C"], p["NC"]
-    hbase = hist_slot(p, t, s) * p["NB"]
-    ht = _feature_range(p, fmeta, hbase, 0)[1] - C  # feature 0's last bin: the totals
-    tot = hist[ht:ht + C].tolist()
-    if p["depth"] == 0:
-        rec = (t * NC + node) * (4 + C)
-        nodes[rec + 4:rec + 4 + C] = array("I", tot)
-    out = [0, 0, LEAF, 0] * F
-    if _eligible(p, tot):
-        slot = _Slot(p, hist, fmeta, None, hbase)
+        hbase = hist_slot(p, t, s) * NB
+        if p["depth"] == 0:  # the root's totals: feature 0's bins summed
+            h0, h1 = _feature_range(p, fmeta, hbase, 0)
+            rec = (t * p["NC"] + node) * (4 + C)
+            nodes[rec + 4:rec + 4 + C] = _summed(p, hist[h0:h1])[h1 - h0 - C:]
         key = hash3(p["seed"], 2 * (p["tree0"] + t) + 1, node)
-        for f in range(F):
-            out[4 * f + 3] = (feature_rank(key, f, p["hb"], F) << RANK_SHIFT) | (VARIES if slot.varies(f) else 0)
-    e = 4 * hist_slot(p, t, s) * F
-    cand[e:e + 4 * F] = array("I", out)
+        out = [0, 0, LEAF, 0] * F
+        for f in range(F):  # rank in the node's permutation; VARIES: two or more bins hold rows
+            h0, h1 = _feature_range(p, fmeta, hbase, f)
+            varies = sum(1 for r in hist[h0 + C - 1:h1:C] if r) >= 2
+            out[4 * f + 3] = (feature_rank(key, f, p["hb"], F) << RANK_SHIFT) | (VARIES if varies else 0)
+        e = 4 * hist_slot(p, t, s) * F
+        cand[e:e + 4 * F] = array("I", out)
 
 
 @reference("forest", "split_scan_wg")
@@ -557,22 +510,25 @@ def _vary_slot(p, fmeta, hist, nodes, cand, t, s, node):
 def split_scan(bufs, grid_, constants):
     _, fmeta, slots, hist, nodes, cand, xlogx, prev = bufs
     p = _unpack(bufs)
-    F = p["F"]
+    F, C, NC = p["F"], p["C"], p["NC"]
     xl = xlogx.tolist() if p["crit"] == ENTROPY else None
-    for t, s, _node, _flags in _open_slots(p, slots):
+    for t, s, node, _flags in _open_slots(p, slots):
+        rec = (t * NC + node) * (4 + C)
+        tot = nodes[rec + 4:rec + 4 + C].tolist()
+        if not _eligible(p, tot):
+            continue
         e = 4 * hist_slot(p, t, s) * F
         words = cand[e + 3:e + 4 * F:4].tolist()
         varying = sorted((w >> RANK_SHIFT, f) for f, w in enumerate(words) if w & VARIES)
-        if not varying:
-            continue
-        slot = _Slot(p, hist, fmeta, xl, hist_slot(p, t, s) * p["NB"])
+        slot = _Slot(p, hist, fmeta, xl, hist_slot(p, t, s) * p["NB"], tot)
         for _, f in varying[:p["mf"]]:  # the first max_features that vary, in the node's order
-            got, _ = slot.scan(f)
+            got = slot.scan(f)
             if got is not None:
                 top, b, b2 = got
                 cand[e + 4 * f:e + 4 * f + 3] = array("I", [array("I", array("f", [top]).tobytes())[0], b, b2])
 
 
+@reference("forest", "split_pick_wg")
 @reference("forest", "split_pick")
 def split_pick(bufs, grid_, constants):
     _, fmeta, slots, hist, nodes, cand, xlogx, left = bufs
@@ -592,13 +548,12 @@ def split_pick(bufs, grid_, constants):
             key = (scores[f], -(cands[4 * f + 3] >> RANK_SHIFT))
             if best is None or key > best[1]:
                 best = (f, key, cands[4 * f + 1], cands[4 * f + 2])
-        hbase = hist_slot(p, t, s) * p["NB"]
         if best is None:
             continue
         f, _, b, b2 = best
         nodes[rec:rec + 3] = array("I", [f, b, b2])
-        hl = (hbase + fmeta[2 * f] + b) * C
-        left[(t * S + s) * C:(t * S + s + 1) * C] = hist[hl:hl + C]
+        h0, _ = _feature_range(p, fmeta, hist_slot(p, t, s) * p["NB"], f)
+        left[(t * S + s) * C:(t * S + s + 1) * C] = _summed(p, hist[h0:h0 + (b + 1) * C])[b * C:]
 
 
 def _child_stats(p, nodes, left, t, s, rec):

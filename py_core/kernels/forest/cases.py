@@ -58,7 +58,7 @@ def _two_levels_case(n, F, T, crit, K, max_features):
         fmeta, binned, target, NB, FW = _data(rng, n, F, crit, K)
         C = 4 if crit == MSE else K + 1
         S, NC = 4, 15  # two levels: at most 2 slots below the root; 7 nodes
-        names = ("bootstrap", "init_trees", "hist_clear", "hist_build", "hist_prefix", "split_vary", "split_scan",
+        names = ("bootstrap", "init_trees", "hist_clear", "hist_build", "split_vary", "split_scan",
                  "split_pick", "alloc", "route_rows")
         k = {name: await backend.kernel("forest", name) for name in names}
         common = dict(n=n, F=F, FW=FW, NB=NB, C=C, K=K, crit=crit, T=T, seed=rng.randrange(2**32),
@@ -88,7 +88,6 @@ def _two_levels_case(n, F, T, crit, K, max_features):
             s_cur = 1 if d == 0 else 2
             (plan.dispatch(k["hist_clear"], [P[d], sc, cur], grid(T * s_cur))
              .dispatch(k["hist_build"], [P[d], bb, fb, tb, state, sc, cur], g(T * n))
-             .dispatch(k["hist_prefix"], [P[d], fb, sc, cur, nodes, cand, xlogx, other], g(T * s_cur * F))
              .dispatch(k["split_vary"], [P[d], fb, sc, cur, nodes, cand, xlogx, other], g(T * s_cur * F))
              .dispatch(k["split_scan"], [P[d], fb, sc, cur, nodes, cand, xlogx, other], g(T * s_cur * F))
              .dispatch(k["split_pick"], [P[d], fb, sc, cur, nodes, cand, xlogx, left], g(T * s_cur))

@@ -4,11 +4,11 @@
 // Once a fit: check_finite (X, and targets for y), sample + sort_pass (each feature's sorted
 // subsample, for the bin thresholds), bin_features, targets (y to fixed point).
 // A level (or, where one level's histograms do not fit a buffer, each range of its slots):
-// hist_clear (zero the built slots) -> hist_build (atomics, built slots) -> hist_prefix
-// (cumulative; per feature of a built slot: varies? rank?) -> split_vary (the same for derived
-// slots = parent - sibling) -> split_scan (best split per selected feature) -> split_pick (per
-// node); then alloc (number the children, give the open ones next-level slots) -> route_rows.
-// On GPUs the _wg versions of hist_prefix, split_vary and split_scan do their work. After a
+// hist_clear (zero the built slots) -> hist_build (atomics, built slots) -> split_vary (derived
+// slots = parent - sibling; per feature of an open slot: varies? rank?) -> split_scan (best
+// split per selected feature) -> split_pick (per node); then alloc (number the children, give
+// the open ones next-level slots) -> route_rows. Histograms stay raw, bin by bin.
+// On GPUs the _wg versions of split_vary, split_scan and split_pick do their work. After a
 // batch's last level: finalize (its trees into prediction arrays), importance, oob; predict.
 //
 // Shapes (u32 unless said): X (rows, F) f32, or f64 as two words (lo, hi) when p.xd = 1: read
@@ -518,61 +518,34 @@ fn hist_build(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: v
   }
 }
 
-// ---- hist_prefix: built histograms become cumulative along each feature's bins ---------------
-// The bindings of split_vary (below). Thread per (tree, slot of the pass, feature).
-// From here on every histogram is cumulative: bin j holds bins 0..j, so a split's left side is
-// one bin's channels, the last bin holds the node's totals, and parent - sibling stays exact.
-// An open built slot's feature then gets split_vary's work (finish_vary): its histogram is final.
-@group(0) @binding(1) var<storage, read> sp_fmeta: array<u32>;
-@group(0) @binding(2) var<storage, read> sp_slots: array<u32>;
-@group(0) @binding(3) var<storage, read_write> sp_hist: array<u32>;
-
-@compute @workgroup_size(256)
-fn hist_prefix(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
-               @builtin(local_invocation_index) lid: u32) {
-  _ = &sp_xlogx;  // the bindings of split_vary, all of them used
-  _ = &sp_prev;
-  let i = linear(wid, nwg) * 256u + lid;
-  let sp = pass_slots();
-  if (i >= p.T * sp * p.F) { return; }
-  let f = i % p.F;
-  let t = i / p.F / sp;
-  let s = p.s_lo + i / p.F % sp;
-  let flags = sp_slots[(t * p.S + s) * 4u + 1u];
-  if ((flags & BUILT) == 0u) { return; }
-  let h0 = (hist_slot(t, s) * p.NB + sp_fmeta[2u * f]) * p.C;
-  for (var j = 1u; j < sp_fmeta[2u * f + 1u]; j++) {
-    let h = h0 + j * p.C;
-    var c0 = 0u;
-    if (p.crit == MSE) {
-      let lo = sp_hist[h] + sp_hist[h - 4u];
-      sp_hist[h + 1u] = sp_hist[h + 1u] + sp_hist[h - 3u] + select(0u, 1u, lo < sp_hist[h]);
-      sp_hist[h] = lo;
-      c0 = 2u;
-    }
-    for (var c = c0; c < p.C; c++) { sp_hist[h + c] += sp_hist[h - p.C + c]; }
-  }
-  if ((flags & OPEN) != 0u) { finish_vary(t, s, f, LEAF); }
-}
-
-// ---- split_vary, split_scan: the best split of one feature of one open slot, in two dispatches --
+// ---- split_vary, split_scan, split_pick: a level's splits, from its raw histograms ------------
 // 1 fmeta · 2 slots · 3 hist · 4 nodes · 5 cand (T, S_h, F, 4): score bits, bin, next bin (LEAF:
-// no split), rank << RANK_SHIFT | VARIES if the feature varies in the node (0: the node
-// cannot split) · 6 xlogx
-// (n + 1) f32: x ln x, for entropy · 7 hist_prev (the parent level's). Thread (or, _wg, workgroup)
-// per (tree, slot of the pass, feature).
-// split_vary: an open slot not built by atomics gets this feature's bins as parent - sibling;
-// then whether the feature varies in the node, and its rank in the node's random permutation
-// (finish_vary; hist_prefix did this for the built slots).
-// split_scan: the features scanned are the first max_features of the permutation that vary in
-// the node (scikit-learn draws features until it has max_features non-constant ones).
-// Candidates: a split after each non-empty bin b, the right side starting at the next non-empty
-// bin b2 (only such splits differ). Score (larger is better, f32 in this order):
+// no split), rank << RANK_SHIFT | VARIES if the feature varies in the node · 6 xlogx (n + 1)
+// f32: x ln x, for entropy · 7 hist_prev (the parent level's); split_pick: left (T, S, C), the
+// left child's channels. Histograms stay raw (bin j holds bin j's rows alone), so parent -
+// sibling is exact word by word, and a feature's bins are summed along only where a node scans
+// that feature (a few of them: max_features), not for every feature of every slot.
+// split_vary: thread (_wg: workgroup) per (tree, slot of the pass, feature). An open slot not
+// built by atomics gets this feature's bins as parent - sibling; then the feature's rank in the
+// node's random permutation, with VARIES when two or more of its bins hold rows. At depth 0 the
+// root's totals (feature 0's bins summed) go into its node record, where alloc puts every other
+// node's: from here on a node's totals are read there.
+// split_scan: the same grid. For a node that may split (rows, depth, purity: its record), the
+// first max_features features of the permutation that vary in the node (scikit-learn draws
+// features until it has max_features non-constant ones). Candidates: a split after each
+// non-empty bin b with rows after it, the right side starting at the next non-empty bin b2
+// (only such splits differ). From the left side's sums over bins 0..b and the node's totals, a
+// score (larger is better, f32 in this order):
 //   squared error  sl*sl/wl + sr*sr/wr      (sl, sr: sums of w*y, wl, wr: weights)
 //   gini           (sum_k cl_k*cl_k)/wl + (sum_k cr_k*cr_k)/wr, the sums exact integers
 //   entropy        sum_k xlogx(cl_k) + sum_k xlogx(cr_k) - xlogx(wl) - xlogx(wr)
 // Each division is div_rn's (correctly rounded), so every GPU gets the same scores. Ties go to
 // the lowest bin.
+// split_pick: thread (_wg: workgroup) per (tree, slot of the pass): the slot's split among its
+// features' candidates, and the left child's channels summed over the split feature's bins.
+@group(0) @binding(1) var<storage, read> sp_fmeta: array<u32>;
+@group(0) @binding(2) var<storage, read> sp_slots: array<u32>;
+@group(0) @binding(3) var<storage, read_write> sp_hist: array<u32>;
 @group(0) @binding(4) var<storage, read_write> sp_nodes: array<u32>;
 @group(0) @binding(5) var<storage, read_write> sp_cand: array<u32>;
 @group(0) @binding(6) var<storage, read> sp_xlogx: array<f32>;
@@ -580,6 +553,27 @@ fn hist_prefix(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: 
 @group(0) @binding(7) var<storage, read_write> sp_left: array<u32>;
 
 struct Best { score: f32, f: u32, b: u32, b2: u32 }
+
+// Lanes: a channel a lane, but regression's 64-bit sum (words 0 and 1) is one lane, lane 0.
+fn lanes() -> u32 { return select(p.C, p.C - 1u, p.crit == MSE); }
+fn lane_wide(lane: u32) -> bool { return p.crit == MSE && lane == 0u; }
+fn lane_word(lane: u32) -> u32 { return select(lane, lane + 1u, p.crit == MSE && lane > 0u); }
+
+// Lane `lane` of the channels from word h of `sp_hist` (a bin), as a 64-bit value or a u32 in .x.
+fn lane_at(h: u32, lane: u32) -> vec2u {
+  let w = h + lane_word(lane);
+  if (lane_wide(lane)) { return vec2u(sp_hist[w], sp_hist[w + 1u]); }
+  return vec2u(sp_hist[w], 0u);
+}
+
+fn lane_add(a: vec2u, b: vec2u, lane: u32) -> vec2u {
+  if (lane_wide(lane)) { return add64(a, b); }
+  return vec2u(a.x + b.x, 0u);
+}
+
+fn slot_rec(t: u32, s: u32) -> u32 {  // the node record of slot s of tree t (of the batch)
+  return (t * p.NC + sp_slots[(t * p.S + s) * 4u]) * (4u + p.C);
+}
 
 // A bijection of [0, 2^(2 hb)) (4-round Feistel), walked until it lands below F: a random
 // permutation of the features per key, with O(1) state.
@@ -601,131 +595,71 @@ fn feature_rank(key: u32, f: u32) -> u32 {
   return x;
 }
 
-fn weight_at(h: u32) -> u32 {  // a bin's weight: the sum over classes, or the weight channel
-  if (p.crit == MSE) { return sp_hist[h + 2u]; }
-  var w = 0u;
-  for (var k = 0u; k < p.K; k++) { w += sp_hist[h + k]; }
-  return w;
-}
-
-// A node with totals at word `tot` (a feature's last cumulative bin, or a node record's stats).
-fn eligible_at(buf_is_nodes: bool, tot: u32) -> bool {
-  var cnt: u32;
-  if (buf_is_nodes) { cnt = sp_nodes[tot + p.C - 1u]; } else { cnt = sp_hist[tot + p.C - 1u]; }
+// May the node whose totals start at word `tot` of sp_nodes split? Rows, depth, purity.
+fn eligible(tot: u32) -> bool {
+  let cnt = sp_nodes[tot + p.C - 1u];
   if (cnt < p.mss || cnt < 2u * p.msl || p.depth >= p.max_depth) { return false; }
   if (p.crit != MSE) {
     var w = 0u;
+    for (var k = 0u; k < p.K; k++) { w += sp_nodes[tot + k]; }
     for (var k = 0u; k < p.K; k++) {
-      if (buf_is_nodes) { w += sp_nodes[tot + k]; } else { w += sp_hist[tot + k]; }
-    }
-    for (var k = 0u; k < p.K; k++) {
-      var c: u32;
-      if (buf_is_nodes) { c = sp_nodes[tot + k]; } else { c = sp_hist[tot + k]; }
-      if (c == w) { return false; }  // pure
+      if (sp_nodes[tot + k] == w) { return false; }  // pure
     }
   }
   return true;
 }
 
-// Score of the split whose left side is the cumulative bin at word hl; totals at word ht.
-fn score(hl: u32, ht: u32) -> f32 {
-  if (p.crit == MSE) {
-    let llo = sp_hist[hl];
-    let lhi = sp_hist[hl + 1u];
-    let tlo = sp_hist[ht];
-    let sl = i64_to_f32(llo, lhi);
-    let sr = i64_to_f32(tlo - llo, sp_hist[ht + 1u] - lhi - select(0u, 1u, tlo < llo));
-    let lw = sp_hist[hl + 2u];
-    return div_rn(sl * sl, lw) + div_rn(sr * sr, sp_hist[ht + 2u] - lw);
+// The root's totals (depth 0) into its node record: feature 0's bins summed, the lanes c0,
+// c0 + step, ...
+fn root_totals(t: u32, s: u32, c0: u32, step: u32) {
+  let rec = slot_rec(t, s) + 4u;
+  let h0 = (hist_slot(t, s) * p.NB + sp_fmeta[0]) * p.C;
+  for (var lane = c0; lane < lanes(); lane += step) {
+    var sum = vec2u(0u);
+    for (var j = 0u; j < sp_fmeta[1]; j++) { sum = lane_add(sum, lane_at(h0 + j * p.C, lane), lane); }
+    sp_nodes[rec + lane_word(lane)] = sum.x;
+    if (lane_wide(lane)) { sp_nodes[rec + 1u] = sum.y; }
   }
-  if (p.crit == GINI) {  // the sums of squared class weights, exact in 64 bits
-    var ql = vec2u(0u);
-    var qr = vec2u(0u);
-    var wl = 0u;
-    var wr = 0u;
-    for (var k = 0u; k < p.K; k++) {
-      let cl = sp_hist[hl + k];
-      let cr = sp_hist[ht + k] - cl;
-      ql = add64(ql, mul64(cl, cl));
-      qr = add64(qr, mul64(cr, cr));
-      wl += cl;
-      wr += cr;
-    }
-    return div_rn(i64_to_f32(ql.x, ql.y), wl) + div_rn(i64_to_f32(qr.x, qr.y), wr);
-  }
-  let wl = weight_at(hl);
-  let wr = weight_at(ht) - wl;
-  var acc = 0.0;
-  for (var k = 0u; k < p.K; k++) { acc = acc + sp_xlogx[sp_hist[hl + k]]; }
-  for (var k = 0u; k < p.K; k++) { acc = acc + sp_xlogx[sp_hist[ht + k] - sp_hist[hl + k]]; }
-  acc = acc - sp_xlogx[wl];
-  acc = acc - sp_xlogx[wr];
-  return acc;
 }
 
-// Scans feature f's cumulative bins into *best; returns 1 when f varies in the node.
-fn scan_feature(hbase: u32, f: u32, best: ptr<function, Best>) -> u32 {
-  let h0 = (hbase + sp_fmeta[2u * f]) * p.C;
-  let nb = sp_fmeta[2u * f + 1u];
-  let cc = p.C - 1u;
-  let ht = h0 + (nb - 1u) * p.C;
-  let total = sp_hist[ht + cc];
-  var seen = 0u;  // rows in the bins before j
-  var prev = LEAF;
-  var nonempty = 0u;
-  for (var j = 0u; j < nb; j++) {
-    if (seen == total && j > 0u) { break; }  // the rest is empty (deep nodes hold few rows)
-    let upto = sp_hist[h0 + j * p.C + cc];
-    if (upto == seen) { continue; }
-    nonempty += 1u;
-    if (prev != LEAF && seen >= p.msl && total - seen >= p.msl) {
-      let sc = score(h0 + prev * p.C, ht);
-      if ((*best).f == LEAF || sc > (*best).score) { *best = Best(sc, f, prev, j); }
-    }
-    seen = upto;
-    prev = j;
-  }
-  return select(0u, 1u, nonempty >= 2u);
-}
-
-fn varies(hbase: u32, f: u32) -> u32 {
-  let h0 = (hbase + sp_fmeta[2u * f]) * p.C + p.C - 1u;
-  var seen = 0u;
-  var nonempty = 0u;
-  for (var j = 0u; j < sp_fmeta[2u * f + 1u]; j++) {
-    let upto = sp_hist[h0 + j * p.C];
-    if (upto != seen) {
-      seen = upto;
-      nonempty += 1u;
-      if (nonempty == 2u) { return 1u; }
-    }
-  }
-  return 0u;
-}
-
-// Feature f of open slot s, its cumulative bins final: the root's totals (depth 0, recorded
-// once), and f's candidate reset: no split yet, and rank << RANK_SHIFT | VARIES when f varies
-// in the node (0: the node cannot split). v: whether f varies (1 or 0), LEAF: find it out here.
+// Feature f of open slot s, its bins final: its candidate reset (no split yet) and its rank in
+// the node's permutation, with VARIES when v = 1 (it varies in the node).
 fn finish_vary(t: u32, s: u32, f: u32, v: u32) {
-  let node = sp_slots[(t * p.S + s) * 4u];
-  let hbase = hist_slot(t, s) * p.NB;
-  let ht = (hbase + sp_fmeta[2u * f] + sp_fmeta[2u * f + 1u] - 1u) * p.C;  // the node's totals
-  if (p.depth == 0u && f == 0u) {
-    let rec = (t * p.NC + node) * (4u + p.C);
-    for (var c = 0u; c < p.C; c++) { sp_nodes[rec + 4u + c] = sp_hist[ht + c]; }
-  }
-  var out = 0u;
-  if (eligible_at(false, ht)) {
-    var vary = v;
-    if (vary == LEAF) { vary = varies(hbase, f); }
-    let key = hash3(p.seed, 2u * (p.tree0 + t) + 1u, node);
-    out = (feature_rank(key, f) << RANK_SHIFT) | select(0u, VARIES, vary == 1u);
-  }
+  let key = hash3(p.seed, 2u * (p.tree0 + t) + 1u, sp_slots[(t * p.S + s) * 4u]);
   let e = 4u * (hist_slot(t, s) * p.F + f);
   sp_cand[e] = 0u;
   sp_cand[e + 1u] = 0u;
-  sp_cand[e + 2u] = LEAF;  // no split (yet)
-  sp_cand[e + 3u] = out;
+  sp_cand[e + 2u] = LEAF;
+  sp_cand[e + 3u] = (feature_rank(key, f) << RANK_SHIFT) | select(0u, VARIES, v == 1u);
+}
+
+// A feature's words e0, e0 + step, .. below e1 (from word `me` of sp_hist) made parent -
+// sibling (from word `par` of sp_prev, `sib` of sp_hist); returns how many bins hold rows.
+fn derive_bins(me: u32, sib: u32, par: u32, e0: u32, e1: u32, step: u32) -> u32 {
+  let cc = p.C - 1u;
+  var nonempty = 0u;
+  for (var e = e0; e < e1; e += step) {
+    let c = e % p.C;
+    var v = sp_prev[par + e] - sp_hist[sib + e];
+    if (p.crit == MSE && c == 1u && sp_prev[par + e - 1u] < sp_hist[sib + e - 1u]) { v -= 1u; }  // borrow
+    sp_hist[me + e] = v;
+    if (c == cc && v != 0u) { nonempty += 1u; }
+  }
+  return nonempty;
+}
+
+// How many of a feature's bins j0, j0 + step, ... (from word h0) hold rows.
+fn count_nonempty(h0: u32, nb: u32, j0: u32, step: u32) -> u32 {
+  var nonempty = 0u;
+  for (var j = j0; j < nb; j += step) {
+    if (sp_hist[h0 + j * p.C + p.C - 1u] != 0u) { nonempty += 1u; }
+  }
+  return nonempty;
+}
+
+// Words of feature f's bins in slot s of tree t: (first word, bins).
+fn feature_words(t: u32, s: u32, f: u32) -> vec2u {
+  return vec2u((hist_slot(t, s) * p.NB + sp_fmeta[2u * f]) * p.C, sp_fmeta[2u * f + 1u]);
 }
 
 @compute @workgroup_size(256)
@@ -739,28 +673,23 @@ fn split_vary(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: v
   let t = i / p.F / sp;
   let s = p.s_lo + i / p.F % sp;
   let sl = (t * p.S + s) * 4u;
-  if ((sp_slots[sl + 1u] & (OPEN | BUILT)) != OPEN) { return; }  // built: done by hist_prefix
-  let off = sp_fmeta[2u * f];
-  let nb = sp_fmeta[2u * f + 1u];
-  let me = (hist_slot(t, s) * p.NB + off) * p.C;  // parent - sibling, for this feature's bins
-  let sib = (hist_slot(t, s ^ 1u) * p.NB + off) * p.C;
-  let par = ((t * p.S_h + sp_slots[sl + 2u]) * p.NB + off) * p.C;
-  for (var e = 0u; e < nb * p.C; e += p.C) {
-    var c0 = 0u;
-    if (p.crit == MSE) {
-      let a = sp_prev[par + e];
-      let b = sp_hist[sib + e];
-      sp_hist[me + e] = a - b;
-      sp_hist[me + e + 1u] = sp_prev[par + e + 1u] - sp_hist[sib + e + 1u] - select(0u, 1u, a < b);
-      c0 = 2u;
-    }
-    for (var c = c0; c < p.C; c++) { sp_hist[me + e + c] = sp_prev[par + e + c] - sp_hist[sib + e + c]; }
+  let flags = sp_slots[sl + 1u];
+  if ((flags & OPEN) == 0u) { return; }
+  let fw = feature_words(t, s, f);
+  var nonempty = 0u;
+  if ((flags & BUILT) == 0u) {
+    let d = fw.x - hist_slot(t, s) * p.NB * p.C;  // the feature's offset in a slot
+    nonempty = derive_bins(fw.x, hist_slot(t, s ^ 1u) * p.NB * p.C + d,
+                           (t * p.S_h + sp_slots[sl + 2u]) * p.NB * p.C + d, 0u, fw.y * p.C, 1u);
+  } else {
+    nonempty = count_nonempty(fw.x, fw.y, 0u, 1u);
+    if (p.depth == 0u && f == 0u) { root_totals(t, s, 0u, 1u); }
   }
-  finish_vary(t, s, f, LEAF);
+  finish_vary(t, s, f, select(0u, 1u, nonempty >= 2u));
 }
 
 // Is a feature of rank r among the first mf features of the node's permutation that vary in it?
-// (scikit-learn draws features until max_features non-constant ones are found.)
+// (scikit-learn draws features until it has max_features non-constant ones.)
 fn selected(t: u32, s: u32, r: u32) -> bool {
   if (p.mf >= p.F) { return true; }
   let cbase = hist_slot(t, s) * p.F;
@@ -772,38 +701,171 @@ fn selected(t: u32, s: u32, r: u32) -> bool {
   return before < p.mf;
 }
 
+// Does split_scan scan feature f of open slot s? The node may split, f varies and is selected.
+fn scans(t: u32, s: u32, f: u32) -> bool {
+  let w = sp_cand[4u * (hist_slot(t, s) * p.F + f) + 3u];
+  return eligible(slot_rec(t, s) + 4u) && (w & VARIES) != 0u && selected(t, s, w >> RANK_SHIFT);
+}
+
+// A candidate's left side, summed over bins 0..b: what its score needs. s: the sum of w*y
+// (64-bit; gini: sum_k cl_k^2), r: gini's sum_k cr_k^2, w: weight, a: entropy's sum of xlogx
+// terms so far, rows: rows.
+struct Left { s: vec2u, r: vec2u, w: u32, a: f32, rows: u32 }
+
+// Lane `lane`'s running sum `run` (over bins 0..b) into a candidate's left side; ps: entropy's
+// second pass (the right side's terms, class lanes only). The node's totals at word rec + 4.
+fn take_lane(l0: Left, lane: u32, run: vec2u, ps: u32, rec: u32) -> Left {
+  var l = l0;
+  if (p.crit == MSE) {
+    if (lane == 0u) { l.s = run; } else if (lane == 1u) { l.w = run.x; } else { l.rows = run.x; }
+    return l;
+  }
+  if (lane == p.K) {
+    l.rows = run.x;
+    return l;
+  }
+  let cl = run.x;
+  let cr = sp_nodes[rec + 4u + lane] - cl;
+  if (p.crit == GINI) {
+    l.s = add64(l.s, mul64(cl, cl));
+    l.r = add64(l.r, mul64(cr, cr));
+    l.w += cl;
+  } else if (ps == 0u) {
+    l.a = l.a + sp_xlogx[cl];
+    l.w += cl;
+  } else {
+    l.a = l.a + sp_xlogx[cr];
+  }
+  return l;
+}
+
+// The score of a split whose left side is l, in a node with totals at word rec + 4.
+fn left_score(l: Left, rec: u32) -> f32 {
+  let tot = rec + 4u;
+  if (p.crit == MSE) {
+    let tlo = sp_nodes[tot];
+    let sl = i64_to_f32(l.s.x, l.s.y);
+    let sr = i64_to_f32(tlo - l.s.x, sp_nodes[tot + 1u] - l.s.y - select(0u, 1u, tlo < l.s.x));
+    return div_rn(sl * sl, l.w) + div_rn(sr * sr, sp_nodes[tot + 2u] - l.w);
+  }
+  var w = 0u;
+  for (var k = 0u; k < p.K; k++) { w += sp_nodes[tot + k]; }
+  if (p.crit == GINI) {
+    return div_rn(i64_to_f32(l.s.x, l.s.y), l.w) + div_rn(i64_to_f32(l.r.x, l.r.y), w - l.w);
+  }
+  let a = l.a - sp_xlogx[l.w];
+  return a - sp_xlogx[w - l.w];
+}
+
+// Is bin j (its raw rows `raw`, `upto` rows in bins 0..j, of the node's `total`) a candidate?
+fn candidate(raw: u32, upto: u32, total: u32) -> bool {
+  return raw != 0u && upto < total && upto >= p.msl && total - upto >= p.msl;
+}
+
 @compute @workgroup_size(256)
 fn split_scan(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
               @builtin(local_invocation_index) lid: u32) {
-  _ = &sp_nodes;  // the bindings of split_vary, all of them used
-  _ = &sp_prev;
+  _ = &sp_prev;  // the bindings of split_vary, all of them used
   let i = linear(wid, nwg) * 256u + lid;
   let sp = pass_slots();
   if (i >= p.T * sp * p.F) { return; }
   let f = i % p.F;
   let t = i / p.F / sp;
   let s = p.s_lo + i / p.F % sp;
-  if ((sp_slots[(t * p.S + s) * 4u + 1u] & OPEN) == 0u) { return; }
-  let e = 4u * (hist_slot(t, s) * p.F + f);
-  let w = sp_cand[e + 3u];
-  if ((w & VARIES) == 0u || !selected(t, s, w >> RANK_SHIFT)) { return; }
+  if ((sp_slots[(t * p.S + s) * 4u + 1u] & OPEN) == 0u || !scans(t, s, f)) { return; }
+  // One thread, every bin: lane by lane, each bin's left side (up to MAXB bins a feature).
+  let fw = feature_words(t, s, f);
+  let h0 = fw.x;
+  let nb = fw.y;
+  let rec = slot_rec(t, s);
+  var left: array<Left, MAXB>;
+  let passes = select(1u, 2u, p.crit == ENTROPY);  // entropy: every class's left terms, then the right's
+  for (var ps = 0u; ps < passes; ps++) {
+    for (var lane = 0u; lane < select(lanes(), p.K, ps == 1u); lane++) {
+      var run = vec2u(0u);
+      for (var j = 0u; j < nb; j++) {
+        run = lane_add(run, lane_at(h0 + j * p.C, lane), lane);
+        left[j] = take_lane(left[j], lane, run, ps, rec);
+      }
+    }
+  }
+  let total = sp_nodes[rec + 4u + p.C - 1u];
   var best = Best(0.0, LEAF, 0u, 0u);
-  scan_feature(hist_slot(t, s) * p.NB, f, &best);
+  for (var j = 0u; j < nb; j++) {
+    let raw = sp_hist[h0 + j * p.C + p.C - 1u];
+    if (raw == 0u) { continue; }
+    if (best.f != LEAF && best.b2 == LEAF) { best.b2 = j; }  // the best's right side starts here
+    if (candidate(raw, left[j].rows, total)) {
+      let sc = left_score(left[j], rec);
+      if (best.f == LEAF || sc > best.score) { best = Best(sc, f, j, LEAF); }
+    }
+  }
   if (best.f != LEAF) {  // words e..e+2 only: other threads read e+3
+    let e = 4u * (hist_slot(t, s) * p.F + f);
     sp_cand[e] = bitcast<u32>(best.score);
     sp_cand[e + 1u] = best.b;
     sp_cand[e + 2u] = best.b2;
   }
 }
 
-// ---- hist_prefix_wg, split_vary_wg, split_scan_wg: the same, a workgroup per (tree, slot, feature)
-// What the looping kernels do, with a feature's bins spread over the workgroup's threads rather
-// than looped over by one thread: for GPUs, where one thread's 256-bin loop is slow. Same
-// integers, same f32 scores, same ties, so the same forest. (CPU adapters run the looping
-// versions: workgroup barriers cost more than loops there.) split_vary_wg reads and writes a
-// feature's NB x C words in consecutive order (coalesced).
+// The slot's split among its features' candidates, written to its node record: (feature, bin,
+// next bin), LEAF: none. Ties: the feature first in the node's random permutation, as
+// scikit-learn keeps the first best in its random order of features. The features scanned were
+// the first max_features of that order that vary in the node; none varies: a leaf.
+fn pick(t: u32, s: u32) -> vec4u {
+  let none = vec4u(LEAF, 0u, 0u, 0u);
+  if ((sp_slots[(t * p.S + s) * 4u + 1u] & OPEN) == 0u) { return none; }
+  let rec = slot_rec(t, s);
+  if (!eligible(rec + 4u)) { return none; }
+  let cbase = hist_slot(t, s) * p.F;
+  var best = Best(0.0, LEAF, 0u, 0u);
+  var best_rank = LEAF;
+  for (var f = 0u; f < p.F; f++) {  // the scanned features' splits (b2 LEAF: none)
+    let e = 4u * (cbase + f);
+    if (sp_cand[e + 2u] == LEAF) { continue; }
+    let r = sp_cand[e + 3u] >> RANK_SHIFT;
+    let sc = bitcast<f32>(sp_cand[e]);
+    if (best.f == LEAF || sc > best.score || (sc == best.score && r < best_rank)) {
+      best = Best(sc, f, sp_cand[e + 1u], sp_cand[e + 2u]);
+      best_rank = r;
+    }
+  }
+  if (best.f == LEAF) { return none; }
+  sp_nodes[rec] = best.f;
+  sp_nodes[rec + 1u] = best.b;
+  sp_nodes[rec + 2u] = best.b2;
+  return vec4u(best.f, best.b, best.b2, 0u);
+}
+
+@compute @workgroup_size(256)
+fn split_pick(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
+              @builtin(local_invocation_index) lid: u32) {
+  _ = &sp_xlogx;  // bound as for split_scan
+  let i = linear(wid, nwg) * 256u + lid;
+  let sp = pass_slots();
+  if (i >= p.T * sp) { return; }
+  let t = i / sp;
+  let s = p.s_lo + i % sp;
+  let best = pick(t, s);
+  if (best.x == LEAF) { return; }
+  let fw = feature_words(t, s, best.x);
+  let out = (t * p.S + s) * p.C;
+  for (var lane = 0u; lane < lanes(); lane++) {  // the left child: bins 0..b summed
+    var sum = vec2u(0u);
+    for (var j = 0u; j <= best.y; j++) { sum = lane_add(sum, lane_at(fw.x + j * p.C, lane), lane); }
+    sp_left[out + lane_word(lane)] = sum.x;
+    if (lane_wide(lane)) { sp_left[out + 1u] = sum.y; }
+  }
+}
+
+// ---- split_vary_wg, split_scan_wg, split_pick_wg: the same, a workgroup each -----------------
+// What the thread-per-item kernels do, with a feature's bins spread over the workgroup's
+// threads: for GPUs, where one thread's 256-bin loop is slow. Same integers, same f32 scores,
+// same ties, so the same forest. (CPU adapters run the looping versions: barriers cost more
+// than loops there.)
 const PW: u32 = 64u;   // threads a workgroup
-const BPT: u32 = 4u;   // bins a thread: PW * BPT = 256, the most bins a feature has
+const BPT: u32 = 4u;   // bins a thread: PW * BPT = MAXB, the most bins a feature has
+const CH: u32 = 12u;   // lanes split_scan_wg sums along the bins at once (more: in chunks)
 
 var<workgroup> wg_flags: u32;
 var<workgroup> wg_node: u32;
@@ -811,7 +873,8 @@ var<workgroup> wg_elig: u32;
 var<workgroup> wg_any: atomic<u32>;
 var<workgroup> wg_rs: array<f32, PW>;
 var<workgroup> wg_rb: array<u32, PW>;
-var<workgroup> wg_sum: array<vec2u, PW>;  // hist_prefix_wg: each thread's run of bins
+var<workgroup> wg_run: array<vec2u, 768>;  // CH * PW: a chunk's lanes' sums, thread by thread
+var<workgroup> wg_pick: vec4u;
 
 // The (tree, slot, feature) of a workgroup, and the slot's flags for all its threads (0: none).
 fn wg_item(id: u32, lid: u32) -> vec4u {
@@ -827,74 +890,32 @@ fn wg_item(id: u32, lid: u32) -> vec4u {
   return vec4u(t, s, f, 0u);
 }
 
-// A feature's bins made cumulative, a channel a lane (MSE's two words of a 64-bit sum are one
-// lane): the workgroup's threads take the lanes and, for each lane, `seg` runs of consecutive
-// bins. A thread sums its run, the runs' sums meet in workgroup memory, and a second pass over
-// the run (in cache now) writes the running sums. Neighbouring threads read neighbouring words
-// of a bin, and two barriers a pass of lanes. An open slot's feature then gets split_vary's
-// work: whether it varies, from the rows channel's running sums against the node's rows.
 @compute @workgroup_size(64)
-fn hist_prefix_wg(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
-                  @builtin(local_invocation_index) lid: u32) {
-  _ = &sp_xlogx;  // the bindings of split_vary, all of them used
-  _ = &sp_prev;
+fn split_vary_wg(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
+                 @builtin(local_invocation_index) lid: u32) {
+  _ = &sp_xlogx;  // the bindings of split_scan, all of them used
   let id = linear(wid, nwg);
   if (id >= p.T * pass_slots() * p.F) { return; }
   let it = wg_item(id, lid);
   let flags = workgroupUniformLoad(&wg_flags);
-  if ((flags & BUILT) == 0u) { return; }
-  let nb = sp_fmeta[2u * it.z + 1u];
-  let h0 = (hist_slot(it.x, it.y) * p.NB + sp_fmeta[2u * it.z]) * p.C;
-  let wide = p.crit == MSE;
-  let lanes = select(p.C, p.C - 1u, wide);
-  let cc = p.C - 1u;  // the rows channel, the last lane
-  var varies = false;
-  for (var l0 = 0u; l0 < lanes; l0 += PW) {
-    let nl = min(lanes - l0, PW);  // lanes in this pass
-    let seg = PW / nl;             // runs a lane
-    let len = (nb + seg - 1u) / seg;
-    let li = lid % nl;
-    let k = lid / nl;              // this thread's run (none when k >= seg)
-    let lane = l0 + li;
-    let w64 = wide && lane == 0u;
-    let c = select(lane, lane + 1u, wide && lane > 0u);  // the lane's (first) channel
-    let b0 = min(k * len, nb);
-    let b1 = select(b0, min(b0 + len, nb), k < seg);
-    var s = vec2u(0u);
-    for (var j = b0; j < b1; j++) {
-      let h = h0 + j * p.C + c;
-      if (w64) { s = add64(s, vec2u(sp_hist[h], sp_hist[h + 1u])); } else { s.x += sp_hist[h]; }
-    }
-    wg_sum[lid] = s;
-    workgroupBarrier();
-    var run = vec2u(0u);  // the runs before this one
-    var total = 0u;       // the rows channel's: the node's rows
-    if (k < seg) {
-      for (var q = 0u; q < seg; q++) {
-        let o = wg_sum[q * nl + li];
-        if (q < k) { if (w64) { run = add64(run, o); } else { run.x += o.x; } }
-        total += o.x;
-      }
-    }
-    workgroupBarrier();  // wg_sum is written again by the next pass of lanes
-    for (var j = b0; j < b1; j++) {
-      let h = h0 + j * p.C + c;
-      if (w64) {
-        run = add64(run, vec2u(sp_hist[h], sp_hist[h + 1u]));
-        sp_hist[h] = run.x;
-        sp_hist[h + 1u] = run.y;
-      } else {
-        run.x += sp_hist[h];
-        sp_hist[h] = run.x;
-      }
-      if (c == cc && run.x != 0u && run.x < total) { varies = true; }  // some bin holds part of the rows
-    }
-  }
   if ((flags & OPEN) == 0u) { return; }
-  if (varies) { atomicOr(&wg_any, 1u); }
-  storageBarrier();  // this workgroup's stores, read by finish_vary
+  let t = it.x;
+  let s = it.y;
+  let f = it.z;
+  let fw = feature_words(t, s, f);
+  var nonempty = 0u;
+  if ((flags & BUILT) == 0u) {  // parent - sibling, word by word (coalesced)
+    let d = fw.x - hist_slot(t, s) * p.NB * p.C;
+    nonempty = derive_bins(fw.x, hist_slot(t, s ^ 1u) * p.NB * p.C + d,
+                           (t * p.S_h + sp_slots[(t * p.S + s) * 4u + 2u]) * p.NB * p.C + d,
+                           lid, fw.y * p.C, PW);
+  } else {
+    nonempty = count_nonempty(fw.x, fw.y, lid, PW);
+    if (p.depth == 0u && f == 0u) { root_totals(t, s, lid, PW); }
+  }
+  if (nonempty != 0u) { atomicAdd(&wg_any, nonempty); }
   workgroupBarrier();
-  if (lid == 0u) { finish_vary(it.x, it.y, it.z, atomicLoad(&wg_any)); }
+  if (lid == 0u) { finish_vary(t, s, f, select(0u, 1u, atomicLoad(&wg_any) >= 2u)); }
 }
 
 // Is a better than b (candidates as (score, bin); LEAF: none)? Ties: the lower bin.
@@ -905,43 +926,14 @@ fn better_bin(as_: f32, ab: u32, bs: f32, bb: u32) -> bool {
   return ab < bb;
 }
 
-@compute @workgroup_size(64)
-fn split_vary_wg(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
-                 @builtin(local_invocation_index) lid: u32) {
-  _ = &sp_xlogx;  // the bindings of split_scan, all of them used
-  let id = linear(wid, nwg);
-  if (id >= p.T * pass_slots() * p.F) { return; }
-  let it = wg_item(id, lid);
-  let flags = workgroupUniformLoad(&wg_flags);
-  if ((flags & (OPEN | BUILT)) != OPEN) { return; }  // built: done by hist_prefix_wg
-  let t = it.x;
-  let s = it.y;
-  let f = it.z;
-  let off = sp_fmeta[2u * f];
-  let nb = sp_fmeta[2u * f + 1u];
-  let me = (hist_slot(t, s) * p.NB + off) * p.C;  // parent - sibling, word by word
-  let sib = (hist_slot(t, s ^ 1u) * p.NB + off) * p.C;
-  let par = ((t * p.S_h + sp_slots[(t * p.S + s) * 4u + 2u]) * p.NB + off) * p.C;
-  let cc = p.C - 1u;
-  let last = (nb - 1u) * p.C + cc;
-  let total = sp_prev[par + last] - sp_hist[sib + last];  // the node's rows
-  for (var e = lid; e < nb * p.C; e += PW) {
-    let c = e % p.C;
-    var v = sp_prev[par + e] - sp_hist[sib + e];
-    if (p.crit == MSE && c == 1u && sp_prev[par + e - 1u] < sp_hist[sib + e - 1u]) { v -= 1u; }  // borrow
-    sp_hist[me + e] = v;
-    if (c == cc && v != 0u && v < total) { atomicOr(&wg_any, 1u); }  // the feature varies
-  }
-  storageBarrier();  // this workgroup's stores, read by finish_vary
-  workgroupBarrier();
-  if (lid == 0u) { finish_vary(t, s, f, atomicLoad(&wg_any)); }
-}
-
+// Each thread takes BPT consecutive bins. Lane by lane (CH lanes at once), a thread sums its
+// bins, the sums of the threads before it come from a scan over the workgroup (in workgroup
+// memory), and a second pass over its bins (in cache now) gives each bin's left side. Then the
+// best bin over the workgroup, and the next non-empty bin after it.
 @compute @workgroup_size(64)
 fn split_scan_wg(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
                  @builtin(local_invocation_index) lid: u32) {
-  _ = &sp_nodes;  // the bindings of split_vary, all of them used
-  _ = &sp_prev;
+  _ = &sp_prev;  // the bindings of split_vary, all of them used
   let id = linear(wid, nwg);
   if (id >= p.T * pass_slots() * p.F) { return; }
   let it = wg_item(id, lid);
@@ -950,37 +942,65 @@ fn split_scan_wg(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg
   let f = it.z;
   let flags = workgroupUniformLoad(&wg_flags);
   if ((flags & OPEN) == 0u) { return; }
-  let e4 = 4u * (hist_slot(t, s) * p.F + f);
-  if (lid == 0u) {
-    let w = sp_cand[e4 + 3u];
-    wg_elig = select(0u, 1u, (w & VARIES) != 0u && selected(t, s, w >> RANK_SHIFT));
-  }
+  if (lid == 0u) { wg_elig = select(0u, 1u, scans(t, s, f)); }
   if (workgroupUniformLoad(&wg_elig) == 0u) { return; }
-  let hbase = hist_slot(t, s) * p.NB;
-  let nb = sp_fmeta[2u * f + 1u];
-  let h0 = (hbase + sp_fmeta[2u * f]) * p.C;
-  let ht = h0 + (nb - 1u) * p.C;  // this feature's last bin: the node's totals
-  let cc = p.C - 1u;
-  let total = sp_hist[ht + cc];
-  // A candidate: a non-empty bin j with rows after it; its left side is the cumulative bin j.
-  var bs = 0.0;
-  var bb = LEAF;
-  var before = 0u;
-  if (lid > 0u && lid * BPT <= nb) { before = sp_hist[h0 + (lid * BPT - 1u) * p.C + cc]; }
-  for (var q = 0u; q < BPT; q++) {
-    let j = lid * BPT + q;
-    if (j >= nb) { break; }
-    let upto = sp_hist[h0 + j * p.C + cc];
-    if (upto != before && upto < total) {
-      if (upto >= p.msl && total - upto >= p.msl) {
-        let sc = score(h0 + j * p.C, ht);
-        if (bb == LEAF || sc > bs) {
-          bs = sc;
-          bb = j;
+  let rec = (t * p.NC + wg_node) * (4u + p.C);
+  let fw = feature_words(t, s, f);
+  let h0 = fw.x;
+  let nb = fw.y;
+  let j0 = lid * BPT;
+  var left: array<Left, BPT>;
+  let passes = select(1u, 2u, p.crit == ENTROPY);  // entropy: every class's left terms, then the right's
+  for (var ps = 0u; ps < passes; ps++) {
+    let nlanes = select(lanes(), p.K, ps == 1u);
+    for (var l0 = 0u; l0 < nlanes; l0 += CH) {
+      let nl = min(CH, nlanes - l0);
+      for (var li = 0u; li < nl; li++) {
+        var sum = vec2u(0u);
+        for (var q = 0u; q < BPT; q++) {
+          if (j0 + q < nb) { sum = lane_add(sum, lane_at(h0 + (j0 + q) * p.C, l0 + li), l0 + li); }
+        }
+        wg_run[li * PW + lid] = sum;
+      }
+      workgroupBarrier();
+      for (var o = 1u; o < PW; o <<= 1u) {  // inclusive sums over the threads (Hillis-Steele)
+        var got: array<vec2u, CH>;
+        for (var li = 0u; li < nl; li++) {
+          if (lid >= o) { got[li] = wg_run[li * PW + lid - o]; }
+        }
+        workgroupBarrier();
+        for (var li = 0u; li < nl; li++) {
+          if (lid >= o) { wg_run[li * PW + lid] = lane_add(wg_run[li * PW + lid], got[li], l0 + li); }
+        }
+        workgroupBarrier();
+      }
+      for (var li = 0u; li < nl; li++) {
+        let lane = l0 + li;
+        var run = vec2u(0u);  // the bins of the threads before this one
+        if (lid > 0u) { run = wg_run[li * PW + lid - 1u]; }
+        for (var q = 0u; q < BPT; q++) {
+          if (j0 + q >= nb) { break; }
+          run = lane_add(run, lane_at(h0 + (j0 + q) * p.C, lane), lane);
+          left[q] = take_lane(left[q], lane, run, ps, rec);
         }
       }
+      workgroupBarrier();  // wg_run is written again by the next chunk
     }
-    before = upto;
+  }
+  let cc = p.C - 1u;
+  let total = sp_nodes[rec + 4u + cc];
+  var bs = 0.0;
+  var bb = LEAF;
+  for (var q = 0u; q < BPT; q++) {
+    let j = j0 + q;
+    if (j >= nb) { break; }
+    if (candidate(sp_hist[h0 + j * p.C + cc], left[q].rows, total)) {
+      let sc = left_score(left[q], rec);
+      if (bb == LEAF || sc > bs) {
+        bs = sc;
+        bb = j;
+      }
+    }
   }
   wg_rs[lid] = bs;
   wg_rb[lid] = bb;
@@ -996,14 +1016,13 @@ fn split_scan_wg(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg
   let score_bits = bitcast<u32>(wg_rs[0]);
   // The right side starts at the next non-empty bin after the best.
   var next = LEAF;
-  before = 0u;
-  if (lid > 0u && lid * BPT <= nb) { before = sp_hist[h0 + (lid * BPT - 1u) * p.C + cc]; }
   for (var q = 0u; q < BPT; q++) {
-    let j = lid * BPT + q;
+    let j = j0 + q;
     if (j >= nb) { break; }
-    let upto = sp_hist[h0 + j * p.C + cc];
-    if (upto != before && j > best && best != LEAF && next == LEAF) { next = j; }
-    before = upto;
+    if (best != LEAF && j > best && sp_hist[h0 + j * p.C + cc] != 0u) {
+      next = j;
+      break;
+    }
   }
   workgroupBarrier();
   wg_rb[lid] = next;
@@ -1013,52 +1032,49 @@ fn split_scan_wg(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg
     workgroupBarrier();
   }
   if (lid == 0u && best != LEAF) {  // words e4..e4+2 only: other workgroups read e4+3
+    let e4 = 4u * (hist_slot(t, s) * p.F + f);
     sp_cand[e4] = score_bits;
     sp_cand[e4 + 1u] = best;
     sp_cand[e4 + 2u] = wg_rb[0];
   }
 }
 
-// ---- split_pick: each open slot's split among its features' candidates ----------------------
-// 1 fmeta · 2 slots · 3 hist · 4 nodes · 5 cand · 6 xlogx · 7 left (T, S, C): the left child's
-// channels. Thread per (tree, slot of the pass). Ties: the feature first in the node's random
-// permutation, as scikit-learn keeps the first best in its random order of features. The
-// features scanned were the first max_features of that order that vary in the node (split_vary,
-// split_scan), as scikit-learn draws; none varies: a leaf.
-@compute @workgroup_size(256)
-fn split_pick(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
-              @builtin(local_invocation_index) lid: u32) {
+// A workgroup per (tree, slot of the pass): one thread picks, then the left child's lanes are
+// summed over bins 0..b, a lane's bins in runs over the threads (hist_build's memory order).
+@compute @workgroup_size(64)
+fn split_pick_wg(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
+                 @builtin(local_invocation_index) lid: u32) {
   _ = &sp_xlogx;  // bound as for split_scan
-  let i = linear(wid, nwg) * 256u + lid;
+  let id = linear(wid, nwg);
   let sp = pass_slots();
-  if (i >= p.T * sp) { return; }
-  let t = i / sp;
-  let s = p.s_lo + i % sp;
-  let sl = (t * p.S + s) * 4u;
-  if ((sp_slots[sl + 1u] & OPEN) == 0u) { return; }
-  let node = sp_slots[sl];
-  let rec = (t * p.NC + node) * (4u + p.C);
-  if (!eligible_at(true, rec + 4u)) { return; }
-  let cbase = hist_slot(t, s) * p.F;
-  var best = Best(0.0, LEAF, 0u, 0u);
-  var best_rank = LEAF;
-  for (var f = 0u; f < p.F; f++) {  // the scanned features' splits (b2 LEAF: none)
-    let e = 4u * (cbase + f);
-    if (sp_cand[e + 2u] == LEAF) { continue; }
-    let r = sp_cand[e + 3u] >> RANK_SHIFT;
-    let sc = bitcast<f32>(sp_cand[e]);
-    if (best.f == LEAF || sc > best.score || (sc == best.score && r < best_rank)) {
-      best = Best(sc, f, sp_cand[e + 1u], sp_cand[e + 2u]);
-      best_rank = r;
+  if (id >= p.T * sp) { return; }
+  let t = id / sp;
+  let s = p.s_lo + id % sp;
+  if (lid == 0u) { wg_pick = pick(t, s); }
+  let best = workgroupUniformLoad(&wg_pick);
+  if (best.x == LEAF) { return; }
+  let h0 = feature_words(t, s, best.x).x;
+  let nb = best.y + 1u;  // bins 0..b
+  let out = (t * p.S + s) * p.C;
+  for (var l0 = 0u; l0 < lanes(); l0 += PW) {
+    let nl = min(lanes() - l0, PW);  // lanes in this pass
+    let seg = PW / nl;              // runs a lane
+    let len = (nb + seg - 1u) / seg;
+    let lane = l0 + lid % nl;
+    let k = lid / nl;               // this thread's run (none when k >= seg)
+    var sum = vec2u(0u);
+    if (k < seg) {
+      for (var j = k * len; j < min(k * len + len, nb); j++) { sum = lane_add(sum, lane_at(h0 + j * p.C, lane), lane); }
     }
+    wg_run[lid] = sum;
+    workgroupBarrier();
+    if (k == 0u) {
+      for (var q = 1u; q < seg; q++) { sum = lane_add(sum, wg_run[q * nl + lid], lane); }
+      sp_left[out + lane_word(lane)] = sum.x;
+      if (lane_wide(lane)) { sp_left[out + 1u] = sum.y; }
+    }
+    workgroupBarrier();  // wg_run is written again by the next pass of lanes
   }
-  let hbase = hist_slot(t, s) * p.NB;
-  if (best.f == LEAF) { return; }
-  sp_nodes[rec] = best.f;
-  sp_nodes[rec + 1u] = best.b;
-  sp_nodes[rec + 2u] = best.b2;
-  let hl = (hbase + sp_fmeta[2u * best.f] + best.b) * p.C;
-  for (var c = 0u; c < p.C; c++) { sp_left[(t * p.S + s) * p.C + c] = sp_hist[hl + c]; }
 }
 
 // ---- alloc: number the children of this level's splits; give open children next-level slots --
