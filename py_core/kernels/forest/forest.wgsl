@@ -866,7 +866,6 @@ fn split_pick(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: v
 const PW: u32 = 64u;   // threads a workgroup
 const BPT: u32 = 4u;   // bins a thread: PW * BPT = MAXB, the most bins a feature has
 const CH: u32 = 12u;   // lanes split_scan_wg sums along the bins at once (more: in chunks)
-const CS: u32 = 13u;   // words a bin in wg_cum: CH lanes' words (MSE's 3 lanes: 4), odd for the banks
 
 var<workgroup> wg_flags: u32;
 var<workgroup> wg_node: u32;
@@ -874,8 +873,7 @@ var<workgroup> wg_elig: u32;
 var<workgroup> wg_any: atomic<u32>;
 var<workgroup> wg_rs: array<f32, PW>;
 var<workgroup> wg_rb: array<u32, PW>;
-var<workgroup> wg_run: array<vec2u, PW>;  // each thread's run of bins summed
-var<workgroup> wg_cum: array<u32, 3328>;   // MAXB * CS: split_scan_wg's running sums, a chunk of lanes
+var<workgroup> wg_run: array<vec2u, 768>;  // CH * PW: a chunk's lanes' sums, thread by thread
 var<workgroup> wg_pick: vec4u;
 
 // The (tree, slot, feature) of a workgroup, and the slot's flags for all its threads (0: none).
@@ -928,13 +926,10 @@ fn better_bin(as_: f32, ab: u32, bs: f32, bb: u32) -> bool {
   return ab < bb;
 }
 
-// A chunk of CH lanes at a time: the lanes' running sums along the bins go to workgroup memory
-// (wg_cum, a bin's words at j * CS), made as hist's bins were once made cumulative: each thread
-// takes a lane and one of 64 / lanes runs of consecutive bins (neighbouring threads read
-// neighbouring words of a bin), sums its run, the runs' sums meet in wg_run, and a second pass
-// over the run (in cache now) writes the running sums. Then each thread takes bins lid,
-// lid + 64, ... and turns their sums into the candidates' left sides (take_lane). Then the best
-// bin over the workgroup, and the next non-empty bin after it.
+// Each thread takes BPT consecutive bins. Lane by lane (CH lanes at once), a thread sums its
+// bins, the sums of the threads before it come from a scan over the workgroup (in workgroup
+// memory), and a second pass over its bins (in cache now) gives each bin's left side. Then the
+// best bin over the workgroup, and the next non-empty bin after it.
 @compute @workgroup_size(64)
 fn split_scan_wg(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
                  @builtin(local_invocation_index) lid: u32) {
@@ -953,43 +948,43 @@ fn split_scan_wg(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg
   let fw = feature_words(t, s, f);
   let h0 = fw.x;
   let nb = fw.y;
-  var left: array<Left, BPT>;  // bins lid + PW * q
+  let j0 = lid * BPT;
+  var left: array<Left, BPT>;
   let passes = select(1u, 2u, p.crit == ENTROPY);  // entropy: every class's left terms, then the right's
   for (var ps = 0u; ps < passes; ps++) {
     let nlanes = select(lanes(), p.K, ps == 1u);
     for (var l0 = 0u; l0 < nlanes; l0 += CH) {
       let nl = min(CH, nlanes - l0);
-      let seg = PW / nl;              // runs a lane
-      let len = (nb + seg - 1u) / seg;
-      let li = lid % nl;
-      let lane = l0 + li;
-      let k = lid / nl;               // this thread's run (none when k >= seg)
-      let b0 = min(k * len, nb);
-      let b1 = select(b0, min(b0 + len, nb), k < seg);
-      var sum = vec2u(0u);
-      for (var j = b0; j < b1; j++) { sum = lane_add(sum, lane_at(h0 + j * p.C, lane), lane); }
-      wg_run[lid] = sum;
-      workgroupBarrier();
-      var run = vec2u(0u);            // the runs before this one
-      for (var q = 0u; q < k && k < seg; q++) { run = lane_add(run, wg_run[q * nl + li], lane); }
-      let cw = select(li, li + 1u, p.crit == MSE && li > 0u);  // the lane's first word in a chunk
-      for (var j = b0; j < b1; j++) {
-        run = lane_add(run, lane_at(h0 + j * p.C, lane), lane);
-        wg_cum[j * CS + cw] = run.x;
-        if (lane_wide(lane)) { wg_cum[j * CS + cw + 1u] = run.y; }
+      for (var li = 0u; li < nl; li++) {
+        var sum = vec2u(0u);
+        for (var q = 0u; q < BPT; q++) {
+          if (j0 + q < nb) { sum = lane_add(sum, lane_at(h0 + (j0 + q) * p.C, l0 + li), l0 + li); }
+        }
+        wg_run[li * PW + lid] = sum;
       }
       workgroupBarrier();
-      for (var q = 0u; q < BPT; q++) {
-        let j = lid + PW * q;
-        if (j >= nb) { break; }
-        for (var i = 0u; i < nl; i++) {
-          let w = select(i, i + 1u, p.crit == MSE && i > 0u);
-          var v = vec2u(wg_cum[j * CS + w], 0u);
-          if (lane_wide(l0 + i)) { v.y = wg_cum[j * CS + w + 1u]; }
-          left[q] = take_lane(left[q], l0 + i, v, ps, rec);
+      for (var o = 1u; o < PW; o <<= 1u) {  // inclusive sums over the threads (Hillis-Steele)
+        var got: array<vec2u, CH>;
+        for (var li = 0u; li < nl; li++) {
+          if (lid >= o) { got[li] = wg_run[li * PW + lid - o]; }
+        }
+        workgroupBarrier();
+        for (var li = 0u; li < nl; li++) {
+          if (lid >= o) { wg_run[li * PW + lid] = lane_add(wg_run[li * PW + lid], got[li], l0 + li); }
+        }
+        workgroupBarrier();
+      }
+      for (var li = 0u; li < nl; li++) {
+        let lane = l0 + li;
+        var run = vec2u(0u);  // the bins of the threads before this one
+        if (lid > 0u) { run = wg_run[li * PW + lid - 1u]; }
+        for (var q = 0u; q < BPT; q++) {
+          if (j0 + q >= nb) { break; }
+          run = lane_add(run, lane_at(h0 + (j0 + q) * p.C, lane), lane);
+          left[q] = take_lane(left[q], lane, run, ps, rec);
         }
       }
-      workgroupBarrier();  // wg_run and wg_cum are written again by the next chunk
+      workgroupBarrier();  // wg_run is written again by the next chunk
     }
   }
   let cc = p.C - 1u;
@@ -997,7 +992,7 @@ fn split_scan_wg(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg
   var bs = 0.0;
   var bb = LEAF;
   for (var q = 0u; q < BPT; q++) {
-    let j = lid + PW * q;
+    let j = j0 + q;
     if (j >= nb) { break; }
     if (candidate(sp_hist[h0 + j * p.C + cc], left[q].rows, total)) {
       let sc = left_score(left[q], rec);
@@ -1022,7 +1017,7 @@ fn split_scan_wg(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg
   // The right side starts at the next non-empty bin after the best.
   var next = LEAF;
   for (var q = 0u; q < BPT; q++) {
-    let j = lid + PW * q;
+    let j = j0 + q;
     if (j >= nb) { break; }
     if (best != LEAF && j > best && sp_hist[h0 + j * p.C + cc] != 0u) {
       next = j;
