@@ -566,6 +566,12 @@ fn lane_at(h: u32, lane: u32) -> vec2u {
   return vec2u(sp_hist[w], 0u);
 }
 
+fn lane_put(h: u32, lane: u32, v: vec2u) {  // the inverse of lane_at
+  let w = h + lane_word(lane);
+  sp_hist[w] = v.x;
+  if (lane_wide(lane)) { sp_hist[w + 1u] = v.y; }
+}
+
 fn lane_add(a: vec2u, b: vec2u, lane: u32) -> vec2u {
   if (lane_wide(lane)) { return add64(a, b); }
   return vec2u(a.x + b.x, 0u);
@@ -762,6 +768,21 @@ fn candidate(raw: u32, upto: u32, total: u32) -> bool {
   return raw != 0u && upto < total && upto >= p.msl && total - upto >= p.msl;
 }
 
+// A feature's nb bins from word h0 made running sums along the bins, in place (undo: back to
+// raw), lane by lane, by one thread.
+fn sum_bins(h0: u32, nb: u32, undo: bool) {
+  for (var i = 1u; i < nb; i++) {
+    let j = select(i, nb - i, undo);  // undo: from the last bin down
+    for (var lane = 0u; lane < lanes(); lane++) {
+      let a = lane_at(h0 + j * p.C, lane);
+      let b = lane_at(h0 + (j - 1u) * p.C, lane);
+      var v = lane_add(a, b, lane);
+      if (undo) { v = select(vec2u(a.x - b.x, 0u), sub64(a, b), lane_wide(lane)); }
+      lane_put(h0 + j * p.C, lane, v);
+    }
+  }
+}
+
 @compute @workgroup_size(256)
 fn split_scan(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
               @builtin(local_invocation_index) lid: u32) {
@@ -773,33 +794,49 @@ fn split_scan(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: v
   let t = i / p.F / sp;
   let s = p.s_lo + i / p.F % sp;
   if ((sp_slots[(t * p.S + s) * 4u + 1u] & OPEN) == 0u || !scans(t, s, f)) { return; }
-  // One thread, every bin: lane by lane, each bin's left side (up to MAXB bins a feature).
+  // One thread, every bin. Regression: the running sums of its three lanes in registers.
+  // Classes: the feature's bins made running sums in place, each candidate scored from them,
+  // then the bins made raw again (exact: integers mod 2^32). No per-bin arrays: a CPU adapter
+  // runs this, where a thread's large private arrays are slow.
   let fw = feature_words(t, s, f);
   let h0 = fw.x;
   let nb = fw.y;
   let rec = slot_rec(t, s);
-  var left: array<Left, MAXB>;
-  let passes = select(1u, 2u, p.crit == ENTROPY);  // entropy: every class's left terms, then the right's
-  for (var ps = 0u; ps < passes; ps++) {
-    for (var lane = 0u; lane < select(lanes(), p.K, ps == 1u); lane++) {
-      var run = vec2u(0u);
-      for (var j = 0u; j < nb; j++) {
-        run = lane_add(run, lane_at(h0 + j * p.C, lane), lane);
-        left[j] = take_lane(left[j], lane, run, ps, rec);
-      }
-    }
-  }
+  let mse = p.crit == MSE;
+  if (!mse) { sum_bins(h0, nb, false); }
   let total = sp_nodes[rec + 4u + p.C - 1u];
+  let cc = p.C - 1u;
   var best = Best(0.0, LEAF, 0u, 0u);
+  var run = Left(vec2u(0u), vec2u(0u), 0u, 0.0, 0u);  // regression: the bins so far
+  var before = 0u;  // rows in the bins before j
   for (var j = 0u; j < nb; j++) {
-    let raw = sp_hist[h0 + j * p.C + p.C - 1u];
-    if (raw == 0u) { continue; }
+    let h = h0 + j * p.C;
+    if (mse) {
+      run.s = add64(run.s, vec2u(sp_hist[h], sp_hist[h + 1u]));
+      run.w += sp_hist[h + 2u];
+      run.rows += sp_hist[h + 3u];
+    } else {
+      run.rows = sp_hist[h + cc];
+    }
+    let upto = run.rows;
+    if (upto == before) { continue; }  // empty
+    before = upto;
     if (best.f != LEAF && best.b2 == LEAF) { best.b2 = j; }  // the best's right side starts here
-    if (candidate(raw, left[j].rows, total)) {
-      let sc = left_score(left[j], rec);
+    if (candidate(1u, upto, total)) {
+      var l = run;
+      if (!mse) {
+        l = Left(vec2u(0u), vec2u(0u), 0u, 0.0, 0u);
+        for (var lane = 0u; lane < lanes(); lane++) { l = take_lane(l, lane, lane_at(h, lane), 0u, rec); }
+        if (p.crit == ENTROPY) {  // the right side's terms after every class's left ones
+          for (var k = 0u; k < p.K; k++) { l = take_lane(l, k, lane_at(h, k), 1u, rec); }
+        }
+      }
+      let sc = left_score(l, rec);
       if (best.f == LEAF || sc > best.score) { best = Best(sc, f, j, LEAF); }
     }
+    if (upto == total) { break; }  // the rest is empty (deep nodes hold few rows)
   }
+  if (!mse) { sum_bins(h0, nb, true); }
   if (best.f != LEAF) {  // words e..e+2 only: other threads read e+3
     let e = 4u * (hist_slot(t, s) * p.F + f);
     sp_cand[e] = bitcast<u32>(best.score);
