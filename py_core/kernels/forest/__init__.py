@@ -375,8 +375,8 @@ def _summed(p, words):
     channel a running sum (regression's 64-bit sum in its (lo, hi) channels), words mod 2^32."""
     C, c0 = p["C"], 0
     out = array("I", words)
-    if p["crit"] == MSE:
-        sums = list(accumulate(signed64(lo, hi) for lo, hi in zip(words[0::C], words[1::C])))
+    if p["crit"] == MSE:  # unsigned: the same words mod 2^64
+        sums = list(accumulate([lo | hi << 32 for lo, hi in zip(words[0::C], words[1::C])]))
         out[0::C] = array("I", [v & M32 for v in sums])
         out[1::C] = array("I", [(v >> 32) & M32 for v in sums])
         c0 = 2
