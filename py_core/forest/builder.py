@@ -20,9 +20,10 @@ The method (kernels in `py_core/kernels/forest/forest.wgsl`):
    left child's totals), `alloc` (per tree, a prefix sum numbers the children and gives the open
    ones slots of the next level) and `route_rows` (each row moves to its child's slot).
    Histograms stay raw: only the few scanned features of a node are ever summed along their
-   bins. On GPUs the three split kernels run as their `_wg` versions (`parallel_bins`). Nothing is read back between levels: the number
-   of slots a level can need is bounded from n, min_samples_split and min_samples_leaf, so
-   every grid is fixed, and a batch of trees of depth <= 16 is one submission.
+   bins. On GPUs the three split kernels run as their `_wg` versions (`parallel_bins`).
+   Nothing is read back between levels: the number of slots a level can need is bounded from
+   n, min_samples_split and min_samples_leaf, so every grid is fixed, and a batch of trees of
+   depth <= 16 is one submission.
    Memory (sizes.py): two levels of histograms, Tb x S_h x NB x C words each, sized to the
    histogram budget and the adapter's binding limit, and the batch's node records; the trees are
    grown in batches of Tb. A level with more slots than a buffer holds (S_h: 128 MiB adapters,
@@ -99,8 +100,9 @@ CPU_ADAPTERS = ("swiftshader", "llvmpipe", "lavapipe")
 
 
 def parallel_bins(backend) -> bool:
-    """Whether the PARALLEL kernels run: on GPUs (2.5x faster on an H200), not on CPU adapters,
-    where a workgroup's barriers cost more than one thread's loop (25x slower on lavapipe)."""
+    """Whether the PARALLEL kernels run: on GPUs (2.5x faster on an H200, measured with the kernel
+    set before raw histograms), not on CPU adapters, where a workgroup's barriers cost more than
+    one thread's loop (25x slower on lavapipe)."""
     a = backend.adapter
     named = " ".join(str(a.get(k, "")) for k in ("vendor", "architecture", "device", "description"))
     return (backend.name in DEVICE_SORT and not a.get("is_fallback_adapter")

@@ -37,7 +37,6 @@ SLOT_SHIFT, COUNT_MASK = 8, 0xFF  # a row's state: slot << SLOT_SHIFT | bootstra
 MSE, GINI, ENTROPY = 0, 1, 2
 CRITERIA = {"squared_error": MSE, "gini": GINI, "entropy": ENTROPY}
 MAXK = 64          # classes predict keeps in registers
-MAXB = 256         # the most bins a feature has
 M32 = 0xFFFFFFFF
 INF = float("inf")
 WG = 256           # threads per workgroup of the flat kernels
@@ -47,7 +46,7 @@ NOT_FINITE_X, NOT_FINITE_Y = 1, 2  # flags
 FAMILY = Family(structs={"Params": PARAMS, "Sort": SORT}, consts={
     "LEAF": LEAF, "DONE": DONE, "OPEN": OPEN, "BUILT": BUILT, "VARIES": VARIES,
     "RANK_SHIFT": RANK_SHIFT, "SLOT_SHIFT": SLOT_SHIFT, "COUNT_MASK": COUNT_MASK, "MSE": MSE, "GINI": GINI,
-    "ENTROPY": ENTROPY, "MAXK": MAXK, "MAXB": MAXB, "HC_SLOTS": HC_SLOTS, "IMP_CHUNK": IMP_CHUNK,
+    "ENTROPY": ENTROPY, "MAXK": MAXK, "HC_SLOTS": HC_SLOTS, "IMP_CHUNK": IMP_CHUNK,
     "NOT_FINITE_X": NOT_FINITE_X, "NOT_FINITE_Y": NOT_FINITE_Y})
 
 

@@ -577,6 +577,13 @@ fn lane_add(a: vec2u, b: vec2u, lane: u32) -> vec2u {
   return vec2u(a.x + b.x, 0u);
 }
 
+// Lane `lane` summed over bins [j0, j1) of a feature whose first bin is at word h0.
+fn lane_sum(h0: u32, j0: u32, j1: u32, lane: u32) -> vec2u {
+  var sum = vec2u(0u);
+  for (var j = j0; j < j1; j++) { sum = lane_add(sum, lane_at(h0 + j * p.C, lane), lane); }
+  return sum;
+}
+
 fn slot_rec(t: u32, s: u32) -> u32 {  // the node record of slot s of tree t (of the batch)
   return (t * p.NC + sp_slots[(t * p.S + s) * 4u]) * (4u + p.C);
 }
@@ -621,8 +628,7 @@ fn root_totals(t: u32, s: u32, c0: u32, step: u32) {
   let rec = slot_rec(t, s) + 4u;
   let h0 = (hist_slot(t, s) * p.NB + sp_fmeta[0]) * p.C;
   for (var lane = c0; lane < lanes(); lane += step) {
-    var sum = vec2u(0u);
-    for (var j = 0u; j < sp_fmeta[1]; j++) { sum = lane_add(sum, lane_at(h0 + j * p.C, lane), lane); }
+    let sum = lane_sum(h0, 0u, sp_fmeta[1], lane);
     sp_nodes[rec + lane_word(lane)] = sum.x;
     if (lane_wide(lane)) { sp_nodes[rec + 1u] = sum.y; }
   }
@@ -822,7 +828,7 @@ fn split_scan(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: v
     if (upto == before) { continue; }  // empty
     before = upto;
     if (best.f != LEAF && best.b2 == LEAF) { best.b2 = j; }  // the best's right side starts here
-    if (candidate(1u, upto, total)) {
+    if (candidate(1u, upto, total)) {  // 1u: bin j holds rows (empty ones were skipped above)
       var l = run;
       if (!mse) {
         l = Left(vec2u(0u), vec2u(0u), 0u, 0.0, 0u);
@@ -888,8 +894,7 @@ fn split_pick(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: v
   let fw = feature_words(t, s, best.x);
   let out = (t * p.S + s) * p.C;
   for (var lane = 0u; lane < lanes(); lane++) {  // the left child: bins 0..b summed
-    var sum = vec2u(0u);
-    for (var j = 0u; j <= best.y; j++) { sum = lane_add(sum, lane_at(fw.x + j * p.C, lane), lane); }
+    let sum = lane_sum(fw.x, 0u, best.y + 1u, lane);
     sp_left[out + lane_word(lane)] = sum.x;
     if (lane_wide(lane)) { sp_left[out + 1u] = sum.y; }
   }
@@ -901,7 +906,7 @@ fn split_pick(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: v
 // same ties, so the same forest. (CPU adapters run the looping versions: barriers cost more
 // than loops there.)
 const PW: u32 = 64u;   // threads a workgroup
-const BPT: u32 = 4u;   // bins a thread: PW * BPT = MAXB, the most bins a feature has
+const BPT: u32 = 4u;   // bins a thread: PW * BPT = 256, the most bins a feature has
 const CH: u32 = 12u;   // lanes split_scan_wg sums along the bins at once (more: in chunks)
 
 var<workgroup> wg_flags: u32;
@@ -1100,9 +1105,7 @@ fn split_pick_wg(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg
     let lane = l0 + lid % nl;
     let k = lid / nl;               // this thread's run (none when k >= seg)
     var sum = vec2u(0u);
-    if (k < seg) {
-      for (var j = k * len; j < min(k * len + len, nb); j++) { sum = lane_add(sum, lane_at(h0 + j * p.C, lane), lane); }
-    }
+    if (k < seg) { sum = lane_sum(h0, k * len, min(k * len + len, nb), lane); }
     wg_run[lid] = sum;
     workgroupBarrier();
     if (k == 0u) {
