@@ -71,12 +71,13 @@ def random_forest(rng, task, backend, bootstrap=None):
 
 ENTRIES = ["check_finite", "targets", "bin_features", "bootstrap", "init_trees", "hist_build",
            "split_vary", "split_scan", "split_pick", "split_vary_wg", "split_scan_wg", "split_pick_wg",
-           "alloc", "hist_clear", "route_rows", "finalize", "importance", "oob", "predict"]
-# Workgroup-per-item variants (GPUs): replayed on the inputs of the looping kernel, a workgroup
-# per (tree, slot of the pass, feature), or per (tree, slot of the pass) for split_pick_wg.
-VARIANTS = {"split_vary_wg": "split_vary", "split_scan_wg": "split_scan", "split_pick_wg": "split_pick"}
+           "alloc", "hist_clear", "hist_clear_wg", "route_rows", "finalize", "importance", "oob", "predict"]
+# Workgroup-per-item variants (GPUs): replayed on the inputs of the looping kernel, on the grid
+# the builder gives them (wg_items).
+VARIANTS = {"split_vary_wg": "split_vary", "split_scan_wg": "split_scan", "split_pick_wg": "split_pick",
+            "hist_clear_wg": "hist_clear"}
 PER_LEVEL = {"hist_build", "split_vary", "split_scan", "split_pick", "split_vary_wg", "split_scan_wg",
-             "split_pick_wg", "alloc", "hist_clear", "route_rows"}  # the others run once a fit or a batch: capture their first dispatch
+             "split_pick_wg", "alloc", "hist_clear", "hist_clear_wg", "route_rows"}  # the others run once a fit or a batch: capture their first dispatch
 
 
 @pytest.mark.parametrize("task", ["regression", "gini", "entropy"])
@@ -101,9 +102,10 @@ def test_kernel_matches_reference(native_backend, rng, entry, task):
         kern = run(backend.kernel("forest", entry))
         made = [backend.buffer(dtype, data=data, uniform=uniform) for dtype, uniform, data in bufs]
         total = grid[0] * grid[1] * grid[2]
-        if entry in VARIANTS:  # a workgroup per (tree, slot of the pass, feature)
+        if entry in VARIANTS:  # a workgroup per item (wg_items), as the builder dispatches it
             p = fk.PARAMS.unpack(bufs[0][2])
-            total = p["T"] * min(p["S_h"], p["S_cur"] - p["s_lo"]) * (1 if entry == "split_pick_wg" else p["F"])
+            total = fk.wg_items(entry, p["T"], min(p["S_h"], p["S_cur"] - p["s_lo"]), p["F"], p["mf"],
+                                p["NB"] * p["C"])
         g = fk.grid(total, backend.limits["maxComputeWorkgroupsPerDimension"])
         run(backend.run(backend.plan().dispatch(kern, made, g)))
         return [run(backend.read(b)) for b in made]

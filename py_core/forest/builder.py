@@ -68,6 +68,7 @@ from ..kernels.forest import (
     WG,
     grid,
     half_bits,
+    wg_items,
 )
 from .binning import edges_from_sorted, sample_shape, sorted_columns
 from .sizes import (
@@ -92,10 +93,11 @@ LIVE_BATCHES = 8  # batches a fit with live plots grows in (fewer when it has fe
                   # surface that redraws about eight times, at a few waits' cost on a GPU
 
 KERNELS = ("check_finite", "sample", "sort_pass", "targets", "bin_features", "bootstrap",
-           "init_trees", "hist_clear", "hist_build", "alloc", "route_rows",
-           "finalize", "importance", "oob")
-LOOPING = ("split_vary", "split_scan", "split_pick")  # a thread per (tree, slot[, feature]): CPUs
-PARALLEL = ("split_vary_wg", "split_scan_wg", "split_pick_wg")  # a workgroup per one: GPUs
+           "init_trees", "hist_build", "alloc", "route_rows", "finalize", "importance", "oob")
+# The level's clear and split kernels: a thread per (tree, slot[, feature]) or a workgroup per
+# HC_SLOTS slots (CPUs), or a workgroup per item (GPUs: wg_items).
+LOOPING = ("hist_clear", "split_vary", "split_scan", "split_pick")
+PARALLEL = ("hist_clear_wg", "split_vary_wg", "split_scan_wg", "split_pick_wg")
 CPU_ADAPTERS = ("swiftshader", "llvmpipe", "lavapipe")
 
 
@@ -400,10 +402,16 @@ class Grower:
         await b.run(plan)
         b.free_plan(plan)  # run once: its bind groups go (the submitted work keeps what it needs)
 
-    def _per_feature(self, sp: int):
-        """A workgroup (parallel bins), or a thread, per (tree, slot of the pass, feature)."""
-        threads = self.z.Tb * sp * self.F
-        return grid(threads, self.wgs) if self.wide else self._grid(threads)
+    def _split_grids(self, sp: int) -> list:
+        """The grids of the clear, vary, scan and pick kernels over sp slots of a pass: a
+        workgroup per item (GPUs, wg_items), or a thread per (tree, slot[, feature]) and a
+        workgroup per HC_SLOTS slots for the clear (CPUs)."""
+        Tb, F, wgs = self.z.Tb, self.F, self.wgs
+        if self.wide:
+            return [grid(wg_items(name, Tb, sp, F, self.spec.max_features, self.z.NB * self.z.C), wgs)
+                    for name in PARALLEL]
+        return [grid(Tb * -(-sp // HC_SLOTS), wgs), self._grid(Tb * sp * F), self._grid(Tb * sp * F),
+                self._grid(Tb * sp)]
 
     def _level(self, e: int, s_cur: int):
         """The recorded plan of level e over its first s_cur slots: made once, run for every
@@ -411,7 +419,7 @@ class Grower:
         if (e, s_cur) in self.level_plans:
             return self.level_plans[(e, s_cur)]
         z, k, n, Tb, wgs = self.z, self.k, self.n, self.z.Tb, self.wgs
-        vary, scan, pick = (k[name] for name in (PARALLEL if self.wide else LOOPING))
+        clear, vary, scan, pick = (k[name] for name in (PARALLEL if self.wide else LOOPING))
         last = z.levels is not None and e == z.levels - 1
         s_next = 0 if last else level_slots(e + 1, n, self.s_min)
         cur, other = self.slots[e % 2], self.slots[1 - e % 2]
@@ -423,13 +431,13 @@ class Grower:
             pp = dict(depth=e, S_cur=s_cur, S_next=s_next, s_lo=s_lo)
             P = self._buf("u32", uniform=True, data=PARAMS.pack(**self._params(pp, *self.batch)))
             ups.append((P, pp))
-            (plan.dispatch(k["hist_clear"], [P, cur, h], grid(Tb * -(-sp // HC_SLOTS), wgs))
+            g_clear, g_vary, g_scan, g_pick = self._split_grids(sp)
+            (plan.dispatch(clear, [P, cur, h], g_clear)
              .dispatch(k["hist_build"], [P, self.binned, fb, self.tgt, self.state, cur, h],
                        self._grid(Tb * n))
-             .dispatch(vary, [P, fb, cur, h, nodes, cand, xlogx, parent], self._per_feature(sp))
-             .dispatch(scan, [P, fb, cur, h, nodes, cand, xlogx, parent], self._per_feature(sp))
-             .dispatch(pick, [P, fb, cur, h, nodes, cand, xlogx, self.left],
-                       grid(Tb * sp, wgs) if self.wide else self._grid(Tb * sp)))
+             .dispatch(vary, [P, fb, cur, h, nodes, cand, xlogx, parent], g_vary)
+             .dispatch(scan, [P, fb, cur, h, nodes, cand, xlogx, parent], g_scan)
+             .dispatch(pick, [P, fb, cur, h, nodes, cand, xlogx, self.left], g_pick))
         P = ups[0][0]
         plan.dispatch(k["alloc"], [P, cur, nodes, self.left, other, self.childmap, self.meta],
                       grid(Tb, wgs))

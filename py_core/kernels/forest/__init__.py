@@ -42,11 +42,12 @@ INF = float("inf")
 WG = 256           # threads per workgroup of the flat kernels
 IMP_CHUNK = 2048   # nodes summed by one thread of `importance`
 HC_SLOTS = 8       # slots a workgroup of `hist_clear` zeroes
+HC_WORDS = 2048    # words a workgroup of `hist_clear_wg` zeroes
 NOT_FINITE_X, NOT_FINITE_Y = 1, 2  # flags
 FAMILY = Family(structs={"Params": PARAMS, "Sort": SORT}, consts={
     "LEAF": LEAF, "DONE": DONE, "OPEN": OPEN, "BUILT": BUILT, "VARIES": VARIES,
     "RANK_SHIFT": RANK_SHIFT, "SLOT_SHIFT": SLOT_SHIFT, "COUNT_MASK": COUNT_MASK, "MSE": MSE, "GINI": GINI,
-    "ENTROPY": ENTROPY, "MAXK": MAXK, "HC_SLOTS": HC_SLOTS, "IMP_CHUNK": IMP_CHUNK,
+    "ENTROPY": ENTROPY, "MAXK": MAXK, "HC_SLOTS": HC_SLOTS, "HC_WORDS": HC_WORDS, "IMP_CHUNK": IMP_CHUNK,
     "NOT_FINITE_X": NOT_FINITE_X, "NOT_FINITE_Y": NOT_FINITE_Y})
 
 
@@ -56,6 +57,16 @@ def grid(workgroups: int, cap: int = 65535) -> tuple[int, int, int]:
     if workgroups <= cap:
         return (workgroups, 1, 1)
     return (cap, -(-workgroups // cap), 1)
+
+
+def wg_items(entry: str, T: int, sp: int, F: int, mf: int, words: int) -> int:
+    """Workgroups of a workgroup-per-item kernel (GPUs) over T trees and the sp slots of a pass:
+    one per (tree, slot, feature) (split_vary_wg), per feature a node may scan (split_scan_wg:
+    min(mf, F)), per slot (split_pick_wg), per run of HC_WORDS of a slot's `words` histogram
+    words (hist_clear_wg)."""
+    per_slot = {"split_vary_wg": F, "split_scan_wg": min(mf, F), "split_pick_wg": 1,
+                "hist_clear_wg": -(-words // HC_WORDS)}[entry]
+    return T * sp * per_slot
 
 
 # ---- hashing, as in the shader ------------------------------------------------------------------
@@ -299,6 +310,7 @@ def hist_slot(p, t: int, s: int) -> int:
     return t * p["S_h"] + s - p["s_lo"]
 
 
+@reference("forest", "hist_clear_wg")
 @reference("forest", "hist_clear")
 def hist_clear(bufs, grid_, constants):
     _, slots, hist = bufs

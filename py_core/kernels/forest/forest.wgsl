@@ -471,6 +471,24 @@ fn hist_clear(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: v
   }
 }
 
+// hist_clear_wg (GPUs): a workgroup per (tree, slot of the pass, run of HC_WORDS words), so a
+// deep level's thousands of slots fill the GPU rather than a workgroup looping over 8 of them.
+@compute @workgroup_size(256)
+fn hist_clear_wg(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
+                 @builtin(local_invocation_index) lid: u32) {
+  let id = linear(wid, nwg);
+  let W = p.NB * p.C;
+  let runs = (W + HC_WORDS - 1u) / HC_WORDS;
+  let sp = pass_slots();
+  if (id >= p.T * sp * runs) { return; }
+  let t = id / runs / sp;
+  let s = p.s_lo + id / runs % sp;
+  if ((hc_slots[(t * p.S + s) * 4u + 1u] & BUILT) == 0u) { return; }
+  let base = hist_slot(t, s) * W;
+  let end = min(W, (id % runs + 1u) * HC_WORDS);
+  for (var e = (id % runs) * HC_WORDS + lid; e < end; e += 256u) { hc_hist[base + e] = 0u; }
+}
+
 // ---- hist_build: each in-bag row of a built slot adds itself to (slot, feature, bin) ----------
 // 1 binned (n, FW) · 2 fmeta (F, 2) · 3 target (n) · 4 state (T, n) · 5 slots (T, S, 4)
 // · 6 hist (T, S_h, NB, C) atomic. Thread per (tree, row).
@@ -605,6 +623,25 @@ fn feistel(key: u32, x: u32) -> u32 {
 fn feature_rank(key: u32, f: u32) -> u32 {
   var x = feistel(key, f);
   while (x >= p.F) { x = feistel(key, x); }
+  return x;
+}
+
+// The inverse: the feature of rank r in the node's permutation (the rounds undone, last first).
+fn feistel_inv(key: u32, x: u32) -> u32 {
+  let mask = (1u << p.hb) - 1u;
+  var l = x >> p.hb;
+  var r = x & mask;
+  for (var i = 4u; i > 0u; i--) {
+    let pl = r ^ (pcg(l ^ (key + i - 1u)) & mask);
+    r = l;
+    l = pl;
+  }
+  return (l << p.hb) | r;
+}
+
+fn rank_feature(key: u32, r: u32) -> u32 {
+  var x = feistel_inv(key, r);
+  while (x >= p.F) { x = feistel_inv(key, x); }
   return x;
 }
 
@@ -912,6 +949,7 @@ const CH: u32 = 12u;   // lanes split_scan_wg sums along the bins at once (more:
 var<workgroup> wg_flags: u32;
 var<workgroup> wg_node: u32;
 var<workgroup> wg_elig: u32;
+var<workgroup> wg_feat: u32;
 var<workgroup> wg_any: atomic<u32>;
 var<workgroup> wg_rs: array<f32, PW>;
 var<workgroup> wg_rb: array<u32, PW>;
@@ -968,6 +1006,44 @@ fn better_bin(as_: f32, ab: u32, bs: f32, bb: u32) -> bool {
   return ab < bb;
 }
 
+// split_scan_wg's workgroups a slot: one per feature the node may scan (max_features of them).
+fn scan_width() -> u32 { return min(p.mf, p.F); }
+
+// The i-th feature (from 0) split_scan_wg scans in slot s (node wg_node): the i-th of the node's
+// permutation that varies in it, as `selected` counts them (every varying feature when mf >= F:
+// feature i, if it varies); LEAF: none. The permutation is walked backwards (rank_feature), a
+// run of PW ranks at once, rather than every feature's workgroup counting the ranks before its
+// own. Called by the whole workgroup.
+fn scanned_feature(t: u32, s: u32, i: u32, lid: u32) -> u32 {
+  let vary = 4u * hist_slot(t, s) * p.F + 3u;  // word 3 of feature 0's candidate
+  if (p.mf >= p.F) { return select(LEAF, i, (sp_cand[vary + 4u * i] & VARIES) != 0u); }
+  let key = hash3(p.seed, 2u * (p.tree0 + t) + 1u, wg_node);
+  if (lid == 0u) { wg_feat = LEAF; }
+  var seen = 0u;  // thread 0: varying features of the ranks walked so far
+  for (var r0 = 0u; r0 < p.F; r0 += PW) {
+    var f = LEAF;
+    if (r0 + lid < p.F) {
+      f = rank_feature(key, r0 + lid);
+      if ((sp_cand[vary + 4u * f] & VARIES) == 0u) { f = LEAF; }
+    }
+    wg_rb[lid] = f;
+    workgroupBarrier();
+    if (lid == 0u) {
+      for (var j = 0u; j < PW; j++) {
+        if (wg_rb[j] == LEAF) { continue; }
+        if (seen == i) {
+          wg_feat = wg_rb[j];
+          break;
+        }
+        seen += 1u;
+      }
+    }
+    let got = workgroupUniformLoad(&wg_feat);
+    if (got != LEAF) { return got; }
+  }
+  return LEAF;
+}
+
 // Each thread takes BPT consecutive bins. Lane by lane (CH lanes at once), a thread sums its
 // bins, the sums of the threads before it come from a scan over the workgroup (in workgroup
 // memory), and a second pass over its bins (in cache now) gives each bin's left side. Then the
@@ -977,16 +1053,21 @@ fn split_scan_wg(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg
                  @builtin(local_invocation_index) lid: u32) {
   _ = &sp_prev;  // the bindings of split_vary, all of them used
   let id = linear(wid, nwg);
-  if (id >= p.T * pass_slots() * p.F) { return; }
-  let it = wg_item(id, lid);
-  let t = it.x;
-  let s = it.y;
-  let f = it.z;
-  let flags = workgroupUniformLoad(&wg_flags);
-  if ((flags & OPEN) == 0u) { return; }
-  if (lid == 0u) { wg_elig = select(0u, 1u, scans(t, s, f)); }
-  if (workgroupUniformLoad(&wg_elig) == 0u) { return; }
+  let ns = scan_width();
+  let sp = pass_slots();
+  if (id >= p.T * sp * ns) { return; }
+  let t = id / ns / sp;
+  let s = p.s_lo + id / ns % sp;
+  if (lid == 0u) {
+    wg_flags = sp_slots[(t * p.S + s) * 4u + 1u];
+    wg_node = sp_slots[(t * p.S + s) * 4u];
+  }
+  if ((workgroupUniformLoad(&wg_flags) & OPEN) == 0u) { return; }
   let rec = (t * p.NC + wg_node) * (4u + p.C);
+  if (lid == 0u) { wg_elig = select(0u, 1u, eligible(rec + 4u)); }
+  if (workgroupUniformLoad(&wg_elig) == 0u) { return; }
+  let f = scanned_feature(t, s, id % ns, lid);
+  if (f == LEAF) { return; }
   let fw = feature_words(t, s, f);
   let h0 = fw.x;
   let nb = fw.y;
@@ -1378,6 +1459,12 @@ fn decrease(l: u32, r: u32) -> f32 {
   return acc;
 }
 
+var<workgroup> im_f: array<u32, 256>;
+var<workgroup> im_d: array<f32, 256>;
+
+// The chunk's nodes 256 at a time: each thread the decrease of one node (its feature in im_f,
+// LEAF for a leaf), then each thread adds those of its feature in node order, as one thread
+// walking the chunk would (the same f32 sums), without a thread's 2048 dependent reads.
 @compute @workgroup_size(256)
 fn importance(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
               @builtin(local_invocation_index) lid: u32) {
@@ -1385,20 +1472,32 @@ fn importance(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: v
   let fchunks = (p.F + 255u) / 256u;
   let id = linear(wid, nwg);
   let t = id / (G * fchunks);
+  if (t >= p.T) { return; }
   let g = id / fchunks % G;
   let f = (id % fchunks) * 256u + lid;
-  if (t >= p.T || f >= p.F) { return; }
   let tree = p.tree0 + t;
   let NW = 4u + p.C;
   let end = min(im_meta[2u * tree], (g + 1u) * IMP_CHUNK);
   var acc = 0.0;
-  for (var node = g * IMP_CHUNK; node < end; node++) {
-    let rec = (t * p.NC + node) * NW;
-    if (im_nodes[rec] != f) { continue; }
-    let l = (t * p.NC + im_nodes[rec + 3u]) * NW;
-    acc = acc + decrease(l, l + NW);
+  for (var n0 = g * IMP_CHUNK; n0 < end; n0 += 256u) {
+    let node = n0 + lid;
+    im_f[lid] = LEAF;
+    if (node < end) {
+      let rec = (t * p.NC + node) * NW;
+      let split = im_nodes[rec];
+      if (split != LEAF) {
+        let l = (t * p.NC + im_nodes[rec + 3u]) * NW;
+        im_f[lid] = split;
+        im_d[lid] = decrease(l, l + NW);
+      }
+    }
+    workgroupBarrier();
+    for (var j = 0u; j < min(256u, end - n0); j++) {
+      if (im_f[j] == f) { acc = acc + im_d[j]; }
+    }
+    workgroupBarrier();
   }
-  im_out[(tree * G + g) * p.F + f] = acc;
+  if (f < p.F) { im_out[(tree * G + g) * p.F + f] = acc; }
 }
 
 // ---- predict / oob: walk every tree for each row ----------------------------------------------
