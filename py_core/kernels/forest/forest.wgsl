@@ -1016,9 +1016,12 @@ fn scan_width() -> u32 { return min(p.mf, p.F); }
 // own. Called by the whole workgroup.
 fn scanned_feature(t: u32, s: u32, i: u32, lid: u32) -> u32 {
   let vary = 4u * hist_slot(t, s) * p.F + 3u;  // word 3 of feature 0's candidate
-  if (p.mf >= p.F) { return select(LEAF, i, (sp_cand[vary + 4u * i] & VARIES) != 0u); }
-  let key = hash3(p.seed, 2u * (p.tree0 + t) + 1u, wg_node);
   if (lid == 0u) { wg_feat = LEAF; }
+  if (p.mf >= p.F) {  // (through workgroup memory: the result must be uniform)
+    if (lid == 0u && (sp_cand[vary + 4u * i] & VARIES) != 0u) { wg_feat = i; }
+    return workgroupUniformLoad(&wg_feat);
+  }
+  let key = hash3(p.seed, 2u * (p.tree0 + t) + 1u, wg_node);
   var seen = 0u;  // thread 0: varying features of the ranks walked so far
   for (var r0 = 0u; r0 < p.F; r0 += PW) {
     var f = LEAF;
