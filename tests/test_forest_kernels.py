@@ -69,14 +69,14 @@ def random_forest(rng, task, backend, bootstrap=None):
     return RandomForestClassifier(criterion=task, **kw)
 
 
-ENTRIES = ["check_finite", "targets", "bin_features", "bootstrap", "init_trees", "hist_build",
+ENTRIES = ["check_finite", "targets", "bin_features", "bootstrap", "init_trees", "hist_build", "hist_build_wg",
            "split_vary", "split_scan", "split_pick", "split_vary_wg", "split_scan_wg", "split_pick_wg",
            "alloc", "hist_clear", "hist_clear_wg", "route_rows", "finalize", "importance", "oob", "predict"]
 # Workgroup-per-item variants (GPUs): replayed on the inputs of the looping kernel, on the grid
 # the builder gives them (wg_items).
 VARIANTS = {"split_vary_wg": "split_vary", "split_scan_wg": "split_scan", "split_pick_wg": "split_pick",
-            "hist_clear_wg": "hist_clear"}
-PER_LEVEL = {"hist_build", "split_vary", "split_scan", "split_pick", "split_vary_wg", "split_scan_wg",
+            "hist_clear_wg": "hist_clear", "hist_build_wg": "hist_build"}
+PER_LEVEL = {"hist_build", "hist_build_wg", "split_vary", "split_scan", "split_pick", "split_vary_wg", "split_scan_wg",
              "split_pick_wg", "alloc", "hist_clear", "hist_clear_wg", "route_rows"}  # the others run once a fit or a batch: capture their first dispatch
 
 
@@ -104,8 +104,13 @@ def test_kernel_matches_reference(native_backend, rng, entry, task):
         total = grid[0] * grid[1] * grid[2]
         if entry in VARIANTS:  # a workgroup per item (wg_items), as the builder dispatches it
             p = fk.PARAMS.unpack(bufs[0][2])
+            groups = fk.hist_groups(bufs[2][2], p["C"]) if entry == "hist_build_wg" else None
+            if entry == "hist_build_wg":
+                if groups is None:
+                    pytest.skip("a feature's bins x channels exceed HB_WORDS: the builder runs hist_build")
+                made.append(backend.buffer("u32", data=groups))
             total = fk.wg_items(entry, p["T"], min(p["S_h"], p["S_cur"] - p["s_lo"]), p["F"], p["mf"],
-                                p["NB"] * p["C"])
+                                p["NB"] * p["C"], p["n"], groups[0] if groups else 0)
         g = fk.grid(total, backend.limits["maxComputeWorkgroupsPerDimension"])
         run(backend.run(backend.plan().dispatch(kern, made, g)))
         return [run(backend.read(b)) for b in made]
@@ -121,6 +126,45 @@ def test_kernel_matches_reference(native_backend, rng, entry, task):
             diff = [j for j, (a, b) in enumerate(zip(g, w)) if a != b]
             assert not diff, f"{entry} binding {i}: {len(diff)} words differ, first at {diff[0]}: " \
                              f"native {g[diff[0]]}, reference {w[diff[0]]}"
+
+
+@pytest.mark.parametrize("crit", [fk.MSE, fk.GINI])
+def test_hist_build_wg_sums_runs_of_rows_as_hist_build(native_backend, rng, crit):
+    """hist_build_wg over several runs of HB_ROWS rows and several feature groups (the replay
+    above has at most 120 rows): the same words as hist_build, 64-bit carries included."""
+    from py_core.kernels.forest.cases import _data, _params
+    n, F, T, S = 2 * fk.HB_ROWS + rng.randrange(1, 999), rng.randint(5, 12), 2, 2
+    K = 1 if crit == fk.MSE else rng.randint(2, 15)
+    C = 4 if crit == fk.MSE else K + 1
+    fmeta, binned, target, NB, FW = _data(rng, n, F, crit, K)
+    if crit == fk.MSE:  # large targets and weights: the low words carry often
+        target = array("I", array("i", [rng.choice([-1, 1]) * rng.randint(2**22, 2**23 - 1)
+                                        for _ in range(n)]).tobytes())
+    state = array("I", [(rng.randrange(S + 1) << 8) | rng.choice([0, 1, 2, 200]) for _ in range(T * n)])
+    slots = array("I", [0, fk.OPEN | fk.BUILT, 0, 0, 0, fk.OPEN, 0, 0] * T)
+    groups = fk.hist_groups(fmeta, C)
+    assert groups is not None and groups[0] >= 1
+    P = _params(n=n, F=F, FW=FW, NB=NB, C=C, K=K, crit=crit, T=T, S=S, S_cur=S)
+
+    def hist(entry):
+        b = native_backend
+        kern = run(b.kernel("forest", entry))
+        bufs = [b.buffer("u32", uniform=True, data=P)] + [b.buffer("u32", data=d) for d in
+                                                         (binned, fmeta, target, state, slots)]
+        out = b.buffer("u32", T * S * NB * C)
+        if entry == "hist_build":
+            g = fk.grid(-(-T * n // fk.WG))
+            bufs.append(out)
+        else:
+            g = fk.grid(fk.wg_items(entry, T, S, F, 0, 0, n, groups[0]))
+            bufs += [out, b.buffer("u32", data=groups)]
+        run(b.run(b.plan().clear(out).dispatch(kern, bufs, g)))
+        return run(b.read(out))
+
+    want, got = hist("hist_build"), hist("hist_build_wg")
+    assert any(want), "no row was added"
+    diff = [j for j, (a, b) in enumerate(zip(got, want)) if a != b]
+    assert not diff, f"{len(diff)} words differ, first at {diff[0]}: {got[diff[0]]} != {want[diff[0]]}"
 
 
 def test_selftest_cases_match_reference(native_backend, rng):

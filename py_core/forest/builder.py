@@ -68,6 +68,7 @@ from ..kernels.forest import (
     WG,
     grid,
     half_bits,
+    hist_groups,
     wg_items,
 )
 from .binning import edges_from_sorted, sample_shape, sorted_columns
@@ -236,7 +237,7 @@ class Grower:
         """The kernels (the parallel-bins set on GPUs) and the parameters every kernel shares."""
         b, spec, n, F = self.b, self.spec, self.n, self.F
         self.wide = parallel_bins(b) if self.wg is None else self.wg
-        names = KERNELS + (PARALLEL if self.wide else LOOPING)
+        names = KERNELS + (PARALLEL + ("hist_build_wg",) if self.wide else LOOPING)
         self.k = {name: await b.kernel("forest", name) for name in names}
         self.step, self.m, SM = sample_shape(n)
         self.base = dict(n=n, F=F, FW=-(-F // 4), NB=0, C=0, K=self.K, crit=spec.crit, T=0,
@@ -310,6 +311,8 @@ class Grower:
         b.write(self.P0, PARAMS.pack(**self.base))
         self.eb = self._buf("f32", data=edges)
         self.fb = self._buf("u32", data=fmeta)
+        groups = hist_groups(fmeta, z.C) if self.wide else None
+        self.groups = groups and (groups[0], self._buf("u32", data=groups))
         self.binned = self._buf("u32", n * z.FW)
         await b.run(b.plan().dispatch(self.k["bin_features"], [self.P0, self.Xb, self.eb, self.fb,
                                                                self.binned], self._grid(n * z.FW)))
@@ -432,10 +435,15 @@ class Grower:
             P = self._buf("u32", uniform=True, data=PARAMS.pack(**self._params(pp, *self.batch)))
             ups.append((P, pp))
             g_clear, g_vary, g_scan, g_pick = self._split_grids(sp)
-            (plan.dispatch(clear, [P, cur, h], g_clear)
-             .dispatch(k["hist_build"], [P, self.binned, fb, self.tgt, self.state, cur, h],
-                       self._grid(Tb * n))
-             .dispatch(vary, [P, fb, cur, h, nodes, cand, xlogx, parent], g_vary)
+            build = [P, self.binned, fb, self.tgt, self.state, cur, h]
+            plan.dispatch(clear, [P, cur, h], g_clear)
+            if self.groups and s_cur <= 2:  # a slot or two a tree: sums in workgroup memory first
+                G, gb = self.groups
+                plan.dispatch(k["hist_build_wg"], build + [gb],
+                              grid(wg_items("hist_build_wg", Tb, sp, self.F, 0, 0, n, G), wgs))
+            else:
+                plan.dispatch(k["hist_build"], build, self._grid(Tb * n))
+            (plan.dispatch(vary, [P, fb, cur, h, nodes, cand, xlogx, parent], g_vary)
              .dispatch(scan, [P, fb, cur, h, nodes, cand, xlogx, parent], g_scan)
              .dispatch(pick, [P, fb, cur, h, nodes, cand, xlogx, self.left], g_pick))
         P = ups[0][0]

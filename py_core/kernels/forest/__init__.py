@@ -43,11 +43,13 @@ WG = 256           # threads per workgroup of the flat kernels
 IMP_CHUNK = 2048   # nodes summed by one thread of `importance`
 HC_SLOTS = 8       # slots a workgroup of `hist_clear` zeroes
 HC_WORDS = 2048    # words a workgroup of `hist_clear_wg` zeroes
+HB_WORDS = 4096    # histogram words a workgroup of `hist_build_wg` holds (16 KiB, WebGPU's default)
+HB_ROWS = 8192     # rows a workgroup of `hist_build_wg` adds
 NOT_FINITE_X, NOT_FINITE_Y = 1, 2  # flags
 FAMILY = Family(structs={"Params": PARAMS, "Sort": SORT}, consts={
     "LEAF": LEAF, "DONE": DONE, "OPEN": OPEN, "BUILT": BUILT, "VARIES": VARIES,
     "RANK_SHIFT": RANK_SHIFT, "SLOT_SHIFT": SLOT_SHIFT, "COUNT_MASK": COUNT_MASK, "MSE": MSE, "GINI": GINI,
-    "ENTROPY": ENTROPY, "MAXK": MAXK, "HC_SLOTS": HC_SLOTS, "HC_WORDS": HC_WORDS, "IMP_CHUNK": IMP_CHUNK,
+    "ENTROPY": ENTROPY, "MAXK": MAXK, "HC_SLOTS": HC_SLOTS, "HC_WORDS": HC_WORDS, "HB_WORDS": HB_WORDS, "HB_ROWS": HB_ROWS, "IMP_CHUNK": IMP_CHUNK,
     "NOT_FINITE_X": NOT_FINITE_X, "NOT_FINITE_Y": NOT_FINITE_Y})
 
 
@@ -59,14 +61,35 @@ def grid(workgroups: int, cap: int = 65535) -> tuple[int, int, int]:
     return (cap, -(-workgroups // cap), 1)
 
 
-def wg_items(entry: str, T: int, sp: int, F: int, mf: int, words: int) -> int:
+def wg_items(entry: str, T: int, sp: int, F: int, mf: int, words: int, n: int = 0,
+             groups: int = 0) -> int:
     """Workgroups of a workgroup-per-item kernel (GPUs) over T trees and the sp slots of a pass:
     one per (tree, slot, feature) (split_vary_wg), per feature a node may scan (split_scan_wg:
     min(mf, F)), per slot (split_pick_wg), per run of HC_WORDS of a slot's `words` histogram
-    words (hist_clear_wg)."""
+    words (hist_clear_wg), per (group of features, run of HB_ROWS of the n rows)
+    (hist_build_wg, `groups` groups)."""
     per_slot = {"split_vary_wg": F, "split_scan_wg": min(mf, F), "split_pick_wg": 1,
-                "hist_clear_wg": -(-words // HC_WORDS)}[entry]
+                "hist_clear_wg": -(-words // HC_WORDS),
+                "hist_build_wg": groups * -(-n // HB_ROWS)}[entry]
     return T * sp * per_slot
+
+
+def hist_groups(fmeta, C: int) -> array | None:
+    """hist_build_wg's groups of consecutive features whose words (bins x C) fit HB_WORDS: their
+    number G, then G (first feature, end) pairs; None where one feature alone has more."""
+    groups, f0, words = array("I", [0]), 0, 0
+    F = len(fmeta) // 2
+    for f in range(F):
+        w = fmeta[2 * f + 1] * C
+        if w > HB_WORDS:
+            return None
+        if words + w > HB_WORDS:
+            groups.extend((f0, f))
+            f0, words = f, 0
+        words += w
+    groups.extend((f0, F))
+    groups[0] = len(groups) // 2
+    return groups
 
 
 # ---- hashing, as in the shader ------------------------------------------------------------------
@@ -373,6 +396,13 @@ def hist_build(bufs, grid_, constants):
         else:
             for h, v in sums.items():
                 hist[h] = (hist[h] + v) & M32
+
+
+
+@reference("forest", "hist_build_wg")
+def hist_build_wg(bufs, grid_, constants):
+    """The same sums as hist_build (binding 7, the feature groups, only shapes the grid)."""
+    hist_build(bufs[:7], grid_, constants)
 
 
 def _feature_range(p, fmeta, hbase, f):

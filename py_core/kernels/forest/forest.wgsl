@@ -536,6 +536,87 @@ fn hist_build(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: v
   }
 }
 
+// hist_build_wg (GPUs, the levels whose passes hold a slot or two a tree: the root, level 1): the
+// same sums, a workgroup per (tree, slot of the pass, group of features, run of HB_ROWS rows).
+// Its rows add into workgroup memory (the group's words, at most HB_WORDS; binding 7: the
+// number of groups G, then each group's first feature and end), then each non-zero word goes to the slot's histogram with
+// one global atomic: where every row of the tree lands in one slot, many fewer of them on the
+// same words. Integer sums, so the same words; regression's 64-bit sums carry as in hist_build.
+@group(0) @binding(7) var<storage, read> hb_groups: array<u32>;
+var<workgroup> hb_wg: array<atomic<u32>, HB_WORDS>;
+
+@compute @workgroup_size(256)
+fn hist_build_wg(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
+                 @builtin(local_invocation_index) lid: u32) {
+  let id = linear(wid, nwg);
+  let G = hb_groups[0];
+  let runs = (p.n + HB_ROWS - 1u) / HB_ROWS;
+  let sp = pass_slots();
+  if (id >= p.T * sp * G * runs) { return; }
+  let run = id % runs;
+  let g = id / runs % G;
+  let t = id / runs / G / sp;
+  let slot = p.s_lo + id / runs / G % sp;
+  if ((hb_slots[(t * p.S + slot) * 4u + 1u] & BUILT) == 0u) { return; }
+  let f0 = hb_groups[2u * g + 1u];
+  let f1 = hb_groups[2u * g + 2u];
+  let w0 = hb_fmeta[2u * f0];  // the group's first bin
+  let nw = (hb_fmeta[2u * (f1 - 1u)] + hb_fmeta[2u * f1 - 1u] - w0) * p.C;  // its words
+  for (var e = lid; e < nw; e += 256u) { atomicStore(&hb_wg[e], 0u); }
+  workgroupBarrier();
+  let r1 = min(p.n, (run + 1u) * HB_ROWS);
+  for (var r = run * HB_ROWS + lid; r < r1; r += 256u) {
+    let st = hb_state[t * p.n + r];
+    let w = st & COUNT_MASK;
+    if (w == 0u || (st >> SLOT_SHIFT) != slot) { continue; }
+    let tv = hb_target[r];
+    var lo = 0u;
+    var hi = 0u;
+    if (p.crit == MSE) {
+      let v = bitcast<i32>(tv) * i32(w);
+      lo = bitcast<u32>(v);
+      hi = select(0u, 0xFFFFFFFFu, v < 0);
+    }
+    for (var f = f0; f < f1; f++) {
+      let b = (hb_binned[r * p.FW + f / 4u] >> (8u * (f % 4u))) & 255u;
+      let h = (hb_fmeta[2u * f] - w0 + b) * p.C;
+      if (p.crit == MSE) {
+        let old = atomicAdd(&hb_wg[h], lo);
+        let up = hi + select(0u, 1u, old + lo < old);
+        if (up != 0u) { atomicAdd(&hb_wg[h + 1u], up); }
+        atomicAdd(&hb_wg[h + 2u], w);
+        atomicAdd(&hb_wg[h + 3u], 1u);
+      } else {
+        atomicAdd(&hb_wg[h + tv], w);
+        atomicAdd(&hb_wg[h + p.C - 1u], 1u);
+      }
+    }
+  }
+  workgroupBarrier();
+  let base = (hist_slot(t, slot) * p.NB + w0) * p.C;
+  if (p.crit == MSE) {  // a thread a bin: the 64-bit sum's carry out of the low word
+    for (var j = lid; j < nw / 4u; j += 256u) {
+      let h = 4u * j;
+      let lo = atomicLoad(&hb_wg[h]);
+      var hi = atomicLoad(&hb_wg[h + 1u]);
+      if (lo != 0u) {
+        let old = atomicAdd(&hb_hist[base + h], lo);
+        hi += select(0u, 1u, old + lo < old);
+      }
+      if (hi != 0u) { atomicAdd(&hb_hist[base + h + 1u], hi); }
+      for (var c = 2u; c < 4u; c++) {
+        let v = atomicLoad(&hb_wg[h + c]);
+        if (v != 0u) { atomicAdd(&hb_hist[base + h + c], v); }
+      }
+    }
+  } else {
+    for (var e = lid; e < nw; e += 256u) {
+      let v = atomicLoad(&hb_wg[e]);
+      if (v != 0u) { atomicAdd(&hb_hist[base + e], v); }
+    }
+  }
+}
+
 // ---- split_vary, split_scan, split_pick: a level's splits, from its raw histograms ------------
 // 1 fmeta · 2 slots · 3 hist · 4 nodes · 5 cand (T, S_h, F, 4): score bits, bin, next bin (LEAF:
 // no split), rank << RANK_SHIFT | VARIES if the feature varies in the node · 6 xlogx (n + 1)
