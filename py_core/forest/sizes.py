@@ -12,6 +12,9 @@ and where the backend has a `memory_budget`, all that is alive at once must fit 
   the nodes its trees really have, made after its last level: the plan counts the forest at
   `tree_nodes` a tree (what the trees are expected to have) and the fit checks each pair against
   the room left as the forest grows (builder.py).
+
+The forest also comes back to Python (`trees.Trees`, the binary export), in packs of PACK_BYTES,
+so Python holds it once plus a pack.
 """
 from __future__ import annotations
 
@@ -26,6 +29,9 @@ HIST_BUDGET = 2**30  # bytes of one level's histograms per batch, at most (GPU b
 REFERENCE_BUDGET = 64 * 2**20  # the reference backend keeps these in Python arrays
 DEEP_LEVELS = 16  # trees deeper than this (or unbounded) read back their open slots level by level
 LIMIT_NAMES = "maxStorageBufferBindingSize / maxBufferSize"
+PACK_BYTES = 64 * 2**20  # the most one readback (or upload write) moves between the device and
+                         # Python: a forest (2 GB for 1M rows x 100 trees grown to their leaves)
+                         # crosses a pack at a time, never as a second whole copy in Python
 
 
 @dataclass
@@ -85,6 +91,12 @@ def expected_nodes(n: int, spec: GrowSpec) -> int:
     return min(node_capacity(n, spec), 2 * leaves - 1)
 
 
+def forest_bytes(trees: int, nodes: int, K: int) -> int:
+    """Bytes of `trees` trees of `nodes` nodes: a node's feature, threshold and left child and its K
+    values, 4 bytes each; the same on the device, in Python (`trees.Trees`) and in the export."""
+    return 4 * trees * nodes * (3 + K)
+
+
 def batch_buffers(n: int, F: int, NB: int, C: int, S: int, S_h: int, NC: int) -> dict:
     """{what: (words a tree, buffers)}: a batch's working set (Grower._tree_buffers), Tb times."""
     return {"node records": (NC * (4 + C), 1), "bootstrap state": (n, 1),
@@ -135,7 +147,7 @@ def plan_sizes(backend, n: int, F: int, NB: int, spec: GrowSpec, room: int | Non
                          f"{size_text(cap)} ({LIMIT_NAMES}): use fewer trees or a max_depth")
     if room is not None:
         fixed = 4 * (T * (3 + G * F) + (n * (K + 1) if spec.oob and spec.bootstrap else 0))
-        forest = 4 * T * tree_nodes * (3 + K)
+        forest = forest_bytes(T, tree_nodes, K)
         batch = 4 * sum(words * count for words, count in per_tree.values())
         fixed += data
         if fixed + forest + batch > room:
