@@ -160,11 +160,9 @@ async def _dataset_load(job, backend, ctx, session):
 def _wasm_heap() -> int | None:
     """Bytes of WebAssembly memory under Pyodide (it only grows: its size is the peak), else
     None."""
-    try:
-        import pyodide_js
-    except ImportError:
-        return None
-    return int(pyodide_js._module.HEAP8.length)
+    from ..wasm import heap
+    got = heap()
+    return None if got is None else got.size
 
 
 RUNNERS = {"selftest": _selftest, "random_forest": _random_forest, "transformer": _transformer,
