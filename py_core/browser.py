@@ -12,7 +12,7 @@ import json
 from .errors import JobError
 from .gpu import get_backend
 from .jobs import Context, Session, synthetic_table
-from .jobs.jobs import encode_result
+from .jobs.results import encode_result
 
 _session: Session | None = None  # this worker's, made by init()
 
@@ -60,7 +60,7 @@ async def run(job_json: str, hooks) -> str:
                   should_stop=lambda: bool(hooks.shouldStop()),
                   is_paused=lambda: bool(hooks.isPaused()))
     result = await _session.run(job, ctx)
-    return encode_result(result)  # (JSON text, [bytes]): the worker turns the parts into typed arrays
+    return encode_result(result)  # (JSON text, [buffers]): the worker makes typed arrays of them
 
 
 def describe_bytes(data, name: str, delimiter: str | None, hooks) -> str:

@@ -16,7 +16,7 @@ from sklearn.metrics import f1_score, log_loss, mean_absolute_error, r2_score
 from py_core.data import Column, Table, prepare
 from py_core.forest import RandomForestRegressor
 from py_core.jobs import Context, JobError, Stopped, forest_job, forest_plots, run_job
-from py_core.jobs.jobs import encode_result
+from py_core.jobs.results import encode_result
 
 
 def run(coro):
@@ -54,9 +54,10 @@ def test_regression_job(datasets, native_backend):
     result = run(run_job(job, native_backend, context(datasets, seen.append)))
     text, parts = encode_result(result)  # what the worker hands the page: JSON and typed arrays
     model = json.loads(text)["model"]
-    assert model["binary"] == {"$binary": 0, "dtype": "u8"} and len(parts) == 1
+    # the export's parts (header, counts, feature, threshold, left, value), joined by the worker
+    assert model["binary"] == {"$binary": [0, 1, 2, 3, 4, 5], "dtype": "u8"} and len(parts) == 6
     assert len(text) < 200_000 and model["n_trees"] == 20 and "trees" not in model
-    back = RandomForestRegressor.from_bytes(parts[0])  # the compact format: the same forest
+    back = RandomForestRegressor.from_bytes(b"".join(parts))  # the compact format: the same forest
     want = RandomForestRegressor.from_bytes(result["model"]["binary"]).to_dict()
     assert back.to_dict() == want and len(want["trees"]) == 20
     assert back.to_dict()["trees"][0]["threshold"][0] != 0.0

@@ -3,8 +3,8 @@
 //               {type: "call", id, fn, args}: a function of py_core.browser, with hooks last
 // Messages out: {type: "loading", stage, fraction} · {type: "ready", ...} · {type: "progress", id, info}
 //               {type: "result", id, result} · {type: "failed", id, error: {message, stopped}}
-// A job's result comes from Python as JSON text plus its binary parts (py_core.jobs.encode_result),
-// which become typed arrays in the result, transferred to the page without a copy.
+// A job's result comes from Python as JSON text plus its binary parts (py_core.jobs.results), which
+// become typed arrays in the result, transferred to the page without a copy.
 // Nothing a job does can end this worker or its queue: every failure (Python, this glue, the
 // result's way to the page, a lost device) becomes that job's "failed" message, and the next job runs.
 import { loadPyodide, version as pyodideVersion } from "/pyodide/pyodide.mjs";
@@ -104,33 +104,45 @@ function answer(id, result, transfer) {
   settled.add(id);
 }
 
-// The result of py_core.browser.run, a PyProxy of (JSON text, [bytes]): the parts become typed
-// arrays where the JSON says {"$binary": i, "dtype": ...}.
+// The result of py_core.browser.run, a PyProxy of (JSON text, [buffers]) (py_core.jobs.results):
+// where the JSON says {"$binary": i, "dtype": ...} the part becomes a typed array, and where it
+// says {"$binary": [i, j, ...], "dtype": "u8"} those parts one after another become one Uint8Array
+// (a forest's binary export, made whole here rather than in Python's memory). Each is copied once
+// out of Python's memory into an ArrayBuffer of its own, so that it can be transferred.
 const TYPED = { u8: Uint8Array, u32: Uint32Array, i32: Int32Array, f32: Float32Array, f64: Float64Array };
 function unpackResult(out) {
+  const items = [];
+  const views = [];  // views into Python's memory: valid until released (nothing allocates there meanwhile)
   try {
     const text = out.get(0);
     const list = out.get(1);
-    const parts = [];
     try {
       for (let i = 0; i < list.length; i++) {
-        const item = list.get(i);
-        const view = item.getBuffer("u8");
-        parts.push(view.data.slice());  // a copy that owns its ArrayBuffer, so it can be transferred
-        view.release();
-        item.destroy();
+        items.push(list.get(i));
+        views.push(items[i].getBuffer("u8"));
       }
     } finally {
       list.destroy();
     }
+    const transfer = [];
+    const own = (indices) => {
+      const parts = indices.map((i) => views[i].data);
+      const u8 = new Uint8Array(parts.reduce((n, p) => n + p.byteLength, 0));
+      let at = 0;
+      for (const p of parts) { u8.set(p, at); at += p.byteLength; }
+      transfer.push(u8.buffer);
+      return u8;
+    };
     const result = JSON.parse(text, (key, v) => {
       if (v === null || typeof v !== "object" || !("$binary" in v)) return v;
-      const u8 = parts[v.$binary];
+      const u8 = own(Array.isArray(v.$binary) ? v.$binary : [v.$binary]);
       const Type = TYPED[v.dtype] || Uint8Array;
       return Type === Uint8Array ? u8 : new Type(u8.buffer, 0, u8.byteLength / Type.BYTES_PER_ELEMENT);
     });
-    return { result, transfer: parts.map((p) => p.buffer) };
+    return { result, transfer };
   } finally {
+    for (const view of views) view.release();
+    for (const item of items) item.destroy();
     out.destroy();
   }
 }

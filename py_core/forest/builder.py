@@ -36,8 +36,9 @@ The method (kernels in `py_core/kernels/forest/forest.wgsl`):
    arrays at NC nodes a tree, made at the start (`Sizes.dense`: nothing read back until the end);
    other forests into a pair a batch sized by the nodes its trees have (their sizes read back,
    a few words: deep trees read them level by level anyway), each checked against the room left
-   as the forest grows. All of it comes back to Python at the end, in as few readbacks as the
-   adapter's buffers allow, and stays in flat arrays (`trees.Trees`).
+   as the forest grows. All of it comes back to Python at the end, in packs of PACK_BYTES
+   (sizes.py), each de-interleaved as it arrives into the planar arrays of `trees.Trees`, which
+   the export hands over as they are: Python holds the forest once.
 5. Live plots (`on_trees`): the forest grows in at least LIVE_BATCHES batches, and after those
    that end a LIVE_BATCHES-th of the trees (but the last) the caller gets the trees finished so
    far (`Partial`): it predicts with their prediction arrays as they stand and sums their
@@ -51,6 +52,7 @@ import time
 from array import array
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import partial
 from itertools import accumulate
 
 from ..errors import Stopped
@@ -74,10 +76,12 @@ from ..kernels.forest import (
 from .binning import edges_from_sorted, sample_shape, sorted_columns
 from .sizes import (
     DEEP_LEVELS,
+    PACK_BYTES,
     GrowSpec,
     batch_buffers,
     cap_bytes,
     check_fits,
+    forest_bytes,
     level_slots,
     plan_sizes,
     size_text,
@@ -156,8 +160,7 @@ class Partial:
         """These trees' feature importances (as `feature_importances_`)."""
         g = self._g
         meta, imp = array("I"), array("f")
-        async for i, words in g._read_each([g.meta, g.imp]):
-            (meta, imp)[i].frombytes(words)
+        await g._read_into(g._whole(g.meta, meta.frombytes) + g._whole(g.imp, imp.frombytes))
         return _importances(imp, meta[0::2], self.trees, g.z.G, g.F)
 
 
@@ -192,8 +195,7 @@ class Grower:
         try:
             await self._compile()
             self.timings["compile"] = self.clock() - self.t0  # compiling: the first fit of a backend only
-            columns = await self._upload_and_sort(X, y)
-            await self._bin(columns)
+            await self._bin(await self._upload_and_sort(X, y))  # the samples go once binned
             t1 = self.t_levels = self.clock()
             self._tree_buffers()
             self._fixed_plans()
@@ -389,12 +391,12 @@ class Grower:
         b, K = self.b, self.K
         nodes = sum(counts)
         room = b.memory_room()
-        if room is not None and 4 * nodes * (3 + K) > room:
+        if room is not None and forest_bytes(1, nodes, K) > room:
             used = sum(x.nbytes for c in self.chunks for x in (c.ptree, c.pval))
             trees = f"trees {done + 1}-{done + nt}" if nt > 1 else f"tree {done + 1}"
             raise LimitError(
                 f"the forest outgrew the device memory after {done} of {self.T} trees: {trees} "
-                f"{'have' if nt > 1 else 'has'} {nodes} nodes ({size_text(4 * nodes * (3 + K))}), "
+                f"{'have' if nt > 1 else 'has'} {nodes} nodes ({size_text(forest_bytes(1, nodes, K))}), "
                 f"the trees before take {size_text(used)}, and the backend's memory_budget "
                 f"({size_text(b.memory_budget)}) leaves {size_text(room)}: use fewer trees, a "
                 f"max_depth or a larger min_samples_leaf (the forest is discarded)")
@@ -531,52 +533,86 @@ class Grower:
                       "eta_s": spent * (1 - fraction) / fraction if fraction > 0 else None})
 
     async def _read_back(self) -> Grown:
-        """The fit's readback: tree sizes, importances, out-of-bag sums and the forest's
-        prediction arrays, chunk after chunk into one pair of flat arrays."""
-        z, T, K, F, clock = self.z, self.T, self.K, self.F, self.clock
+        """The fit's readback: tree sizes, importances and out-of-bag sums, then the forest's
+        prediction arrays, chunk after chunk, in packs of at most PACK_BYTES, each de-interleaved
+        into the planar arrays of `Trees` (allocated once at their size) as it arrives: Python
+        holds the forest once and a pack, never a second whole copy (1M rows x 100 trees: 2 GB)."""
+        T, K, F, clock = self.T, self.K, self.F, self.clock
         t1 = clock()
-        meta, imp, oob, ptree, pval = array("I"), array("f"), array("f"), array("I"), array("f")
-        sinks = [(self.meta, meta), (self.imp, imp)] + ([(self.oobb, oob)] if self.oobb else [])
-        sinks += [(c.ptree, ptree) for c in self.chunks] + [(c.pval, pval) for c in self.chunks]
-        async for i, words in self._read_each([x for x, _ in sinks]):
-            sinks[i][1].frombytes(words)
+        meta, imp, oob = array("I"), array("f"), array("f")
+        small = [(self.meta, meta), (self.imp, imp)] + ([(self.oobb, oob)] if self.oobb else [])
+        await self._read_into([p for x, sink in small for p in self._whole(x, sink.frombytes)])
+        counts = meta[0::2]
+        trees = Trees.empty(K, counts)
+        await self._read_into(self._forest_pieces(trees))
         self.timings["readback"] = clock() - t1
         t1 = clock()
-        counts = meta[0::2]
-        if z.dense:
-            trees = Trees.from_strided(counts, z.NC, ptree, pval, K)
-        else:
-            trees = Trees(T, K, counts, ptree, pval)
-        importances = _importances(imp, counts, T, z.G, F)
+        importances = _importances(imp, counts, T, self.z.G, F)
         self.timings["host"] = clock() - t1
         return Grown(trees, DeviceTrees(T, K, self.offs, self.chunks), importances,
                      oob if self.oobb else None, self.timings)
 
-    async def _read_each(self, bufs):
-        """(index, bytes) of each buffer in turn, read back in as few packs as fit a buffer (the
-        bytes are a view into the pack, valid until the next one is read)."""
-        b, cap, i = self.b, cap_bytes(self.b), 0
-        while i < len(bufs):
-            j, total = i + 1, bufs[i].length
-            while j < len(bufs) and 4 * (total + bufs[j].length) <= cap:
-                total += bufs[j].length
+    def _forest_pieces(self, trees: Trees) -> list:
+        """The pieces (`_read_into`) that bring the prediction arrays into `trees`: each run of
+        nodes that follow one another in a chunk (a batch's chunk holds its trees end to end; the
+        dense one has tree t from node t * NC on, so a run ends at a tree with fewer than NC),
+        cut at whole nodes into packs."""
+        z, K, counts, starts = self.z, self.K, trees.counts, trees.starts
+        runs = []  # [chunk, first node there, nodes, first node in trees]
+        for c in self.chunks:
+            at = 0
+            for t in range(c.tree0, c.tree0 + c.T):
+                first = t * z.NC if z.dense else at
+                if runs and runs[-1][0] is c and runs[-1][1] + runs[-1][2] == first:
+                    runs[-1][2] += counts[t]
+                else:
+                    runs.append([c, first, counts[t], starts[t]])
+                at += counts[t]
+        step = self._pack_words() // max(3, K)  # nodes a piece
+        pieces = []
+        for c, first, nodes, node in runs:
+            for lo in range(0, nodes, step):
+                m = min(step, nodes - lo)
+                pieces.append((c.ptree, 3 * (first + lo), 3 * m, partial(trees.put_nodes, node + lo)))
+                pieces.append((c.pval, K * (first + lo), K * m, partial(trees.put_values, node + lo)))
+        return pieces
+
+    def _pack_words(self) -> int:
+        """Words a readback brings at most: PACK_BYTES, or a buffer's worth where less."""
+        return min(PACK_BYTES, cap_bytes(self.b)) // 4
+
+    def _whole(self, buf, put) -> list:
+        """The pieces (`_read_into`) that bring all of buf, in order, a pack at most each."""
+        pack = self._pack_words()
+        return [(buf, at, min(pack, buf.length - at), put) for at in range(0, buf.length, pack)]
+
+    async def _read_into(self, pieces) -> None:
+        """put(bytes) for each (buffer, first word, words, put) of `pieces` (a pack at most each),
+        in order: consecutive pieces are copied into one buffer of a pack at most and read back
+        together (the bytes are a view into the pack, valid during the call)."""
+        b, pack, i = self.b, self._pack_words(), 0
+        while i < len(pieces):
+            j, total = i + 1, pieces[i][2]
+            while j < len(pieces) and total + pieces[j][2] <= pack:
+                total += pieces[j][2]
                 j += 1
-            if j == i + 1:
-                yield i, memoryview(await b.read(bufs[i])).cast("B")
+            x, first, words, put = pieces[i]
+            if j == i + 1 and first == 0:  # a buffer's beginning, read as it is
+                put(memoryview(await b.read(x, words)).cast("B"))
                 i = j
                 continue
             async with b.scope("readback"):
-                pack = b.buffer("u32", total)
+                buf = b.buffer("u32", total)
                 plan, at = b.plan(), 0
-                for x in bufs[i:j]:
-                    plan.copy(x, pack, x.length, dst_offset=at)
-                    at += x.length
+                for x, first, words, _ in pieces[i:j]:
+                    plan.copy(x, buf, words, src_offset=first, dst_offset=at)
+                    at += words
                 await b.run(plan)
-                words = memoryview(await b.read(pack)).cast("B")
+                data = memoryview(await b.read(buf)).cast("B")
             at = 0
-            for k in range(i, j):
-                yield k, words[at:at + 4 * bufs[k].length]
-                at += 4 * bufs[k].length
+            for _, _, words, put in pieces[i:j]:
+                put(data[4 * at:4 * (at + words)])
+                at += words
             i = j
 
     def _params(self, level: dict, tree0, nt):

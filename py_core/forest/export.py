@@ -23,7 +23,7 @@ predicts the class of the largest mean fraction (the first on ties).
 
 The same forest in binary (`to_bytes`, `from_bytes`; the page keeps and passes this one, and
 writes the JSON above only when a person downloads it, tree by tree: web/forest_model.js), all
-little-endian:
+little-endian (`parts`: the same, as the header and the forest's own arrays, for a job's result):
 
     "PCFOREST" · u32 version (1) · u32 H · H bytes of JSON header (the JSON format's fields but
     "trees", plus "n_trees": T, "n_nodes": N; padded with spaces to a multiple of 4)
@@ -63,20 +63,28 @@ def to_dict(forest) -> dict:
     return out
 
 
-def to_bytes(forest, extra: dict | None = None) -> bytes:
-    """The binary format; `extra` adds fields to the header (a job's "data")."""
+def parts(forest, extra: dict | None = None) -> list:
+    """The binary format in its parts, in order: the signature and header (bytes), then the
+    trees' arrays as the forest holds them (counts, feature, threshold, left, value: no copies);
+    joined they are `to_bytes`. `extra` adds fields to the header (a job's "data")."""
     trees: Trees = forest._forest
-    words = memoryview(trees.ptree)
-    head = dict(header(forest), **(extra or {}), n_trees=trees.T, n_nodes=sum(trees.counts))
+    head = dict(header(forest), **(extra or {}), n_trees=trees.T, n_nodes=len(trees.feature))
     text = json.dumps(head, allow_nan=False).encode()
     text += b" " * (-len(text) % 4)
-    parts = [MAGIC, struct.pack("<II", VERSION, len(text)), text, array("I", trees.counts).tobytes(),
-             words[0::3].tobytes(), words[1::3].tobytes(), words[2::3].tobytes(), trees.pval.tobytes()]
-    return b"".join(parts)
+    return [MAGIC + struct.pack("<II", VERSION, len(text)) + text, trees.counts, trees.feature,
+            trees.threshold, trees.left, trees.value]
+
+
+def to_bytes(forest, extra: dict | None = None) -> bytes:
+    """The binary format as one bytes object (a copy of the whole forest: the job layer hands
+    `parts` over instead)."""
+    return b"".join(parts(forest, extra))
 
 
 def read_bytes(data) -> tuple[dict, Trees]:
-    """(header, trees) of the binary format, checked."""
+    """(header, trees) of the binary format, checked: bytes-like, or its parts (`parts`)."""
+    if isinstance(data, (list, tuple)):
+        data = b"".join(data)
     data = memoryview(data).cast("B")
     if len(data) < 16 or bytes(data[:8]) != MAGIC:
         raise ValueError("not a py_core.forest binary export (no PCFOREST signature)")
@@ -96,19 +104,18 @@ def read_bytes(data) -> tuple[dict, Trees]:
         at += 4 * count
         return out
 
-    counts, feat, thr, left, val = take("I", T), take("I", N), take("I", N), take("I", N), take("f", N * K)
+    trees = Trees(T, K, take("I", T), take("i", N), take("f", N), take("i", N), take("f", N * K))
+    counts, feat, left = trees.counts, trees.feature, trees.left
     if sum(counts) != N or min(counts) < 1:
         raise ValueError("py_core.forest binary export: its node counts do not add up")
     start, F = 0, int(head["n_features"])
     for t, m in enumerate(counts):
         f, lf = feat[start:start + m], left[start:start + m]
         for node in range(m):
-            if f[node] != 0xFFFFFFFF and (f[node] >= F or not node < lf[node] < m - 1):
+            if f[node] != -1 and not (0 <= f[node] < F and node < lf[node] < m - 1):
                 raise ValueError(f"tree {t}, node {node}: bad feature or children")
         start += m
-    ptree = array("I", bytes(12 * N))
-    ptree[0::3], ptree[1::3], ptree[2::3] = feat, thr, left
-    return head, Trees(T, K, counts, ptree, val)
+    return head, trees
 
 
 def from_bytes(cls, data, backend):

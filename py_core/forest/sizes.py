@@ -12,20 +12,29 @@ and where the backend has a `memory_budget`, all that is alive at once must fit 
   the nodes its trees really have, made after its last level: the plan counts the forest at
   `tree_nodes` a tree (what the trees are expected to have) and the fit checks each pair against
   the room left as the forest grows (builder.py).
+
+The forest also comes back to Python (`trees.Trees`, the binary export): `check_host` refuses,
+before the fit starts, one expected beyond the Python side's memory (in the tab, the WebAssembly
+heap: 4 GiB at most). It crosses in packs of PACK_BYTES, so Python holds it once plus a pack.
 """
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass
 
 from ..gpu import LimitError
 from ..kernels.forest import IMP_CHUNK, MSE
+from ..wasm import heap
 
 HIST_BUDGET = 2**30  # bytes of one level's histograms per batch, at most (GPU backends): fewer,
                      # larger batches where the adapter binds that much (2 such buffers a fit)
 REFERENCE_BUDGET = 64 * 2**20  # the reference backend keeps these in Python arrays
 DEEP_LEVELS = 16  # trees deeper than this (or unbounded) read back their open slots level by level
 LIMIT_NAMES = "maxStorageBufferBindingSize / maxBufferSize"
+PACK_BYTES = 64 * 2**20  # the most one readback (or upload write) moves between the device and
+                         # Python: a forest (2 GB for 1M rows x 100 trees grown to their leaves)
+                         # crosses a pack at a time, never as a second whole copy in Python
 
 
 @dataclass
@@ -77,12 +86,22 @@ def node_capacity(n: int, spec: GrowSpec) -> int:
     return NC
 
 
+def distinct_rows(n: int, spec: GrowSpec) -> float:
+    """The distinct rows a tree sees: n (1 - (1 - 1/n)^n) of a bootstrap sample (0.632 n), else n."""
+    return n * -math.expm1(n * math.log1p(-1 / n)) if spec.bootstrap and n > 1 else n
+
+
 def expected_nodes(n: int, spec: GrowSpec) -> int:
     """The nodes a tree is expected to have at most: as node_capacity, over the distinct rows it
-    sees, n (1 - (1 - 1/n)^n) on a bootstrap sample (0.632 n): leaves of min_samples_leaf of them."""
-    rows = n * -math.expm1(n * math.log1p(-1 / n)) if spec.bootstrap and n > 1 else n
-    leaves = max(1, math.ceil(rows / spec.min_samples_leaf))
+    sees: leaves of min_samples_leaf of them."""
+    leaves = max(1, math.ceil(distinct_rows(n, spec) / spec.min_samples_leaf))
     return min(node_capacity(n, spec), 2 * leaves - 1)
+
+
+def forest_bytes(trees: int, nodes: int, K: int) -> int:
+    """Bytes of `trees` trees of `nodes` nodes: a node's feature, threshold and left child and its K
+    values, 4 bytes each; the same on the device, in Python (`trees.Trees`) and in the export."""
+    return 4 * trees * nodes * (3 + K)
 
 
 def batch_buffers(n: int, F: int, NB: int, C: int, S: int, S_h: int, NC: int) -> dict:
@@ -135,7 +154,7 @@ def plan_sizes(backend, n: int, F: int, NB: int, spec: GrowSpec, room: int | Non
                          f"{size_text(cap)} ({LIMIT_NAMES}): use fewer trees or a max_depth")
     if room is not None:
         fixed = 4 * (T * (3 + G * F) + (n * (K + 1) if spec.oob and spec.bootstrap else 0))
-        forest = 4 * T * tree_nodes * (3 + K)
+        forest = forest_bytes(T, tree_nodes, K)
         batch = 4 * sum(words * count for words, count in per_tree.values())
         fixed += data
         if fixed + forest + batch > room:
@@ -151,9 +170,43 @@ def plan_sizes(backend, n: int, F: int, NB: int, spec: GrowSpec, room: int | Non
 
 
 def check_fits(backend, n: int, F: int, spec: GrowSpec, data_bytes: int = 0) -> Sizes:
-    """Refuses, before any data goes up, a fit that cannot fit the adapter whatever its bins: the
-    plan with one bin a feature (the least histograms) and data_bytes of data counted."""
-    return plan_sizes(backend, n, F, F, spec, backend.memory_room(), data_bytes)
+    """Refuses, before any data goes up, a fit that cannot fit the adapter whatever its bins (the
+    plan with one bin a feature, the least histograms, and data_bytes of data counted) or whose
+    forest cannot fit the Python side's memory (`check_host`)."""
+    z = plan_sizes(backend, n, F, F, spec, backend.memory_room(), data_bytes)
+    check_host(backend, n, spec)
+    return z
+
+
+def check_host(backend, n: int, spec: GrowSpec) -> None:
+    """Refuses a fit whose forest, at the nodes its trees are expected to have, would not fit the
+    Python memory left: `backend.host_budget` where set, else under Pyodide what the tab's
+    WebAssembly heap has left (the data and all else held now count as in use); elsewhere nothing
+    is checked. Besides the forest: a readback pack twice (as read, as an array) and, on the
+    reference backend, the forest again (its device arrays are Python's)."""
+    budget, wasm = backend.host_budget, None
+    if budget is None:
+        wasm = heap()
+        if wasm is None:
+            return
+    room = budget if wasm is None else wasm.room
+    T, K = spec.n_estimators, spec.n_classes
+    nodes = expected_nodes(n, spec)
+    copies = 2 if backend.name == "reference" else 1
+    forest, extra = forest_bytes(T, nodes, K), 2 * PACK_BYTES
+    # one array per field: a value array beyond sys.maxsize cannot exist (2 GiB under Pyodide)
+    if copies * forest + extra <= room and 4 * nodes * T * K <= sys.maxsize:
+        return
+    where = (f"the Python memory host_budget allows ({size_text(budget)})" if wasm is None else
+             f"the tab's Python memory (WebAssembly: {size_text(wasm.limit)} at most, "
+             f"{size_text(wasm.in_use)} in use now, the data included)")
+    fits = min((room - extra) // (copies * forest_bytes(T, 1, K)), sys.maxsize // (4 * T * K))
+    hint = (_smaller_trees(fits, distinct_rows(n, spec)) + ", or fewer trees" if fits > 0
+            else "what is held already leaves too little: use fewer rows")
+    raise LimitError(
+        f"this fit's forest of {T} trees of about {nodes} nodes needs about "
+        f"{size_text(copies * forest + extra)} of {where}, of which "
+        f"{size_text(max(0, room))} is left: {hint}")
 
 
 def size_text(nbytes: int) -> str:
@@ -170,7 +223,13 @@ def _hint(what: str, n: int, C: int, cap: int, spec: GrowSpec) -> str:
         return "use fewer rows"
     if what != "node records":
         return "use a max_depth or a larger min_samples_leaf"
-    nodes = cap // (4 * (4 + C))  # node records a buffer holds
+    return _smaller_trees(cap // (4 * (4 + C)), n)  # node records a buffer holds
+
+
+def _smaller_trees(nodes: int, rows: float) -> str:
+    """The max_depth, and the min_samples_leaf, that keep a tree over `rows` distinct rows within
+    `nodes` nodes."""
     depth = (nodes + 1).bit_length() - 2  # 2^(depth + 1) - 1 <= nodes
-    leaf = n // ((nodes + 1) // 2) + 1  # 2 (n // leaf) - 1 <= nodes
-    return f"use a max_depth (at most {depth} here) or a larger min_samples_leaf (at least {leaf} here)"
+    leaf = int(rows) // max(1, (nodes + 1) // 2) + 1  # 2 ceil(rows / leaf) - 1 <= nodes
+    return (f"use a max_depth (at most {depth} here) or a larger " if depth >= 1 else "use a larger "
+            ) + f"min_samples_leaf (at least {leaf} here)"

@@ -1,13 +1,16 @@
 """A grown forest as flat arrays, and prediction from its device copy.
 
 Host (`Trees`): the trees' nodes one after another, tree t from node `starts[t]` on, numbered level
-by level from its root; per node (feature, threshold bits, left child) and K values, the layout of
-the binary export. The per-node lists of the JSON format are made only when asked for
-(`Trees.tree`, `Trees.dicts`).
+by level from its root; an array per field (feature, threshold, left child, values), the layout of
+the binary export, which hands these arrays over as they are (export.parts). The per-node lists of
+the JSON format are made only when asked for (`Trees.tree`, `Trees.dicts`).
 Device (`DeviceTrees`): the same nodes in one or several chunks of consecutive trees, a pair of
-buffers each (ptree, pval) within the adapter's binding limit, and `offs`: each tree's first node in
-its chunk. A fit makes it (one chunk at a fixed stride, or a chunk a batch of trees sized by their
-nodes: builder.py), `upload` makes it from `Trees`; `predict` walks it chunk by chunk.
+buffers each (ptree: the three fields interleaved, a node's 12 bytes together for `predict`;
+pval), within the adapter's binding limit, and `offs`: each tree's first node in its chunk. A fit
+makes it (one chunk at a fixed stride, or a chunk a batch of trees sized by their nodes:
+builder.py) and reads it back in packs, each de-interleaved as it arrives (`Trees.put_nodes`);
+`upload` makes it from `Trees`, a pack at a time (`Trees.words`); `predict` walks it chunk by
+chunk.
 """
 from __future__ import annotations
 
@@ -17,32 +20,70 @@ from itertools import accumulate
 
 from ..gpu import LimitError
 from ..kernels.forest import PARAMS, WG, grid
+from .sizes import PACK_BYTES
 
 
 @dataclass
 class Trees:
-    """T trees, K values a node, their nodes one after another."""
+    """T trees, K values a node, their nodes one after another (N in all)."""
     T: int
     K: int
-    counts: array  # u32 (T,): nodes of each tree
-    ptree: array   # u32 (N, 3): feature, threshold (f32 bits), left child (LEAF, 0, LEAF in a leaf)
-    pval: array    # f32 (N, K): mean target, or class fractions
+    counts: array     # u32 (T,): nodes of each tree
+    feature: array    # i32 (N,): split feature, -1 in a leaf (the kernels' LEAF, 0xFFFFFFFF)
+    threshold: array  # f32 (N,): x[feature] <= threshold goes left; 0 in a leaf
+    left: array       # i32 (N,): left child (the right one is left + 1), -1 in a leaf
+    value: array      # f32 (N, K): mean target, or class fractions
+
+    @classmethod
+    def empty(cls, K: int, counts: array) -> "Trees":
+        """Zeroed arrays for trees of these node counts, each allocated once at its full size
+        (`put_nodes`, `put_values` fill them): none grows, so none is ever copied to a larger one."""
+        N = sum(counts)
+        return cls(len(counts), K, counts, array("i", [0]) * N, array("f", [0.0]) * N,
+                   array("i", [0]) * N, array("f", [0.0]) * (N * K))
 
     @property
     def starts(self) -> list[int]:
         """Each tree's first node."""
         return [0, *accumulate(self.counts)][:-1]
 
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the arrays: 4 a tree, 12 + 4 K a node."""
+        return 4 * (self.T + len(self.feature) * (3 + self.K))
+
+    def put_nodes(self, node: int, words) -> None:
+        """Nodes from `node` on, from their device form: bytes of u32 (m, 3) (feature, threshold
+        bits, left child), de-interleaved into the arrays in place."""
+        w = memoryview(words).cast("B")
+        m = len(w) // 12
+        memoryview(self.feature)[node:node + m] = w.cast("i")[0::3]
+        memoryview(self.threshold)[node:node + m] = w.cast("f")[1::3]
+        memoryview(self.left)[node:node + m] = w.cast("i")[2::3]
+
+    def put_values(self, node: int, data) -> None:
+        """The values of nodes from `node` on, from bytes of f32 (m, K), in place."""
+        w = memoryview(data).cast("B")
+        at = 4 * self.K * node
+        memoryview(self.value).cast("B")[at:at + len(w)] = w
+
+    def words(self, lo: int, hi: int) -> array:
+        """Nodes lo .. hi - 1 in their device form: u32 (m, 3) (feature, threshold bits, left)."""
+        out = array("I", [0]) * (3 * (hi - lo))
+        w = memoryview(out).cast("B")
+        w.cast("i")[0::3] = memoryview(self.feature)[lo:hi]
+        w.cast("f")[1::3] = memoryview(self.threshold)[lo:hi]
+        w.cast("i")[2::3] = memoryview(self.left)[lo:hi]
+        return out
+
     def tree(self, t: int, base: int | None = None) -> dict:
         """Tree t in the export format: feature, threshold, left, right, value (see export.py)."""
         m, K = self.counts[t], self.K
         base = self.starts[t] if base is None else base
-        words = memoryview(self.ptree)[3 * base:3 * (base + m)]
-        feature = array("i", words[0::3].tobytes()).tolist()  # LEAF reads as -1
-        left = array("i", words[2::3].tobytes()).tolist()
-        threshold = array("f", words[1::3].tobytes()).tolist()
-        vals = self.pval[K * base:K * (base + m)].tolist()
-        return {"feature": feature, "threshold": threshold, "left": left,
+        left = self.left[base:base + m].tolist()
+        vals = self.value[K * base:K * (base + m)].tolist()
+        return {"feature": self.feature[base:base + m].tolist(),
+                "threshold": self.threshold[base:base + m].tolist(), "left": left,
                 "right": [c + 1 if c >= 0 else -1 for c in left],
                 "value": vals if K == 1 else [vals[i * K:(i + 1) * K] for i in range(m)]}
 
@@ -52,29 +93,14 @@ class Trees:
     @classmethod
     def from_dicts(cls, trees: list, K: int) -> "Trees":
         """The flat form of export-format trees (already validated)."""
-        counts = array("I", [len(t["feature"]) for t in trees])
-        N = sum(counts)
-        ptree, pval = array("I", bytes(12 * N)), array("f")
-        base = 0
+        out = cls(len(trees), K, array("I", [len(t["feature"]) for t in trees]), array("i"),
+                  array("f"), array("i"), array("f"))
         for t in trees:
-            m = len(t["feature"])
-            ptree[3 * base:3 * (base + m):3] = array("I", array("i", t["feature"]).tobytes())
-            ptree[3 * base + 1:3 * (base + m):3] = array("I", array("f", t["threshold"]).tobytes())
-            ptree[3 * base + 2:3 * (base + m):3] = array("I", array("i", t["left"]).tobytes())
-            pval.extend(array("f", t["value"] if K == 1 else [v for row in t["value"] for v in row]))
-            base += m
-        return cls(len(trees), K, counts, ptree, pval)
-
-    @classmethod
-    def from_strided(cls, counts: array, NC: int, ptree: array, pval: array, K: int) -> "Trees":
-        """From arrays that hold tree t at node t * NC (a fit's single chunk)."""
-        if all(m == NC for m in counts):
-            return cls(len(counts), K, counts, ptree, pval)
-        tp, tv, wp, wv = array("I"), array("f"), memoryview(ptree), memoryview(pval)
-        for t, m in enumerate(counts):
-            tp.frombytes(wp[3 * t * NC:3 * (t * NC + m)].cast("B"))
-            tv.frombytes(wv[K * t * NC:K * (t * NC + m)].cast("B"))
-        return cls(len(counts), K, counts, tp, tv)
+            out.feature.extend(array("i", t["feature"]))
+            out.threshold.extend(array("f", t["threshold"]))
+            out.left.extend(array("i", t["left"]))
+            out.value.extend(array("f", t["value"] if K == 1 else [v for row in t["value"] for v in row]))
+        return out
 
 
 @dataclass
@@ -127,16 +153,22 @@ def chunk_ranges(counts, words_per_node: int, cap_words: int) -> list[tuple[int,
 
 
 def upload(backend, trees: Trees) -> DeviceTrees:
-    """The device arrays `predict` walks, in as few chunks as the adapter's buffers allow."""
+    """The device arrays `predict` walks, in as few chunks as the adapter's buffers allow; a
+    chunk's interleaved nodes are written a pack (PACK_BYTES) at a time, so Python never holds a
+    second whole copy of the forest."""
     cap = min(backend.limits["maxStorageBufferBindingSize"], backend.limits["maxBufferSize"])
     K, counts, chunks = trees.K, trees.counts, []
     offs = array("I", bytes(4 * trees.T))
+    step = PACK_BYTES // 12  # nodes a write
     at = 0  # first node of the chunk in the host arrays
     for t0, nt in chunk_ranges(counts, max(3, K), cap // 4):
         nodes = sum(counts[t0:t0 + nt])
         offs[t0:t0 + nt] = array("I", [0, *accumulate(counts[t0:t0 + nt - 1])])
-        chunks.append(Chunk(t0, nt, backend.buffer("u32", data=trees.ptree[3 * at:3 * (at + nodes)]),
-                            backend.buffer("f32", data=trees.pval[K * at:K * (at + nodes)])))
+        ptree = backend.buffer("u32", 3 * nodes)
+        for lo in range(0, nodes, step):
+            backend.write(ptree, trees.words(at + lo, at + min(nodes, lo + step)), 3 * lo)
+        pval = backend.buffer("f32", data=memoryview(trees.value)[K * at:K * (at + nodes)])
+        chunks.append(Chunk(t0, nt, ptree, pval))
         at += nodes
     return DeviceTrees(trees.T, K, backend.buffer("u32", data=offs), chunks)
 

@@ -183,6 +183,10 @@ class Backend(abc.ABC):
         # Bytes of device memory the buffers alive here may take in all (None: unknown, and not
         # checked; WebGPU does not tell). Runs that size themselves check their plans against it.
         self.memory_budget: int | None = None
+        # Bytes of Python memory a run may still take for what it brings back (a forest): None
+        # for what the tab's WebAssembly heap has left under Pyodide (py_core.wasm), unchecked
+        # elsewhere; a number for tests, or a server that caps its workers.
+        self.host_budget: int | None = None
         self._profile: Profile | None = None
 
     # -- description -------------------------------------------------------------------------

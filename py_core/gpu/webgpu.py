@@ -44,7 +44,9 @@ class WebGPUBackend(Backend):
             js_bytes = await self.rt.readBuffer(buf.handle, 4 * n)
         except Exception as exc:
             raise GPUError(f"WebGPU readback failed: {exc}") from exc
-        return array(TYPECODES[buf.dtype], js_bytes.to_bytes())
+        out = array(TYPECODES[buf.dtype], [0]) * n
+        js_bytes.assign_to(memoryview(out).cast("B"))  # one copy into Python, not bytes then array
+        return out
 
     async def _compile(self, kernel: Kernel):
         try:

@@ -28,8 +28,9 @@ Result: {"metrics": {...}, "baseline": {...}, "timings": {...}, "model": {...}, 
   (classification). A model should beat it; the page shows it under the model's row.
 - model: `RandomForest*.to_dict()`'s header (all but the trees) plus "data": what a new CSV needs
   to be predicted the same way (feature names, categories, medians), and "binary": the whole
-  forest, data included, as `to_bytes()` (bytes: the page gets it as a transferred Uint8Array and
-  writes the JSON only on download), for `predict_csv`.
+  forest, data included, in the format of `to_bytes()`, as its parts (`jobs.Joined` of
+  `export.parts`: the forest's own arrays, no copy in Python; the page's worker joins them into
+  one transferred Uint8Array and writes the JSON only on download), for `predict_csv`.
 - plots: pred_vs_actual [[actual, predicted]] and residuals [[predicted, actual - predicted]]
   (regression, up to PLOT_POINTS test rows); confusion {"matrix" (rows: true class), "classes"};
   importances [{"name", "importance"}] (largest first); with two features or more, surface:
@@ -51,6 +52,7 @@ from array import array
 from ..errors import JobError
 from ..forest import RandomForestClassifier, RandomForestRegressor
 from .forest_plots import PLOT_POINTS, Plots, every, surface_pair
+from .results import Joined
 
 PARAMS = set(RandomForestRegressor().get_params()) - {"backend"}
 
@@ -185,7 +187,7 @@ async def _run(job: dict, backend, ctx) -> dict:
     data = {"target": info["target"], "task": info["task"], "features": info["features"],
             "kinds": info["kinds"], "categories": info["categories"], "medians": prep.medians}
     model = dict(export.header(forest), data=data, n_trees=forest.n_estimators,
-                 binary=forest.to_bytes({"data": data}))
+                 binary=Joined(export.parts(forest, {"data": data})))
     ctx.progress({"stage": "done", "fraction": 1.0})
     return {"metrics": metrics, "baseline": baseline, "model": model, "plots": plots,
             "params": {k: v for k, v in forest.get_params().items() if k != "backend"},

@@ -160,42 +160,9 @@ async def _dataset_load(job, backend, ctx, session):
 def _wasm_heap() -> int | None:
     """Bytes of WebAssembly memory under Pyodide (it only grows: its size is the peak), else
     None."""
-    try:
-        import pyodide_js
-    except ImportError:
-        return None
-    return int(pyodide_js._module.HEAP8.length)
-
-
-_DTYPES = {"B": "u8", "I": "u32", "i": "i32", "f": "f32", "d": "f64"}
-
-
-def encode_result(result) -> tuple[str, list]:
-    """A result as JSON text and its binary values (bytes, array.array) apart, as the page's
-    worker transfers them (typed arrays, no copy through a string): each such value is replaced
-    by {"$binary": i, "dtype": "u8" | "u32" | "i32" | "f32" | "f64"} and parts[i] is its bytes."""
-    import json
-    from array import array
-    parts: list = []
-
-    def walk(v):
-        if isinstance(v, dict):
-            return {k: walk(x) for k, x in v.items()}
-        if isinstance(v, (list, tuple)):
-            return [walk(x) for x in v]
-        if isinstance(v, (bytes, bytearray, memoryview, array)):
-            code = v.typecode if isinstance(v, array) else "B"
-            parts.append(v.tobytes() if isinstance(v, array) else bytes(v))
-            return {"$binary": len(parts) - 1, "dtype": _DTYPES.get(code, "u8")}
-        return v
-
-    return json.dumps(walk(result), allow_nan=False, default=_jsonable), parts
-
-
-def _jsonable(value):
-    if hasattr(value, "tolist"):
-        return value.tolist()
-    raise TypeError(f"{type(value).__name__} is not JSON serialisable")
+    from ..wasm import heap
+    got = heap()
+    return None if got is None else got.size
 
 
 RUNNERS = {"selftest": _selftest, "random_forest": _random_forest, "transformer": _transformer,

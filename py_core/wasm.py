@@ -1,0 +1,45 @@
+"""The tab's Python memory: Pyodide's WebAssembly heap, read through its Emscripten module.
+
+wasm32 addresses 4 GiB at most (Emscripten's getHeapMax: 4 GiB less 64 KiB), and one Python
+object at most 2 GiB (Py_ssize_t is 32 bits). The heap grows as needed and never shrinks, so its
+size says what was once used; what is held now is malloc's count (mallinfo) plus what lies below
+malloc's arena (static data and the stack). `heap()` is None outside Pyodide.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+MALLINFO_WORDS = 10  # struct mallinfo (dlmalloc): arena, ..., uordblks (the 8th), ...
+
+
+@dataclass
+class Heap:
+    size: int    # bytes of WebAssembly memory now (the most ever held)
+    limit: int   # bytes it may grow to
+    in_use: int  # bytes held now: malloc's blocks in use, static data and the stack
+
+    @property
+    def room(self) -> int:
+        """Bytes that can still be allocated: free blocks and the growth left."""
+        return self.limit - self.in_use
+
+
+def heap() -> Heap | None:
+    """The WebAssembly heap under Pyodide, else None."""
+    try:
+        import pyodide_js
+    except ImportError:
+        return None
+    m = pyodide_js._module
+    size, limit = int(m.HEAP8.length), int(m.getHeapMax())
+    try:
+        p = m._malloc(4 * MALLINFO_WORDS)
+        try:
+            m._mallinfo(p)  # fills the struct at p (its return slot)
+            arena, used = int(m.HEAPU32[p >> 2]), int(m.HEAPU32[(p >> 2) + 7])
+        finally:
+            m._free(p)
+        in_use = int(m._sbrk(0)) - arena + used  # below the arena, and its blocks in use
+    except Exception:  # a build without mallinfo: count the whole heap as held
+        in_use = size
+    return Heap(size, limit, in_use)
