@@ -198,7 +198,8 @@ def check_host(backend, n: int, spec: GrowSpec) -> None:
     if copies * forest + extra <= room and 4 * nodes * T * K <= sys.maxsize:
         return
     where = (f"the Python memory host_budget allows ({size_text(budget)})" if wasm is None else
-             f"the tab's Python memory (WebAssembly: {size_text(wasm.limit)} at most, "
+             f"the tab's Python memory (WebAssembly: {size_text(wasm.limit)} usable, the part "
+             f"whose buffers Pyodide can pass to JavaScript; "
              f"{size_text(wasm.in_use)} in use now, the data included)")
     fits = min((room - extra) // (copies * forest_bytes(T, 1, K)), sys.maxsize // (4 * T * K))
     hint = (_smaller_trees(fits, distinct_rows(n, spec)) + ", or fewer trees" if fits > 0
