@@ -146,6 +146,28 @@ export class GPURuntime {
     }
   }
 
+  // A forest's host arrays in JavaScript (py_core.forest.trees.JSTrees): Pyodide passes no Python
+  // buffer above 2 GiB of its heap to JavaScript, so a large forest stays out of Python's memory.
+  hostArray(dtype, n) {
+    return new ({ i32: Int32Array, f32: Float32Array }[dtype])(n);
+  }
+
+  // Nodes at..at + m - 1 from their device form (src: bytes of u32 (m, 3), a readback), de-interleaved.
+  putNodes(src, at, feature, threshold, left) {
+    const w = new Uint32Array(src.buffer, src.byteOffset, src.byteLength / 4);
+    const f = new Uint32Array(feature.buffer), t = new Uint32Array(threshold.buffer), l = new Uint32Array(left.buffer);
+    for (let i = 0, j = 0; j < w.length; i++, j += 3) {
+      f[at + i] = w[j];
+      t[at + i] = w[j + 1];
+      l[at + i] = w[j + 2];
+    }
+  }
+
+  // Values from value[at] on (src: bytes of f32, a readback).
+  putValues(src, at, value) {
+    new Uint8Array(value.buffer).set(src, 4 * at);
+  }
+
   async readBuffer(id, nbytes) {
     this.check();
     const size = Math.ceil(nbytes / 4) * 4;

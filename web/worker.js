@@ -119,7 +119,9 @@ function unpackResult(out) {
     try {
       for (let i = 0; i < list.length; i++) {
         items.push(list.get(i));
-        views.push(items[i].getBuffer("u8"));
+        // a Python buffer (a PyProxy), or a typed array already in JavaScript (a JSTrees array)
+        views.push(typeof items[i].getBuffer === "function" ? items[i].getBuffer("u8")
+          : { data: new Uint8Array(items[i].buffer, items[i].byteOffset, items[i].byteLength), release() {} });
       }
     } finally {
       list.destroy();
@@ -142,7 +144,7 @@ function unpackResult(out) {
     return { result, transfer };
   } finally {
     for (const view of views) view.release();
-    for (const item of items) item.destroy();
+    for (const item of items) item.destroy?.();
     out.destroy();
   }
 }

@@ -86,7 +86,7 @@ from .sizes import (
     plan_sizes,
     size_text,
 )
-from .trees import Chunk, DeviceTrees, Trees, matrix_words
+from .trees import Chunk, DeviceTrees, JSTrees, Trees, matrix_words
 from .trees import predict as predict_rows
 
 NONE_DEPTH = 0xFFFFFFFF  # max_depth=None in the kernels' params
@@ -543,8 +543,9 @@ class Grower:
         small = [(self.meta, meta), (self.imp, imp)] + ([(self.oobb, oob)] if self.oobb else [])
         await self._read_into([p for x, sink in small for p in self._whole(x, sink.frombytes)])
         counts = meta[0::2]
-        trees = Trees.empty(K, counts)
-        await self._read_into(self._forest_pieces(trees))
+        js = hasattr(self.b, "read_js")  # the tab: the forest's host arrays stay in JavaScript
+        trees = JSTrees.empty(K, counts, self.b.rt) if js else Trees.empty(K, counts)
+        await self._read_into(self._forest_pieces(trees), js)
         self.timings["readback"] = clock() - t1
         t1 = clock()
         importances = _importances(imp, counts, T, self.z.G, F)
@@ -586,11 +587,15 @@ class Grower:
         pack = self._pack_words()
         return [(buf, at, min(pack, buf.length - at), put) for at in range(0, buf.length, pack)]
 
-    async def _read_into(self, pieces) -> None:
+    async def _read_into(self, pieces, js: bool = False) -> None:
         """put(bytes) for each (buffer, first word, words, put) of `pieces` (a pack at most each),
         in order: consecutive pieces are copied into one buffer of a pack at most and read back
-        together (the bytes are a view into the pack, valid during the call)."""
+        together (the bytes are a view into the pack, valid during the call). js: each pack is
+        read into JavaScript and put gets a Uint8Array view of it (JSTrees)."""
         b, pack, i = self.b, self._pack_words(), 0
+        read = b.read_js if js else b.read
+        view = ((lambda d, lo, hi: d.subarray(lo, hi)) if js else
+                (lambda d, lo, hi: memoryview(d).cast("B")[lo:hi]))
         while i < len(pieces):
             j, total = i + 1, pieces[i][2]
             while j < len(pieces) and total + pieces[j][2] <= pack:
@@ -598,7 +603,7 @@ class Grower:
                 j += 1
             x, first, words, put = pieces[i]
             if j == i + 1 and first == 0:  # a buffer's beginning, read as it is
-                put(memoryview(await b.read(x, words)).cast("B"))
+                put(view(await read(x, words), 0, 4 * words))
                 i = j
                 continue
             async with b.scope("readback"):
@@ -608,10 +613,10 @@ class Grower:
                     plan.copy(x, buf, words, src_offset=first, dst_offset=at)
                     at += words
                 await b.run(plan)
-                data = memoryview(await b.read(buf)).cast("B")
+                data = await read(buf)
             at = 0
             for _, _, words, put in pieces[i:j]:
-                put(data[4 * at:4 * (at + words)])
+                put(view(data, 4 * at, 4 * (at + words)))
                 at += words
             i = j
 

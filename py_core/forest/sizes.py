@@ -180,10 +180,13 @@ def check_fits(backend, n: int, F: int, spec: GrowSpec, data_bytes: int = 0) -> 
 
 def check_host(backend, n: int, spec: GrowSpec) -> None:
     """Refuses a fit whose forest, at the nodes its trees are expected to have, would not fit the
-    Python memory left: `backend.host_budget` where set, else under Pyodide what the tab's
+    Python memory left (where it is held there: not in the tab on WebGPU, which reads it into
+    JavaScript): `backend.host_budget` where set, else under Pyodide what the tab's
     WebAssembly heap has left (the data and all else held now count as in use); elsewhere nothing
     is checked. Besides the forest: a readback pack twice (as read, as an array) and, on the
     reference backend, the forest again (its device arrays are Python's)."""
+    if hasattr(backend, "read_js"):  # the tab on WebGPU: the forest is read into JavaScript (JSTrees)
+        return
     budget, wasm = backend.host_budget, None
     if budget is None:
         wasm = heap()

@@ -104,6 +104,43 @@ class Trees:
 
 
 @dataclass
+class JSTrees(Trees):
+    """Trees whose arrays are JavaScript typed arrays (the tab on WebGPU, `rt`: web/gpu.js's
+    runtime). Pyodide passes no Python buffer above 2 GiB of its heap to JavaScript, and a forest
+    grown to its leaves on 1M rows is 1.9 GiB: held in JavaScript, it stays out of that heap. A
+    fit fills them from readbacks that stay in JavaScript (`put_nodes`, `put_values` take the
+    readback's Uint8Array), and the binary export hands them to the page's worker as they are."""
+    rt: object = None
+
+    @classmethod
+    def empty(cls, K: int, counts: array, rt=None) -> "JSTrees":
+        N = sum(counts)
+        return cls(len(counts), K, counts, rt.hostArray("i32", N), rt.hostArray("f32", N),
+                   rt.hostArray("i32", N), rt.hostArray("f32", N * K), rt)
+
+    def put_nodes(self, node: int, words) -> None:
+        self.rt.putNodes(words, node, self.feature, self.threshold, self.left)
+
+    def put_values(self, node: int, data) -> None:
+        self.rt.putValues(data, self.K * node, self.value)
+
+    def python(self) -> Trees:
+        """The same trees in Python arrays (small forests: tests, the JSON format)."""
+        out = lambda js, code: array(code, js.to_bytes())  # noqa: E731
+        return Trees(self.T, self.K, self.counts, out(self.feature, "i"), out(self.threshold, "f"),
+                     out(self.left, "i"), out(self.value, "f"))
+
+    def words(self, lo: int, hi: int) -> array:
+        return self.python().words(lo, hi)
+
+    def tree(self, t: int, base: int | None = None) -> dict:
+        return self.python().tree(t, base)
+
+    def dicts(self) -> list[dict]:
+        return self.python().dicts()
+
+
+@dataclass
 class Chunk:
     """Trees tree0 .. tree0 + T - 1 of a forest on the device."""
     tree0: int

@@ -48,6 +48,15 @@ class WebGPUBackend(Backend):
         js_bytes.assign_to(memoryview(out).cast("B"))  # one copy into Python, not bytes then array
         return out
 
+    async def read_js(self, buf: Buffer, n: int | None = None):
+        """The first n words (all: None) of a buffer as a JavaScript Uint8Array (a JsProxy): for
+        data that stays in JavaScript (a forest's host arrays, trees.JSTrees)."""
+        n = buf.length if n is None else n
+        try:
+            return await self.rt.readBuffer(buf.handle, 4 * n)
+        except Exception as exc:
+            raise GPUError(f"WebGPU readback failed: {exc}") from exc
+
     async def _compile(self, kernel: Kernel):
         try:
             return await self.rt.createKernel(kernel.family, shader_source(kernel.family),
