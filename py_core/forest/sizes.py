@@ -13,9 +13,11 @@ and where the backend has a `memory_budget`, all that is alive at once must fit 
   `tree_nodes` a tree (what the trees are expected to have) and the fit checks each pair against
   the room left as the forest grows (builder.py).
 
-The forest also comes back to Python (`trees.Trees`, the binary export): `check_host` refuses,
-before the fit starts, one expected beyond the Python side's memory (in the tab, the WebAssembly
-heap: 4 GiB at most). It crosses in packs of PACK_BYTES, so Python holds it once plus a pack.
+The forest also comes back to the host in packs of PACK_BYTES, into the binary export's arrays
+(`trees.Trees`): in the tab on WebGPU JavaScript typed arrays (`trees.JSTrees`), elsewhere Python
+arrays, held once plus a pack; for those `check_host` refuses, before the fit starts, a forest
+expected beyond the Python side's memory (the page without WebGPU: the WebAssembly heap's first
+2 GiB, `py_core/wasm.py`).
 """
 from __future__ import annotations
 
