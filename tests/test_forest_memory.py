@@ -19,6 +19,7 @@ from sklearn.datasets import load_diabetes, load_digits
 
 from py_core.forest import RandomForestClassifier, RandomForestRegressor, builder, export
 from py_core.forest.sizes import check_host
+from py_core.forest.trees import JSTrees
 from py_core.gpu import LimitError
 from py_core.jobs.results import Joined, encode_result
 
@@ -73,6 +74,65 @@ def test_the_export_crosses_as_the_forests_own_arrays_in_format_v1(native_backen
     back = cls.from_bytes(Joined(parts), backend=native_backend)
     assert back.to_dict() == f.to_dict()
     assert run(back.predict(X[:50].tolist())) == run(f.predict(X[:50].tolist()))
+
+
+class FakeTyped:
+    """A JavaScript typed array as a JsProxy shows it to Python (subarray, to_bytes, len)."""
+
+    def __init__(self, a: array):
+        self.a = a
+
+    def subarray(self, lo, hi):
+        return FakeTyped(self.a[lo:hi])
+
+    def to_bytes(self):
+        return self.a.tobytes()
+
+    def __len__(self):
+        return len(self.a)
+
+
+class FakeRuntime:
+    """web/gpu.js's hostArray, putNodes and putValues over FakeTyped arrays: what JSTrees calls."""
+
+    def hostArray(self, dtype, n):  # noqa: N802 (the JavaScript name)
+        return FakeTyped(array({"i32": "i", "f32": "f"}[dtype], [0]) * n)
+
+    def putNodes(self, src, at, feature, threshold, left):  # noqa: N802
+        w = memoryview(src).cast("B")
+        m = len(w) // 12
+        memoryview(feature.a)[at:at + m] = w.cast("i")[0::3]
+        memoryview(threshold.a)[at:at + m] = w.cast("f")[1::3]
+        memoryview(left.a)[at:at + m] = w.cast("i")[2::3]
+
+    def putValues(self, src, at, value):  # noqa: N802
+        memoryview(value.a).cast("B")[4 * at:4 * at + len(src)] = src
+
+
+@pytest.mark.parametrize("cls, load", [(RandomForestRegressor, load_diabetes),
+                                       (RandomForestClassifier, load_digits)])
+def test_trees_held_in_javascript_give_the_same_trees_words_and_predictions(native_backend, cls, load):
+    """JSTrees (the tab on WebGPU) filled as a fit fills them, in packs: the same trees in the
+    export format, the same device words for any range of nodes, and uploaded a pack at a time
+    (as after a lost device) the same predictions as the forest's Python arrays."""
+    X, y = load(return_X_y=True)
+    f = run(cls(n_estimators=4, random_state=random.randrange(2**32), backend=native_backend)
+            .fit(X.tolist(), y.tolist()))
+    trees, N = f._forest, len(f._forest.feature)
+    js = JSTrees.empty(trees.K, trees.counts, FakeRuntime())
+    for lo in range(0, N, 999):  # packs of 999 nodes
+        hi = min(N, lo + 999)
+        js.put_nodes(lo, memoryview(trees.words(lo, hi)).cast("B"))
+        js.put_values(lo, trees.values(lo, hi).cast("B"))
+    assert js.dicts() == trees.dicts()
+    lo, hi = sorted(random.sample(range(N), 2))
+    assert js.words(lo, hi) == trees.words(lo, hi) and js.values(lo, hi) == array("f", trees.values(lo, hi))
+    assert js.nbytes == trees.nbytes
+    rows = X[:40].tolist()
+    want = run(f.predict(rows))
+    f.release()
+    f._forest = js  # the next prediction uploads the trees again, from JavaScript's arrays
+    assert run(f.predict(rows)) == want
 
 
 @pytest.mark.slow
@@ -149,7 +209,7 @@ from py_core.wasm import heap
 out = {"start": heap().in_use}
 # The tab without WebGPU (the reference backend) holds the forest in Python, twice (its device
 # arrays are Python's too); on WebGPU the forest is read into JavaScript (trees.JSTrees).
-tab = SimpleNamespace(name="reference", host_budget=None)
+tab = SimpleNamespace(name="reference", host_budget=None, host_js=False)
 spec = RandomForestRegressor()._spec(10**6, 10, 1)  # scikit-learn's defaults: grown to the leaves
 try:
     check_host(tab, 10**6, spec)  # 1M rows x 100 trees: 1.9 GiB twice, past the usable 2 GiB

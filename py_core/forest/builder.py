@@ -545,7 +545,7 @@ class Grower:
         small = [(self.meta, meta), (self.imp, imp)] + ([(self.oobb, oob)] if self.oobb else [])
         await self._read_into([p for x, sink in small for p in self._whole(x, sink.frombytes)])
         counts = meta[0::2]
-        js = hasattr(self.b, "read_js")  # the tab: the forest's host arrays stay in JavaScript
+        js = self.b.host_js  # the tab on WebGPU: the forest's host arrays stay in JavaScript
         trees = JSTrees.empty(K, counts, self.b.rt) if js else Trees.empty(K, counts)
         await self._read_into(self._forest_pieces(trees), js)
         self.timings["readback"] = clock() - t1

@@ -187,7 +187,7 @@ def check_host(backend, n: int, spec: GrowSpec) -> None:
     WebAssembly heap has left (the data and all else held now count as in use); elsewhere nothing
     is checked. Besides the forest: a readback pack twice (as read, as an array) and, on the
     reference backend, the forest again (its device arrays are Python's)."""
-    if hasattr(backend, "read_js"):  # the tab on WebGPU: the forest is read into JavaScript (JSTrees)
+    if backend.host_js:  # the tab on WebGPU: the forest is read into JavaScript (trees.JSTrees)
         return
     budget, wasm = backend.host_budget, None
     if budget is None:

@@ -67,6 +67,10 @@ class Trees:
         at = 4 * self.K * node
         memoryview(self.value).cast("B")[at:at + len(w)] = w
 
+    def values(self, lo: int, hi: int):
+        """The values of nodes lo .. hi - 1: f32 (m, K)."""
+        return memoryview(self.value)[self.K * lo:self.K * hi]
+
     def words(self, lo: int, hi: int) -> array:
         """Nodes lo .. hi - 1 in their device form: u32 (m, 3) (feature, threshold bits, left)."""
         out = array("I", [0]) * (3 * (hi - lo))
@@ -113,7 +117,7 @@ class JSTrees(Trees):
     rt: object = None
 
     @classmethod
-    def empty(cls, K: int, counts: array, rt=None) -> "JSTrees":
+    def empty(cls, K: int, counts: array, rt) -> "JSTrees":
         N = sum(counts)
         return cls(len(counts), K, counts, rt.hostArray("i32", N), rt.hostArray("f32", N),
                    rt.hostArray("i32", N), rt.hostArray("f32", N * K), rt)
@@ -124,20 +128,23 @@ class JSTrees(Trees):
     def put_values(self, node: int, data) -> None:
         self.rt.putValues(data, self.K * node, self.value)
 
-    def python(self) -> Trees:
-        """The same trees in Python arrays (small forests: tests, the JSON format)."""
-        out = lambda js, code: array(code, js.to_bytes())  # noqa: E731
-        return Trees(self.T, self.K, self.counts, out(self.feature, "i"), out(self.threshold, "f"),
-                     out(self.left, "i"), out(self.value, "f"))
+    def _nodes(self, lo: int, hi: int) -> Trees:
+        """Nodes lo .. hi - 1 in Python arrays (a tree's or a pack's worth, where it is used)."""
+        py = lambda js, code, a, b: array(code, js.subarray(a, b).to_bytes())  # noqa: E731
+        K = self.K
+        return Trees(1, K, array("I", [hi - lo]), py(self.feature, "i", lo, hi),
+                     py(self.threshold, "f", lo, hi), py(self.left, "i", lo, hi),
+                     py(self.value, "f", K * lo, K * hi))
+
+    def values(self, lo: int, hi: int):
+        return array("f", self.value.subarray(self.K * lo, self.K * hi).to_bytes())
 
     def words(self, lo: int, hi: int) -> array:
-        return self.python().words(lo, hi)
+        return self._nodes(lo, hi).words(0, hi - lo)
 
     def tree(self, t: int, base: int | None = None) -> dict:
-        return self.python().tree(t, base)
-
-    def dicts(self) -> list[dict]:
-        return self.python().dicts()
+        base = self.starts[t] if base is None else base
+        return self._nodes(base, base + self.counts[t]).tree(0, 0)
 
 
 @dataclass
@@ -196,15 +203,16 @@ def upload(backend, trees: Trees) -> DeviceTrees:
     cap = min(backend.limits["maxStorageBufferBindingSize"], backend.limits["maxBufferSize"])
     K, counts, chunks = trees.K, trees.counts, []
     offs = array("I", bytes(4 * trees.T))
-    step = PACK_BYTES // 12  # nodes a write
+    step = PACK_BYTES // (4 * max(3, K))  # nodes a write
     at = 0  # first node of the chunk in the host arrays
     for t0, nt in chunk_ranges(counts, max(3, K), cap // 4):
         nodes = sum(counts[t0:t0 + nt])
         offs[t0:t0 + nt] = array("I", [0, *accumulate(counts[t0:t0 + nt - 1])])
-        ptree = backend.buffer("u32", 3 * nodes)
+        ptree, pval = backend.buffer("u32", 3 * nodes), backend.buffer("f32", K * nodes)
         for lo in range(0, nodes, step):
-            backend.write(ptree, trees.words(at + lo, at + min(nodes, lo + step)), 3 * lo)
-        pval = backend.buffer("f32", data=memoryview(trees.value)[K * at:K * (at + nodes)])
+            hi = min(nodes, lo + step)
+            backend.write(ptree, trees.words(at + lo, at + hi), 3 * lo)
+            backend.write(pval, trees.values(at + lo, at + hi), K * lo)
         chunks.append(Chunk(t0, nt, ptree, pval))
         at += nodes
     return DeviceTrees(trees.T, K, backend.buffer("u32", data=offs), chunks)

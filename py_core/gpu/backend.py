@@ -169,6 +169,10 @@ class Backend(abc.ABC):
     """What every backend provides. Algorithms use only this."""
 
     name = "abstract"
+    # Whether a run's large results read back (a forest) stay in JavaScript rather than Python:
+    # the tab on WebGPU, where Pyodide passes no Python buffer above 2 GiB of its heap to
+    # JavaScript (py_core.wasm); such a backend has `read_js`.
+    host_js = False
 
     def __init__(self):
         self._ids = itertools.count(1)

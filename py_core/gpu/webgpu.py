@@ -14,6 +14,7 @@ from .backend import TYPECODES, Backend, Buffer, Clear, Dispatch, GPUError, Kern
 
 class WebGPUBackend(Backend):
     name = "webgpu"
+    host_js = True
 
     def __init__(self, runtime):
         """`runtime` is the JS `GPURuntime` object of `web/gpu.js` (a JsProxy)."""
@@ -40,10 +41,7 @@ class WebGPUBackend(Backend):
     async def _read(self, buf: Buffer, n: int) -> array:
         if not n:
             return array(TYPECODES[buf.dtype])
-        try:
-            js_bytes = await self.rt.readBuffer(buf.handle, 4 * n)
-        except Exception as exc:
-            raise GPUError(f"WebGPU readback failed: {exc}") from exc
+        js_bytes = await self.read_js(buf, n)
         out = array(TYPECODES[buf.dtype], [0]) * n
         js_bytes.assign_to(memoryview(out).cast("B"))  # one copy into Python, not bytes then array
         return out

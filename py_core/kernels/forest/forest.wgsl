@@ -499,6 +499,14 @@ fn hist_clear_wg(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg
 @group(0) @binding(5) var<storage, read> hb_slots: array<u32>;
 @group(0) @binding(6) var<storage, read_write> hb_hist: array<atomic<u32>>;
 
+// A row's regression channel as the histograms add it: w * y as a 64-bit two's-complement pair
+// (lo, hi) (|y| < 2^23, w < 256: no overflow in i32); (0, 0) for classes, which add w alone.
+fn weighted_target(tv: u32, w: u32) -> vec2u {
+  if (p.crit != MSE) { return vec2u(0u); }
+  let v = bitcast<i32>(tv) * i32(w);
+  return vec2u(bitcast<u32>(v), select(0u, 0xFFFFFFFFu, v < 0));
+}
+
 @compute @workgroup_size(256)
 fn hist_build(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
               @builtin(local_invocation_index) lid: u32) {
@@ -513,13 +521,9 @@ fn hist_build(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: v
   if ((hb_slots[(t * p.S + slot) * 4u + 1u] & BUILT) == 0u) { return; }
   let base = hist_slot(t, slot) * p.NB;
   let tv = hb_target[r];
-  var lo = 0u;
-  var hi = 0u;
-  if (p.crit == MSE) {
-    let v = bitcast<i32>(tv) * i32(w);  // |y| < 2^23, w < 256: no overflow
-    lo = bitcast<u32>(v);
-    hi = select(0u, 0xFFFFFFFFu, v < 0);
-  }
+  let wy = weighted_target(tv, w);
+  let lo = wy.x;
+  let hi = wy.y;
   for (var f = 0u; f < p.F; f++) {
     let b = (hb_binned[r * p.FW + f / 4u] >> (8u * (f % 4u))) & 255u;
     let h = (base + hb_fmeta[2u * f] + b) * p.C;
@@ -570,13 +574,9 @@ fn hist_build_wg(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg
     let w = st & COUNT_MASK;
     if (w == 0u || (st >> SLOT_SHIFT) != slot) { continue; }
     let tv = hb_target[r];
-    var lo = 0u;
-    var hi = 0u;
-    if (p.crit == MSE) {
-      let v = bitcast<i32>(tv) * i32(w);
-      lo = bitcast<u32>(v);
-      hi = select(0u, 0xFFFFFFFFu, v < 0);
-    }
+    let wy = weighted_target(tv, w);
+    let lo = wy.x;
+    let hi = wy.y;
     for (var f = f0; f < f1; f++) {
       let b = (hb_binned[r * p.FW + f / 4u] >> (8u * (f % 4u))) & 255u;
       let h = (hb_fmeta[2u * f] - w0 + b) * p.C;
