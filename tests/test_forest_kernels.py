@@ -12,7 +12,7 @@ from array import array
 
 import pytest
 
-from py_core.forest import RandomForestClassifier, RandomForestRegressor
+from py_core.forest import RandomForestClassifier, RandomForestRegressor, builder
 from py_core.gpu import Dispatch
 from py_core.gpu.reference import ReferenceBackend
 from py_core.kernels import forest as fk
@@ -57,6 +57,8 @@ def random_data(rng, task):
 
 
 def random_forest(rng, task, backend, bootstrap=None):
+    # Nodes split from their listed rows (split_rows) up to a random size: none, a few, all.
+    builder.SMALL_ROWS = rng.choice([0, 3, 20, 2048])
     kw = dict(n_estimators=rng.randint(1, 6), random_state=rng.randrange(2**32),
               max_depth=rng.choice([None, 2, 4, 7]), min_samples_leaf=rng.choice([1, 1, 2, 3]),
               min_samples_split=rng.choice([2, 2, 5]),
@@ -70,21 +72,22 @@ def random_forest(rng, task, backend, bootstrap=None):
 
 
 ENTRIES = ["check_finite", "targets", "bin_features", "bootstrap", "init_trees", "hist_build", "hist_build_wg",
-           "split_vary", "split_scan", "split_pick", "split_vary_wg", "split_scan_wg", "split_pick_wg",
+           "split_vary", "split_rows", "split_scan", "split_pick", "split_vary_wg", "split_scan_wg", "split_pick_wg",
            "alloc", "hist_clear", "hist_clear_wg", "route_rows", "finalize", "importance", "oob", "predict"]
 # Workgroup-per-item variants (GPUs): replayed on the inputs of the looping kernel, on the grid
 # the builder gives them (wg_items).
 VARIANTS = {"split_vary_wg": "split_vary", "split_scan_wg": "split_scan", "split_pick_wg": "split_pick",
             "hist_clear_wg": "hist_clear", "hist_build_wg": "hist_build"}
-PER_LEVEL = {"hist_build", "hist_build_wg", "split_vary", "split_scan", "split_pick", "split_vary_wg", "split_scan_wg",
+PER_LEVEL = {"hist_build", "hist_build_wg", "split_vary", "split_rows", "split_scan", "split_pick", "split_vary_wg", "split_scan_wg",
              "split_pick_wg", "alloc", "hist_clear", "hist_clear_wg", "route_rows"}  # the others run once a fit or a batch: capture their first dispatch
 
 
 @pytest.mark.parametrize("task", ["regression", "gini", "entropy"])
 @pytest.mark.parametrize("entry", ENTRIES)
-def test_kernel_matches_reference(native_backend, rng, entry, task):
+def test_kernel_matches_reference(native_backend, rng, entry, task, monkeypatch):
     if entry == "targets" and task != "regression":
         pytest.skip("regression targets only")
+    monkeypatch.setattr(builder, "SMALL_ROWS", builder.SMALL_ROWS)  # random_forest sets it
     X, y = random_data(rng, task)
     for attempt in range(5):  # a small random forest may never reach the chosen dispatch
         ref = CapturingBackend(VARIANTS.get(entry, entry),
@@ -117,6 +120,14 @@ def test_kernel_matches_reference(native_backend, rng, entry, task):
 
     want = replay(ReferenceBackend())
     got = replay(native_backend)
+    if entry == "route_rows":  # each SMALL slot's list: its rows in the atomics' order, so sorted
+        p = fk.PARAMS.unpack(bufs[0][2])
+        before, after = bufs[6][2], want[6]
+        for i in range(1, p["T"] * p["S"] * 4, 4):
+            if after[i] & fk.SMALL:
+                a, b = (i // (4 * p["S"])) * p["n"] + before[i + 2], (i // (4 * p["S"])) * p["n"] + after[i + 2]
+                assert b - a == got[6][i + 2] - before[i + 2], "a SMALL slot listed other rows"
+                got[7][a:b], want[7][a:b] = (array("I", sorted(x[7][a:b])) for x in (got, want))
     for i, (g, w) in enumerate(zip(got, want)):
         if g.typecode == "f":  # inputs may hold inf (a feature's last bin): equal is fine
             pairs = [(a, b) for a, b in zip(g, w) if a != b]

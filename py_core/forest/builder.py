@@ -98,9 +98,12 @@ Y_BITS = 23  # regression targets as signed fixed point of this many bits (w * y
 DEVICE_SORT = ("webgpu", "native")  # backends that sort the binning subsample themselves
 LIVE_BATCHES = 8  # batches a fit with live plots grows in (fewer when it has fewer trees): a
                   # surface that redraws about eight times, at a few waits' cost on a GPU
+SMALL_ROWS = 2048  # a child of at most this many rows is split from its listed rows (split_rows)
+                   # rather than from histograms of every feature; the forest is the same
 
 KERNELS = ("check_finite", "sample", "sort_pass", "targets", "bin_features", "bootstrap",
-           "init_trees", "hist_build", "alloc", "route_rows", "finalize", "importance", "oob")
+           "init_trees", "hist_build", "split_rows", "alloc", "route_rows", "finalize", "importance",
+           "oob")
 # The level's clear and split kernels: a thread per (tree, slot[, feature]) or a workgroup per
 # HC_SLOTS slots (CPUs), or a workgroup per item (GPUs: wg_items).
 LOOPING = ("hist_clear", "split_vary", "split_scan", "split_pick")
@@ -250,7 +253,7 @@ class Grower:
                          max_depth=NONE_DEPTH if spec.max_depth is None else spec.max_depth,
                          mf=spec.max_features, hb=half_bits(F), S=0, NC=0, depth=0, S_cur=1,
                          S_next=0, T_all=self.T, inv_scale=1.0, mid=0.0, xd=0, ye=0, ym_lo=0,
-                         ym_hi=0, step=self.step, SM=SM, S_h=0, s_lo=0)
+                         ym_hi=0, step=self.step, SM=SM, S_h=0, s_lo=0, small=SMALL_ROWS)
 
     async def _upload_and_sort(self, X: array, y) -> list:
         """Data up; finite checks, fixed-point regression targets and, on GPU backends, the
@@ -342,6 +345,7 @@ class Grower:
         self.childmap = buf("u32", words["child map"])
         self.left = buf("u32", words["left sides"])
         self.cand = buf("u32", words["split candidates"])  # a pass's slots
+        self.rows = buf("u32", words["row lists"])  # the rows of SMALL slots
         self.nodes = buf("u32", words["node records"])  # the batch's trees
         self.meta = buf("u32", 2 * T)
         self.imp = buf("f32", T * z.G * F)
@@ -448,14 +452,16 @@ class Grower:
             else:
                 plan.dispatch(k["hist_build"], build, self._grid(Tb * n))
             (plan.dispatch(vary, [P, fb, cur, h, nodes, cand, xlogx, parent], g_vary)
+             .dispatch(k["split_rows"], [P, fb, cur, self.tgt, nodes, cand, h, self.binned, self.rows],
+                       grid(Tb * sp, wgs))
              .dispatch(scan, [P, fb, cur, h, nodes, cand, xlogx, parent], g_scan)
              .dispatch(pick, [P, fb, cur, h, nodes, cand, xlogx, self.left], g_pick))
         P = ups[0][0]
         plan.dispatch(k["alloc"], [P, cur, nodes, self.left, other, self.childmap, self.meta],
                       grid(Tb, wgs))
         if not last:
-            plan.dispatch(k["route_rows"], [P, self.binned, self.state, cur, nodes, self.childmap],
-                          self._grid(Tb * n))
+            plan.dispatch(k["route_rows"], [P, self.binned, self.state, cur, nodes, self.childmap,
+                                            other, self.rows], self._grid(Tb * n))
         self.level_params.append(ups)
         self.level_plans[(e, s_cur)] = plan
         return plan

@@ -4,8 +4,9 @@ Every buffer must fit the adapter's binding limit (maxStorageBufferBindingSize, 
 and where the backend has a `memory_budget`, all that is alive at once must fit it:
 
 - the data: X, its bins, the targets (made before the trees: `check_fits` counts them);
-- a batch's working set, Tb trees' worth of `batch_buffers` (bootstrap state, two levels of
-  histograms, slots, split candidates, node records), reused batch after batch;
+- a batch's working set, Tb trees' worth of `batch_buffers` (bootstrap state, the rows of small
+  nodes, two levels of histograms, slots, split candidates, node records), reused batch after
+  batch;
 - per tree: its size and open slots (meta), its first node (offs), its importances (imp);
 - the forest kept for prediction: with `dense`, one pair of buffers of NC nodes a tree, made at
   the start (trees of bounded depth whose worst case fits a buffer); else a pair a batch, sized by
@@ -108,7 +109,7 @@ def forest_bytes(trees: int, nodes: int, K: int) -> int:
 
 def batch_buffers(n: int, F: int, NB: int, C: int, S: int, S_h: int, NC: int) -> dict:
     """{what: (words a tree, buffers)}: a batch's working set (Grower._tree_buffers), Tb times."""
-    return {"node records": (NC * (4 + C), 1), "bootstrap state": (n, 1),
+    return {"node records": (NC * (4 + C), 1), "bootstrap state": (n, 1), "row lists": (n, 1),
             "histograms": (S_h * NB * C, 2), "slots": (4 * S, 2), "child map": (2 * S, 1),
             "left sides": (S * C, 1), "split candidates": (4 * S_h * F, 1)}
 
@@ -225,7 +226,7 @@ def size_text(nbytes: int) -> str:
 
 def _hint(what: str, n: int, C: int, cap: int, spec: GrowSpec) -> str:
     """What would make one tree's `what` fit a buffer of cap bytes."""
-    if what == "bootstrap state":
+    if what in ("bootstrap state", "row lists"):
         return "use fewer rows"
     if what != "node records":
         return "use a max_depth or a larger min_samples_leaf"

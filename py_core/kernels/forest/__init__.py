@@ -23,15 +23,16 @@ PARAMS = Struct(
     "n:u32 F:u32 FW:u32 NB:u32 C:u32 K:u32 crit:u32 T:u32 "
     "tree0:u32 seed:u32 boot:u32 mss:u32 msl:u32 max_depth:u32 mf:u32 hb:u32 "
     "S:u32 NC:u32 depth:u32 S_cur:u32 S_next:u32 T_all:u32 inv_scale:f32 mid:f32 "
-    "xd:u32 ye:i32 ym_lo:u32 ym_hi:u32 step:u32 SM:u32 S_h:u32 s_lo:u32")
+    "xd:u32 ye:i32 ym_lo:u32 ym_hi:u32 step:u32 SM:u32 S_h:u32 s_lo:u32 small:u32")
 # xd: X is f64 (pairs of words); ye, ym_lo/ym_hi: regression y as fixed point round(y 2^ye) - ym;
 # step, SM: every step-th row sampled into SM values a feature (binning); S_h, s_lo: the slots a
-# histogram buffer holds and the first slot of this pass.
+# histogram buffer holds and the first slot of this pass; small: a child of at most this many rows
+# is split from its rows (SMALL: split_rows), 0 never.
 SORT = Struct("j:u32 k:u32 len:u32 count:u32")  # sort_pass's own parameters
 
 LEAF = 0xFFFFFFFF  # no feature: a leaf; also "none"
 DONE = 0xFFFFFF    # a row's slot once it rests in a leaf
-OPEN, BUILT = 1, 2  # a slot's flags
+OPEN, BUILT, SMALL = 1, 2, 4  # a slot's flags
 VARIES, RANK_SHIFT = 2, 8  # a candidate's fourth word: rank << RANK_SHIFT | VARIES (0: no split)
 SLOT_SHIFT, COUNT_MASK = 8, 0xFF  # a row's state: slot << SLOT_SHIFT | bootstrap count
 MSE, GINI, ENTROPY = 0, 1, 2
@@ -47,7 +48,7 @@ HB_WORDS = 4096    # histogram words a workgroup of `hist_build_wg` holds (16 Ki
 HB_ROWS = 8192     # rows a workgroup of `hist_build_wg` adds
 NOT_FINITE_X, NOT_FINITE_Y = 1, 2  # flags
 FAMILY = Family(structs={"Params": PARAMS, "Sort": SORT}, consts={
-    "LEAF": LEAF, "DONE": DONE, "OPEN": OPEN, "BUILT": BUILT, "VARIES": VARIES,
+    "LEAF": LEAF, "DONE": DONE, "OPEN": OPEN, "BUILT": BUILT, "SMALL": SMALL, "VARIES": VARIES,
     "RANK_SHIFT": RANK_SHIFT, "SLOT_SHIFT": SLOT_SHIFT, "COUNT_MASK": COUNT_MASK, "MSE": MSE, "GINI": GINI,
     "ENTROPY": ENTROPY, "MAXK": MAXK, "HC_SLOTS": HC_SLOTS, "HC_WORDS": HC_WORDS, "HB_WORDS": HB_WORDS, "HB_ROWS": HB_ROWS, "IMP_CHUNK": IMP_CHUNK,
     "NOT_FINITE_X": NOT_FINITE_X, "NOT_FINITE_Y": NOT_FINITE_Y})
@@ -356,46 +357,52 @@ def _row_bins(binned, r, FW, F):
 def hist_build(bufs, grid_, constants):
     _, binned, fmeta, target, state, slots, hist = bufs
     p = _unpack(bufs)
-    n, F, FW, NB, C, S = p["n"], p["F"], p["FW"], p["NB"], p["C"], p["S"]
+    n, F, FW, NB, S = p["n"], p["F"], p["FW"], p["NB"], p["S"]
     offs = fmeta[0:2 * F:2].tolist()
-    mse = p["crit"] == MSE
     for t in range(p["T"]):
         built = {s for s in pass_range(p) if slots[(t * S + s) * 4 + 1] & BUILT}
         if not built:
             continue
-        sums: dict = {}  # word index -> what the atomics add up to
+        rows = []  # (bin words of the row's features, target word, count)
         for r, st in enumerate(state[t * n:(t + 1) * n]):
             w, slot = st & COUNT_MASK, st >> SLOT_SHIFT
             if not w or slot not in built:
                 continue
             base = hist_slot(p, t, slot) * NB
-            bins = _row_bins(binned, r, FW, F)
-            if mse:
-                v = (target[r] - (1 << 32) if target[r] >> 31 else target[r]) * w
-                for off, b in zip(offs, bins):
-                    h = (base + off + b) * C
-                    acc = sums.get(h)
-                    if acc is None:
-                        sums[h] = [v, w, 1]
-                    else:
-                        acc[0] += v
-                        acc[1] += w
-                        acc[2] += 1
-            else:
-                cls = target[r]
-                for off, b in zip(offs, bins):
-                    h = (base + off + b) * C
-                    sums[h + cls] = sums.get(h + cls, 0) + w
-                    sums[h + C - 1] = sums.get(h + C - 1, 0) + 1
+            rows.append(([base + off + b for off, b in zip(offs, _row_bins(binned, r, FW, F))], target[r], w))
+        _add_rows(p, hist, rows)
+
+
+def _add_rows(p, hist, rows):
+    """What hist_build's atomics add: each (bins, target word, count) of `rows` into every bin of
+    `bins` (first bin indices: C words each)."""
+    C, mse = p["C"], p["crit"] == MSE
+    sums: dict = {}  # word index -> what the atomics add up to
+    for bins, tv, w in rows:
         if mse:
-            for h, (v, w, c) in sums.items():
-                total = (signed64(hist[h], hist[h + 1]) + v) & ((1 << 64) - 1)
-                hist[h], hist[h + 1] = total & M32, total >> 32
-                hist[h + 2] = (hist[h + 2] + w) & M32
-                hist[h + 3] = (hist[h + 3] + c) & M32
+            v = (tv - (1 << 32) if tv >> 31 else tv) * w
+            for b in bins:
+                acc = sums.get(b * C)
+                if acc is None:
+                    sums[b * C] = [v, w, 1]
+                else:
+                    acc[0] += v
+                    acc[1] += w
+                    acc[2] += 1
         else:
-            for h, v in sums.items():
-                hist[h] = (hist[h] + v) & M32
+            for b in bins:
+                h = b * C
+                sums[h + tv] = sums.get(h + tv, 0) + w
+                sums[h + C - 1] = sums.get(h + C - 1, 0) + 1
+    if mse:
+        for h, (v, w, c) in sums.items():
+            total = (signed64(hist[h], hist[h + 1]) + v) & ((1 << 64) - 1)
+            hist[h], hist[h + 1] = total & M32, total >> 32
+            hist[h + 2] = (hist[h + 2] + w) & M32
+            hist[h + 3] = (hist[h + 3] + c) & M32
+    else:
+        for h, v in sums.items():
+            hist[h] = (hist[h] + v) & M32
 
 
 
@@ -529,6 +536,8 @@ def split_vary(bufs, grid_, constants):
     p = _unpack(bufs)
     F, C, NB = p["F"], p["C"], p["NB"]
     for t, s, node, flags in _open_slots(p, slots):
+        if flags & SMALL:  # split_rows
+            continue
         if not flags & BUILT:
             _derive(p, slots, prev, hist, t, s)
         hbase = hist_slot(p, t, s) * NB
@@ -544,6 +553,36 @@ def split_vary(bufs, grid_, constants):
             out[4 * f + 3] = (feature_rank(key, f, p["hb"], F) << RANK_SHIFT) | (VARIES if varies else 0)
         e = 4 * hist_slot(p, t, s) * F
         cand[e:e + 4 * F] = array("I", out)
+
+
+@reference("forest", "split_rows")
+def split_rows(bufs, grid_, constants):
+    _, fmeta, slots, target, nodes, cand, hist, binned, lst = bufs
+    p = _unpack(bufs)
+    n, F, FW, C, NB = p["n"], p["F"], p["FW"], p["C"], p["NB"]
+    for t, s, node, flags in _open_slots(p, slots):
+        rec = (t * p["NC"] + node) * (4 + C)
+        tot = nodes[rec + 4:rec + 4 + C].tolist()
+        if not flags & SMALL or not _eligible(p, tot):
+            continue
+        end = t * n + slots[(t * p["S"] + s) * 4 + 3]
+        rows = [(e >> SLOT_SHIFT, e & COUNT_MASK) for e in lst[end - tot[C - 1]:end]]
+        bins = [_row_bins(binned, r, FW, F) for r, _ in rows]
+        key = hash3(p["seed"], 2 * (p["tree0"] + t) + 1, node)
+        out, varying = [0, 0, LEAF, 0] * F, []
+        for f in range(F):
+            rank = feature_rank(key, f, p["hb"], F)
+            varies = len({b[f] for b in bins}) >= 2
+            out[4 * f + 3] = (rank << RANK_SHIFT) | (VARIES if varies else 0)
+            if varies:
+                varying.append((rank, f))
+        e = 4 * hist_slot(p, t, s) * F
+        cand[e:e + 4 * F] = array("I", out)
+        base = hist_slot(p, t, s) * NB
+        for _, f in sorted(varying)[:p["mf"]]:  # the features split_scan scans: their bins alone
+            h0, h1 = _feature_range(p, fmeta, base, f)
+            hist[h0:h1] = array("I", bytes(4 * (h1 - h0)))
+            _add_rows(p, hist, [([base + fmeta[2 * f] + b[f]], target[r], w) for b, (r, w) in zip(bins, rows)])
 
 
 @reference("forest", "split_scan_wg")
@@ -629,7 +668,7 @@ def alloc(bufs, grid_, constants):
     NW = 4 + C
     for t in range(p["T"]):
         tree = p["tree0"] + t
-        nid, j = meta[2 * tree], 0
+        nid, j, at = meta[2 * tree], 0, 0
         for s in range(p["S_cur"]):
             sl = (t * S + s) * 4
             if not slots[sl + 1] & OPEN:
@@ -643,17 +682,25 @@ def alloc(bufs, grid_, constants):
                 crec = (t * NC + nid + side) * NW
                 nodes[crec:crec + NW] = array("I", [LEAF, 0, 0, 0] + stats[side])
             opens = [_child_open(p, st) for st in stats]
+            small = [st[C - 1] <= p["small"] for st in stats]
             cm = (t * S + s) * 2
             childmap[cm:cm + 2] = array("I", [DONE, DONE])
             if any(opens):
-                small = 0 if stats[0][C - 1] <= stats[1][C - 1] else 1
-                for side in (0, 1):
-                    ns = 2 * j + (0 if side == small else 1)
-                    flags = (OPEN if opens[side] else 0) | (BUILT if side == small else 0)
-                    if p["S_cur"] > p["S_h"] or p["S_next"] > p["S_h"]:  # passes: no whole parent level
-                        flags = OPEN | BUILT if opens[side] else 0
+                fewer = 0 if stats[0][C - 1] <= stats[1][C - 1] else 1
+                # built: the child with fewer rows, or beside a SMALL one the other
+                built = 1 - fewer if small[fewer] and not small[1 - fewer] else fewer
+                passes = p["S_cur"] > p["S_h"] or p["S_next"] > p["S_h"]  # no whole parent level
+                for k in (0, 1):  # the even slot first: the child with fewer rows
+                    side, ns, listed = fewer ^ k, 2 * j + k, 0
+                    if opens[side] and small[side]:
+                        flags, listed = OPEN | SMALL, at
+                        at += stats[side][C - 1]
+                    elif opens[side]:
+                        flags = OPEN | (BUILT if side == built or passes else 0)
+                    else:  # built for an open sibling to derive from
+                        flags = BUILT if k == 0 and not any(small) and not passes else 0
                     e = (t * S + ns) * 4
-                    nxt[e:e + 4] = array("I", [nid + side, flags, s, 0])
+                    nxt[e:e + 4] = array("I", [nid + side, flags, s, listed])
                     if flags:
                         childmap[cm + side] = ns
                 j += 1
@@ -665,7 +712,7 @@ def alloc(bufs, grid_, constants):
 
 @reference("forest", "route_rows")
 def route_rows(bufs, grid_, constants):
-    _, binned, state, slots, nodes, childmap = bufs
+    _, binned, state, slots, nodes, childmap, nxt, lst = bufs
     p = _unpack(bufs)
     n, FW, S, NC, C = p["n"], p["FW"], p["S"], p["NC"], p["C"]
     for t in range(p["T"]):
@@ -687,12 +734,16 @@ def route_rows(bufs, grid_, constants):
                 route[slot] = rule
             rule = route[slot]
             if rule is None:
-                nxt = DONE
+                to = DONE
             else:
                 f, b, cl, cr = rule
                 bin_ = (binned[r * FW + (f >> 2)] >> ((f & 3) << 3)) & 255
-                nxt = cr if bin_ > b else cl
-            state[t * n + r] = (nxt << SLOT_SHIFT) | w
+                to = cr if bin_ > b else cl
+            state[t * n + r] = (to << SLOT_SHIFT) | w
+            e = (t * S + to) * 4
+            if to != DONE and nxt[e + 1] & SMALL:  # listed at word 3, which moves on
+                lst[t * n + nxt[e + 3]] = (r << SLOT_SHIFT) | w
+                nxt[e + 3] += 1
 
 
 def _i64_value(lo, hi):

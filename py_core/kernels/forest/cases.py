@@ -1,6 +1,6 @@
 """Self-test cases of the forest family: the histogram kernel alone, and the first two levels of
-a small forest (bootstrap, histograms with the subtraction trick, split search, numbering and
-routing) for each criterion, on random binned data."""
+a small forest (bootstrap, histograms with the subtraction trick, nodes split from their rows,
+split search, numbering and routing) for each criterion, on random binned data."""
 from __future__ import annotations
 
 from array import array
@@ -29,7 +29,7 @@ def _data(rng, n, F, crit, K):
 def _params(**kw):
     base = dict(n=0, F=0, FW=0, NB=0, C=0, K=1, crit=0, T=0, tree0=0, seed=0, boot=1, mss=2, msl=1,
                 max_depth=6, mf=0, hb=1, S=0, NC=0, depth=0, S_cur=1, S_next=0, T_all=0,
-                inv_scale=1.0, mid=0.0, xd=0, ye=0, ym_lo=0, ym_hi=0, step=1, SM=0, S_h=0, s_lo=0)
+                inv_scale=1.0, mid=0.0, xd=0, ye=0, ym_lo=0, ym_hi=0, step=1, SM=0, S_h=0, s_lo=0, small=0)
     base.update(kw)
     base["S_h"] = base["S_h"] or base["S"]  # a level's histograms in one pass
     return PARAMS.pack(**base)
@@ -58,12 +58,12 @@ def _two_levels_case(n, F, T, crit, K, max_features):
         fmeta, binned, target, NB, FW = _data(rng, n, F, crit, K)
         C = 4 if crit == MSE else K + 1
         S, NC = 4, 15  # two levels: at most 2 slots below the root; 7 nodes
-        names = ("bootstrap", "init_trees", "hist_clear", "hist_build", "split_vary", "split_scan",
-                 "split_pick", "alloc", "route_rows")
+        names = ("bootstrap", "init_trees", "hist_clear", "hist_build", "split_vary", "split_rows",
+                 "split_scan", "split_pick", "alloc", "route_rows")
         k = {name: await backend.kernel("forest", name) for name in names}
         common = dict(n=n, F=F, FW=FW, NB=NB, C=C, K=K, crit=crit, T=T, seed=rng.randrange(2**32),
                       mss=2, msl=rng.randint(1, 3), max_depth=2, mf=max_features, hb=half_bits(F),
-                      S=S, NC=NC, T_all=T)
+                      S=S, NC=NC, T_all=T, small=n // 2)  # the smaller child: split from its rows
         P = [backend.buffer("u32", uniform=True, data=_params(**common, depth=d, S_cur=1 if d == 0 else 2,
                                                               S_next=2 if d == 0 else 0))
              for d in (0, 1)]
@@ -77,7 +77,7 @@ def _two_levels_case(n, F, T, crit, K, max_features):
         slots = [backend.buffer("u32", T * S * 4) for _ in range(2)]
         nodes, meta = backend.buffer("u32", T * NC * (4 + C)), backend.buffer("u32", 2 * T)
         cand, left = backend.buffer("u32", T * S * F * 4), backend.buffer("u32", T * S * C)
-        childmap = backend.buffer("u32", T * S * 2)
+        childmap, rows = backend.buffer("u32", T * S * 2), backend.buffer("u32", T * n)
         g = lambda threads: grid(-(-threads // WG))  # noqa: E731
         plan = (backend.plan().clear(state).clear(hist[1])
                 .dispatch(k["bootstrap"], [P[0], state], g(T * n))
@@ -89,11 +89,12 @@ def _two_levels_case(n, F, T, crit, K, max_features):
             (plan.dispatch(k["hist_clear"], [P[d], sc, cur], grid(T * s_cur))
              .dispatch(k["hist_build"], [P[d], bb, fb, tb, state, sc, cur], g(T * n))
              .dispatch(k["split_vary"], [P[d], fb, sc, cur, nodes, cand, xlogx, other], g(T * s_cur * F))
+             .dispatch(k["split_rows"], [P[d], fb, sc, tb, nodes, cand, cur, bb, rows], grid(T * s_cur))
              .dispatch(k["split_scan"], [P[d], fb, sc, cur, nodes, cand, xlogx, other], g(T * s_cur * F))
              .dispatch(k["split_pick"], [P[d], fb, sc, cur, nodes, cand, xlogx, left], g(T * s_cur))
              .dispatch(k["alloc"], [P[d], sc, nodes, left, so, childmap, meta], grid(T)))
             if d == 0:
-                plan.dispatch(k["route_rows"], [P[d], bb, state, sc, nodes, childmap], g(T * n))
+                plan.dispatch(k["route_rows"], [P[d], bb, state, sc, nodes, childmap, so, rows], g(T * n))
         return plan, [nodes, meta, cand, state], 2 * T * n * F
     return setup
 

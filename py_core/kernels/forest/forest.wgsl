@@ -5,9 +5,11 @@
 // subsample, for the bin thresholds), bin_features, targets (y to fixed point).
 // A level (or, where one level's histograms do not fit a buffer, each range of its slots):
 // hist_clear (zero the built slots) -> hist_build (atomics, built slots) -> split_vary (derived
-// slots = parent - sibling; per feature of an open slot: varies? rank?) -> split_scan (best
-// split per selected feature) -> split_pick (per node); then alloc (number the children, give
-// the open ones next-level slots) -> route_rows. Histograms stay raw, bin by bin.
+// slots = parent - sibling; per feature of an open slot: varies? rank?) -> split_rows (the same
+// for SMALL slots, from their listed rows, and only the bins of the features they scan) ->
+// split_scan (best split per selected feature) -> split_pick (per node); then alloc (number the
+// children, give the open ones next-level slots, list room for SMALL ones) -> route_rows (and the
+// lists). Histograms stay raw, bin by bin.
 // On GPUs the _wg versions of split_vary, split_scan and split_pick do their work. After a
 // batch's last level: finalize (its trees into prediction arrays), importance, oob; predict.
 //
@@ -16,7 +18,8 @@
 // its upper threshold, smallest and largest value · fmeta (F, 2): first global bin, bins · binned
 // (n, FW): four 8-bit bins a word · target (n): i32 fixed-point y or class · state (T, n):
 // slot << SLOT_SHIFT | bootstrap count · hist (T, S_h, NB, C): the slots [s_lo, s_lo + S_h) of the level
-// (S_h = S: all of them) · slots (T, S, 4): node, flags, parent slot, - · childmap (T, S, 2)
+// (S_h = S: all of them) · slots (T, S, 4): node, flags, parent slot, end of its rows' list
+// (SMALL) · list (T, n): rows of SMALL slots, row << SLOT_SHIFT | count · childmap (T, S, 2)
 // · left (T, S, C) · cand (T, S_h, F, 4): the pass's slots · nodes (T, NC, 4 + C): the batch's
 // trees (T of them, the first tree0), per node feature, bin, next bin, left child, stats[C] (the
 // node's channels; a leaf's feature is LEAF) · meta (T_all, 2): nodes, open slots next level.
@@ -521,22 +524,24 @@ fn hist_build(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: v
   if ((hb_slots[(t * p.S + slot) * 4u + 1u] & BUILT) == 0u) { return; }
   let base = hist_slot(t, slot) * p.NB;
   let tv = hb_target[r];
-  let wy = weighted_target(tv, w);
-  let lo = wy.x;
-  let hi = wy.y;
   for (var f = 0u; f < p.F; f++) {
     let b = (hb_binned[r * p.FW + f / 4u] >> (8u * (f % 4u))) & 255u;
-    let h = (base + hb_fmeta[2u * f] + b) * p.C;
-    if (p.crit == MSE) {
-      let old = atomicAdd(&hb_hist[h], lo);
-      let up = hi + select(0u, 1u, old + lo < old);  // carry out of the low word
-      if (up != 0u) { atomicAdd(&hb_hist[h + 1u], up); }
-      atomicAdd(&hb_hist[h + 2u], w);
-      atomicAdd(&hb_hist[h + 3u], 1u);
-    } else {
-      atomicAdd(&hb_hist[h + tv], w);
-      atomicAdd(&hb_hist[h + p.C - 1u], 1u);
-    }
+    add_row((base + hb_fmeta[2u * f] + b) * p.C, tv, w);
+  }
+}
+
+// A row (target word tv, bootstrap count w) into the bin whose channels start at word h.
+fn add_row(h: u32, tv: u32, w: u32) {
+  if (p.crit == MSE) {
+    let wy = weighted_target(tv, w);
+    let old = atomicAdd(&hb_hist[h], wy.x);
+    let up = wy.y + select(0u, 1u, old + wy.x < old);  // carry out of the low word
+    if (up != 0u) { atomicAdd(&hb_hist[h + 1u], up); }
+    atomicAdd(&hb_hist[h + 2u], w);
+    atomicAdd(&hb_hist[h + 3u], 1u);
+  } else {
+    atomicAdd(&hb_hist[h + tv], w);
+    atomicAdd(&hb_hist[h + p.C - 1u], 1u);
   }
 }
 
@@ -804,7 +809,7 @@ fn split_vary(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: v
   let s = p.s_lo + i / p.F % sp;
   let sl = (t * p.S + s) * 4u;
   let flags = sp_slots[sl + 1u];
-  if ((flags & OPEN) == 0u) { return; }
+  if ((flags & OPEN) == 0u || (flags & SMALL) != 0u) { return; }  // SMALL: split_rows
   let fw = feature_words(t, s, f);
   var nonempty = 0u;
   if ((flags & BUILT) == 0u) {
@@ -1059,7 +1064,7 @@ fn split_vary_wg(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg
   if (id >= p.T * pass_slots() * p.F) { return; }
   let it = wg_item(id, lid);
   let flags = workgroupUniformLoad(&wg_flags);
-  if ((flags & OPEN) == 0u) { return; }
+  if ((flags & OPEN) == 0u || (flags & SMALL) != 0u) { return; }  // SMALL: split_rows
   let t = it.x;
   let s = it.y;
   let f = it.z;
@@ -1282,14 +1287,107 @@ fn split_pick_wg(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg
   }
 }
 
+// ---- split_rows: a SMALL slot's split inputs, from its listed rows ----------------------------
+// 1 fmeta · 2 slots · 3 target (n) · 4 nodes · 5 cand · 6 hist (T, S_h, NB, C) atomic · 7 binned
+// (n, FW) · 8 list (T, n). A workgroup per (tree, slot of the pass). For a SMALL open slot whose
+// node may split, what split_vary does for the others: each feature's candidate reset, its rank
+// in the node's permutation and VARIES (two bins among its rows); then the histograms of the
+// features split_scan scans there (the first max_features that vary, in the node's order), those
+// alone, summed from the slot's rows as hist_build sums them: the same words, so split_scan and
+// split_pick find the same split. A node of a few dozen rows costs its rows, not the clear, build
+// and parent - sibling of NB x C words for every feature.
+@group(0) @binding(7) var<storage, read> sr_binned: array<u32>;
+@group(0) @binding(8) var<storage, read> sr_list: array<u32>;
+var<workgroup> sr_sel: array<u32, PW>;  // the features of a run of ranks whose bins are summed
+var<workgroup> sr_m: u32;               // how many
+
+fn row_bin(r: u32, f: u32) -> u32 { return (sr_binned[r * p.FW + f / 4u] >> (8u * (f % 4u))) & 255u; }
+
+@compute @workgroup_size(64)
+fn split_rows(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
+              @builtin(local_invocation_index) lid: u32) {
+  let id = linear(wid, nwg);
+  let sp = pass_slots();
+  if (id >= p.T * sp) { return; }
+  let t = id / sp;
+  let s = p.s_lo + id % sp;
+  let sl = (t * p.S + s) * 4u;
+  if (lid == 0u) {
+    wg_elig = 0u;
+    if ((sp_slots[sl + 1u] & (OPEN | SMALL)) == (OPEN | SMALL)) {
+      wg_elig = select(0u, 1u, eligible(slot_rec(t, s) + 4u));
+    }
+  }
+  if (workgroupUniformLoad(&wg_elig) == 0u) { return; }
+  let rows = sp_nodes[slot_rec(t, s) + 4u + p.C - 1u];
+  let first = t * p.n + sp_slots[sl + 3u] - rows;  // the slot's rows: sr_list[first, first + rows)
+  let key = hash3(p.seed, 2u * (p.tree0 + t) + 1u, sp_slots[sl]);
+  let cbase = 4u * hist_slot(t, s) * p.F;
+  for (var f = lid; f < p.F; f += PW) {
+    let b0 = row_bin(sr_list[first] >> SLOT_SHIFT, f);
+    var v = 0u;
+    for (var i = 1u; i < rows; i++) {
+      if (row_bin(sr_list[first + i] >> SLOT_SHIFT, f) != b0) {
+        v = VARIES;
+        break;
+      }
+    }
+    let e = cbase + 4u * f;
+    sp_cand[e] = 0u;
+    sp_cand[e + 1u] = 0u;
+    sp_cand[e + 2u] = LEAF;
+    sp_cand[e + 3u] = (feature_rank(key, f) << RANK_SHIFT) | v;
+  }
+  storageBarrier();
+  var seen = 0u;  // features chosen so far
+  for (var r0 = 0u; r0 < p.F && seen < p.mf; r0 += PW) {  // ranks r0 .. r0 + PW - 1
+    var f = LEAF;
+    if (r0 + lid < p.F) {
+      f = r0 + lid;  // every varying feature when mf >= F (scanned_feature)
+      if (p.mf < p.F) { f = rank_feature(key, r0 + lid); }
+      if ((sp_cand[cbase + 4u * f + 3u] & VARIES) == 0u) { f = LEAF; }
+    }
+    wg_rb[lid] = f;
+    workgroupBarrier();
+    if (lid == 0u) {
+      var m = 0u;
+      for (var j = 0u; j < PW; j++) {
+        if (wg_rb[j] != LEAF && seen + m < p.mf) {
+          sr_sel[m] = wg_rb[j];
+          m += 1u;
+        }
+      }
+      sr_m = m;
+    }
+    let m = workgroupUniformLoad(&sr_m);
+    for (var j = 0u; j < m; j++) {
+      let fw = feature_words(t, s, sr_sel[j]);
+      for (var e = lid; e < fw.y * p.C; e += PW) { atomicStore(&hb_hist[fw.x + e], 0u); }
+    }
+    storageBarrier();
+    for (var q = lid; q < rows * m; q += PW) {  // (row, feature) pairs
+      let entry = sr_list[first + q / m];
+      let r = entry >> SLOT_SHIFT;
+      let f = sr_sel[q % m];
+      add_row(feature_words(t, s, f).x + row_bin(r, f) * p.C, hb_target[r], entry & COUNT_MASK);
+    }
+    seen += m;
+    workgroupBarrier();  // wg_rb and sr_sel are written again
+  }
+}
+
 // ---- alloc: number the children of this level's splits; give open children next-level slots --
 // 1 slots (T, S, 4) · 2 nodes · 3 left (T, S, C) · 4 slots_next (T, S, 4) · 5 childmap (T, S, 2)
 // · 6 meta (T_all, 2). Workgroup of 256 per tree: a prefix sum over the level's slots, so node
 // numbers are the same on every backend. A split whose children are both closed takes no slot;
-// otherwise the pair (2j, 2j+1): the child with fewer rows is built (slot 2j), the other (if
+// otherwise the pair (2j, 2j+1): the child with fewer rows (slot 2j) is built, the other (if
 // open) derived. Where this level or the next has more slots than a histogram buffer holds
 // (S_cur or S_next > S_h: done in passes), there is no whole parent level to derive from: the
-// open children are both built, a closed one takes no slot.
+// open children are both built, a closed one takes no slot. An open child of at most p.small
+// rows is SMALL instead (split_rows: no histogram of its own to clear, build or derive); its
+// rows are listed from word 3 of its slot on (a prefix sum of such rows over the tree's next
+// slots: route_rows lists them there, moving word 3 to their end). Beside a SMALL child an open
+// one is built; a closed one is built only for an open sibling to derive from.
 @group(0) @binding(1) var<storage, read> al_slots: array<u32>;
 @group(0) @binding(2) var<storage, read_write> al_nodes: array<u32>;
 @group(0) @binding(3) var<storage, read> al_left: array<u32>;
@@ -1299,6 +1397,7 @@ fn split_pick_wg(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg
 
 var<workgroup> al_a: array<u32, 256>;
 var<workgroup> al_b: array<u32, 256>;
+var<workgroup> al_c: array<u32, 256>;
 
 fn node_rec(t: u32, node: u32) -> u32 { return (t * p.NC + node) * (4u + p.C); }  // t: of the batch
 
@@ -1328,6 +1427,27 @@ fn child_open(t: u32, s: u32, rec: u32, side: u32) -> bool {
   return true;
 }
 
+// Is child `side` SMALL (split from its rows) when open?
+fn child_small(t: u32, s: u32, rec: u32, side: u32) -> bool {
+  return child_stat(t, s, rec, side, p.C - 1u) <= p.small;
+}
+
+// The side of a split whose child has fewer rows (it takes the even slot of the pair).
+fn fewer_side(t: u32, s: u32, rec: u32) -> u32 {
+  return select(1u, 0u, child_stat(t, s, rec, 0u, p.C - 1u) <= child_stat(t, s, rec, 1u, p.C - 1u));
+}
+
+// Rows the open SMALL children of the split in slot s list.
+fn small_rows(t: u32, s: u32, rec: u32) -> u32 {
+  var rows = 0u;
+  for (var side = 0u; side < 2u; side++) {
+    if (child_open(t, s, rec, side) && child_small(t, s, rec, side)) {
+      rows += child_stat(t, s, rec, side, p.C - 1u);
+    }
+  }
+  return rows;
+}
+
 fn slot_splits(t: u32, s: u32) -> bool {
   let sl = (t * p.S + s) * 4u;
   if ((al_slots[sl + 1u] & OPEN) == 0u) { return false; }
@@ -1346,31 +1466,38 @@ fn alloc(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   let s1 = min(s0 + chunk, p.S_cur);
   var splits = 0u;
   var pairs = 0u;
+  var listed = 0u;
   for (var s = s0; s < s1; s++) {
     if (!slot_splits(t, s)) { continue; }
     splits += 1u;
     let rec = node_rec(t, al_slots[(t * p.S + s) * 4u]);
     if (child_open(t, s, rec, 0u) || child_open(t, s, rec, 1u)) { pairs += 1u; }
+    listed += small_rows(t, s, rec);
   }
   al_a[lid] = splits;
   al_b[lid] = pairs;
+  al_c[lid] = listed;
   workgroupBarrier();
   for (var off = 1u; off < 256u; off *= 2u) {  // inclusive prefix sums
     var va = 0u;
     var vb = 0u;
+    var vc = 0u;
     if (lid >= off) {
       va = al_a[lid - off];
       vb = al_b[lid - off];
+      vc = al_c[lid - off];
     }
     workgroupBarrier();
     al_a[lid] += va;
     al_b[lid] += vb;
+    al_c[lid] += vc;
     workgroupBarrier();
   }
   let total_splits = al_a[255];
   let total_pairs = al_b[255];
   var nid = first_node + 2u * (al_a[lid] - splits);
   var j = al_b[lid] - pairs;
+  var at = al_c[lid] - listed;  // where the next SMALL child's rows are listed
   for (var s = s0; s < s1; s++) {
     if (!slot_splits(t, s)) { continue; }
     let rec = node_rec(t, al_slots[(t * p.S + s) * 4u]);
@@ -1389,19 +1516,30 @@ fn alloc(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
     al_childmap[cm] = DONE;
     al_childmap[cm + 1u] = DONE;
     if (open_l || open_r) {
-      let cl = child_stat(t, s, rec, 0u, p.C - 1u);
-      let cr = child_stat(t, s, rec, 1u, p.C - 1u);
-      let small = select(1u, 0u, cl <= cr);
-      for (var side = 0u; side < 2u; side++) {
-        let ns = 2u * j + select(1u, 0u, side == small);  // the built child takes the even slot
+      let fewer = fewer_side(t, s, rec);
+      let whole = !child_small(t, s, rec, 0u) && !child_small(t, s, rec, 1u);  // neither SMALL
+      let built = select(1u - fewer, fewer, whole || child_small(t, s, rec, 1u - fewer));
+      let passes = p.S_cur > p.S_h || p.S_next > p.S_h;
+      for (var k = 0u; k < 2u; k++) {  // the even slot first
+        let side = fewer ^ k;
+        let ns = 2u * j + k;
         let open = select(open_l, open_r, side == 1u);
-        var flags = select(0u, OPEN, open) | select(0u, BUILT, side == small);
-        if (p.S_cur > p.S_h || p.S_next > p.S_h) { flags = select(0u, OPEN | BUILT, open); }
+        var flags = 0u;
+        var list = 0u;
+        if (open && child_small(t, s, rec, side)) {
+          flags = OPEN | SMALL;
+          list = at;
+          at += child_stat(t, s, rec, side, p.C - 1u);
+        } else if (open) {
+          flags = OPEN | select(0u, BUILT, side == built || passes);
+        } else if (k == 0u && whole && !passes) {
+          flags = BUILT;  // for the open sibling to derive from
+        }
         let e = (t * p.S + ns) * 4u;
         al_next[e] = nid + side;
         al_next[e + 1u] = flags;
         al_next[e + 2u] = s;
-        al_next[e + 3u] = 0u;
+        al_next[e + 3u] = list;
         if (flags != 0u) { al_childmap[cm + side] = ns; }
       }
       j += 1u;
@@ -1416,12 +1554,17 @@ fn alloc(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
 }
 
 // ---- route_rows: each row of a split node moves to its child's slot, or rests (DONE) ----------
-// 1 binned (n, FW) · 2 state (T, n) · 3 slots (T, S, 4) · 4 nodes · 5 childmap (T, S, 2).
+// 1 binned (n, FW) · 2 state (T, n) · 3 slots (T, S, 4) · 4 nodes · 5 childmap (T, S, 2)
+// · 6 the next level's slots (T, S, 4) atomic · 7 list (T, n). A row that moves to a SMALL slot
+// is listed there as row << SLOT_SHIFT | count, at the slot's word 3, which it moves on by one
+// (the order within a slot's list is the atomics'; what split_rows sums from it is not).
 @group(0) @binding(1) var<storage, read> pa_binned: array<u32>;
 @group(0) @binding(2) var<storage, read_write> pa_state: array<u32>;
 @group(0) @binding(3) var<storage, read> pa_slots: array<u32>;
 @group(0) @binding(4) var<storage, read> pa_nodes: array<u32>;
 @group(0) @binding(5) var<storage, read> pa_childmap: array<u32>;
+@group(0) @binding(6) var<storage, read_write> pa_next: array<atomic<u32>>;
+@group(0) @binding(7) var<storage, read_write> pa_list: array<u32>;
 
 @compute @workgroup_size(256)
 fn route_rows(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
@@ -1445,6 +1588,9 @@ fn route_rows(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: v
     }
   }
   pa_state[i] = (next << SLOT_SHIFT) | w;
+  if (next != DONE && (atomicLoad(&pa_next[(t * p.S + next) * 4u + 1u]) & SMALL) != 0u) {
+    pa_list[t * p.n + atomicAdd(&pa_next[(t * p.S + next) * 4u + 3u], 1u)] = (r << SLOT_SHIFT) | w;
+  }
 }
 
 // ---- finalize: the batch's trees in the form prediction reads ---------------------------------
