@@ -187,6 +187,7 @@ def test_generators_look_at_stop_all_along(name, monkeypatch):
     from py_core.data import synthetic
     from py_core.errors import Stopped
     monkeypatch.setattr(synthetic, "_BLOCK", 64)
+    monkeypatch.setattr(synthetic, "_bulk", None)  # Python's loops (a server test may install numpy's)
     params = {"n_samples": 64 * 5, "seed": 3} | ({"n_features": 5} if name == "friedman1" else {})
     asked = []
     table = generate(name, should_stop=lambda: asked.append(1) and False, **params)

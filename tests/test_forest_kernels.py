@@ -73,13 +73,15 @@ def random_forest(rng, task, backend, bootstrap=None):
 
 ENTRIES = ["check_finite", "targets", "bin_features", "bootstrap", "init_trees", "hist_build", "hist_build_wg",
            "split_vary", "split_rows", "split_scan", "split_pick", "split_vary_wg", "split_scan_wg", "split_pick_wg",
-           "alloc", "hist_clear", "hist_clear_wg", "route_rows", "finalize", "importance", "oob", "predict"]
+           "alloc_count", "alloc_scan", "alloc_write", "hist_clear", "hist_clear_wg", "route_rows", "finalize",
+           "importance", "oob", "predict"]
 # Workgroup-per-item variants (GPUs): replayed on the inputs of the looping kernel, on the grid
 # the builder gives them (wg_items).
 VARIANTS = {"split_vary_wg": "split_vary", "split_scan_wg": "split_scan", "split_pick_wg": "split_pick",
             "hist_clear_wg": "hist_clear", "hist_build_wg": "hist_build"}
 PER_LEVEL = {"hist_build", "hist_build_wg", "split_vary", "split_rows", "split_scan", "split_pick", "split_vary_wg", "split_scan_wg",
-             "split_pick_wg", "alloc", "hist_clear", "hist_clear_wg", "route_rows"}  # the others run once a fit or a batch: capture their first dispatch
+             "split_pick_wg", "alloc_count", "alloc_scan", "alloc_write", "hist_clear", "hist_clear_wg",
+             "route_rows"}  # the others run once a fit or a batch: capture their first dispatch
 
 
 @pytest.mark.parametrize("task", ["regression", "gini", "entropy"])

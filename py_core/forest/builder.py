@@ -18,7 +18,8 @@ The method (kernels in `py_core/kernels/forest/forest.wgsl`):
    as scikit-learn draws them: those features' bins summed along, an f32 gain per candidate,
    correctly rounded), `split_pick` (per slot: the best over its random feature subset, and the
    left child's totals), `alloc` (per tree, a prefix sum numbers the children and gives the open
-   ones slots of the next level) and `route_rows` (each row moves to its child's slot).
+   ones slots of the next level: counts, prefix sums, records) and `route_rows` (each row moves
+   to its child's slot).
    Histograms stay raw: only the few scanned features of a node are ever summed along their
    bins. On GPUs the three split kernels run as their `_wg` versions (`parallel_bins`).
    Nothing is read back between levels: the number of slots a level can need is bounded from
@@ -98,12 +99,13 @@ Y_BITS = 23  # regression targets as signed fixed point of this many bits (w * y
 DEVICE_SORT = ("webgpu", "native")  # backends that sort the binning subsample themselves
 LIVE_BATCHES = 8  # batches a fit with live plots grows in (fewer when it has fewer trees): a
                   # surface that redraws about eight times, at a few waits' cost on a GPU
-SMALL_ROWS = 2048  # a child of at most this many rows is split from its listed rows (split_rows)
-                   # rather than from histograms of every feature; the forest is the same
+SMALL_ROWS = 2048  # a child of at most this many rows (small_rows: fewer where histograms are
+                   # cheap) is split from its listed rows (split_rows) rather than from histograms
+                   # of every feature; the forest is the same either way
 
 KERNELS = ("check_finite", "sample", "sort_pass", "targets", "bin_features", "bootstrap",
-           "init_trees", "hist_build", "split_rows", "alloc", "route_rows", "finalize", "importance",
-           "oob")
+           "init_trees", "hist_build", "split_rows", "alloc_count", "alloc_scan", "alloc_write",
+           "route_rows", "finalize", "importance", "oob")
 # The level's clear and split kernels: a thread per (tree, slot[, feature]) or a workgroup per
 # HC_SLOTS slots (CPUs), or a workgroup per item (GPUs: wg_items).
 LOOPING = ("hist_clear", "split_vary", "split_scan", "split_pick")
@@ -119,6 +121,18 @@ def parallel_bins(backend) -> bool:
     named = " ".join(str(a.get(k, "")) for k in ("vendor", "architecture", "device", "description"))
     return (backend.name in DEVICE_SORT and not a.get("is_fallback_adapter")
             and not any(cpu in named.lower() for cpu in CPU_ADAPTERS))
+
+
+def small_rows(NB: int, C: int, F: int, max_features: int, crit: int) -> int:
+    """Rows up to which a node is split from its rows (split_rows): where adding them into the
+    bins of the features it scans (min(max_features, F); 2 atomics a row and feature for classes,
+    4 for regression) costs less than a histogram node's NB x C words (zeroed and summed, or
+    derived as parent - sibling), with a margin of 8 for listing the rows and ranking every
+    feature among them; at most SMALL_ROWS. On the H200 (bench/results/2026-11-27-h200-rows.md),
+    2048 rows made 10 classes on 50 features (NB x C = 140,800) 9% faster, and regression on 20
+    features (20,480) no faster."""
+    atoms = 4 if crit == MSE else 2
+    return min(SMALL_ROWS, NB * C // (8 * min(max_features, F) * atoms))
 
 
 def fixed_point_scale(y) -> tuple[int, int, float]:
@@ -253,7 +267,7 @@ class Grower:
                          max_depth=NONE_DEPTH if spec.max_depth is None else spec.max_depth,
                          mf=spec.max_features, hb=half_bits(F), S=0, NC=0, depth=0, S_cur=1,
                          S_next=0, T_all=self.T, inv_scale=1.0, mid=0.0, xd=0, ye=0, ym_lo=0,
-                         ym_hi=0, step=self.step, SM=SM, S_h=0, s_lo=0, small=SMALL_ROWS)
+                         ym_hi=0, step=self.step, SM=SM, S_h=0, s_lo=0, small=0)
 
     async def _upload_and_sort(self, X: array, y) -> list:
         """Data up; finite checks, fixed-point regression targets and, on GPU backends, the
@@ -314,7 +328,8 @@ class Grower:
         z = self.z = plan_sizes(b, n, self.F, NB, self.spec, b.memory_room())
         if self.live is not None:  # several batches, each a redraw of the live plots
             z.Tb = min(z.Tb, -(-self.T // LIVE_BATCHES))
-        self.base.update(NB=NB, C=z.C, T=z.Tb, S=z.S, NC=z.NC, S_h=z.S_h)
+        self.base.update(NB=NB, C=z.C, T=z.Tb, S=z.S, NC=z.NC, S_h=z.S_h,
+                         small=small_rows(NB, z.C, self.F, self.spec.max_features, self.spec.crit))
         b.write(self.P0, PARAMS.pack(**self.base))
         self.eb = self._buf("f32", data=edges)
         self.fb = self._buf("u32", data=fmeta)
@@ -343,6 +358,7 @@ class Grower:
         self.hist = [buf("u32", words["histograms"]) for _ in range(2)]
         self.slots = [buf("u32", words["slots"]) for _ in range(2)]
         self.childmap = buf("u32", words["child map"])
+        self.counts = buf("u32", words["slots"])  # alloc's counts a slot, then their prefix sums
         self.left = buf("u32", words["left sides"])
         self.cand = buf("u32", words["split candidates"])  # a pass's slots
         self.rows = buf("u32", words["row lists"])  # the rows of SMALL slots
@@ -457,8 +473,10 @@ class Grower:
              .dispatch(scan, [P, fb, cur, h, nodes, cand, xlogx, parent], g_scan)
              .dispatch(pick, [P, fb, cur, h, nodes, cand, xlogx, self.left], g_pick))
         P = ups[0][0]
-        plan.dispatch(k["alloc"], [P, cur, nodes, self.left, other, self.childmap, self.meta],
-                      grid(Tb, wgs))
+        numbering = [P, cur, nodes, self.left, other, self.childmap, self.meta, self.counts]
+        (plan.dispatch(k["alloc_count"], numbering, self._grid(Tb * s_cur))
+         .dispatch(k["alloc_scan"], numbering, grid(Tb, wgs))
+         .dispatch(k["alloc_write"], numbering, self._grid(Tb * s_cur)))
         if not last:
             plan.dispatch(k["route_rows"], [P, self.binned, self.state, cur, nodes, self.childmap,
                                             other, self.rows], self._grid(Tb * n))

@@ -110,7 +110,7 @@ def forest_bytes(trees: int, nodes: int, K: int) -> int:
 def batch_buffers(n: int, F: int, NB: int, C: int, S: int, S_h: int, NC: int) -> dict:
     """{what: (words a tree, buffers)}: a batch's working set (Grower._tree_buffers), Tb times."""
     return {"node records": (NC * (4 + C), 1), "bootstrap state": (n, 1), "row lists": (n, 1),
-            "histograms": (S_h * NB * C, 2), "slots": (4 * S, 2), "child map": (2 * S, 1),
+            "histograms": (S_h * NB * C, 2), "slots": (4 * S, 3), "child map": (2 * S, 1),
             "left sides": (S * C, 1), "split candidates": (4 * S_h * F, 1)}
 
 

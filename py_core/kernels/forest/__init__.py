@@ -660,22 +660,63 @@ def _child_open(p, stats):
     return True
 
 
-@reference("forest", "alloc")
-def alloc(bufs, grid_, constants):
-    _, slots, nodes, left, nxt, childmap, meta = bufs
+def _splits(p, slots, nodes, t, s):
+    """The node record of slot s if its node split, else None."""
+    sl = (t * p["S"] + s) * 4
+    if not slots[sl + 1] & OPEN:
+        return None
+    rec = (t * p["NC"] + slots[sl]) * (4 + p["C"])
+    return None if nodes[rec] == LEAF else rec
+
+
+@reference("forest", "alloc_count")
+def alloc_count(bufs, grid_, constants):
+    _, slots, nodes, left, nxt, childmap, meta, count = bufs
+    p = _unpack(bufs)
+    S, C = p["S"], p["C"]
+    for t in range(p["T"]):
+        for s in range(p["S_cur"]):
+            rec, got = _splits(p, slots, nodes, t, s), [0, 0, 0]
+            if rec is not None:
+                stats = _child_stats(p, nodes, left, t, s, rec)
+                opens = [_child_open(p, st) for st in stats]
+                got = [1, int(any(opens)),
+                       sum(st[C - 1] for o, st in zip(opens, stats) if o and st[C - 1] <= p["small"])]
+            e = (t * S + s) * 4
+            count[e:e + 3] = array("I", got)
+
+
+@reference("forest", "alloc_scan")
+def alloc_scan(bufs, grid_, constants):
+    _, slots, nodes, left, nxt, childmap, meta, count = bufs
+    p = _unpack(bufs)
+    S = p["S"]
+    for t in range(p["T"]):
+        tree = p["tree0"] + t
+        at = [meta[2 * tree], 0, 0]
+        for s in range(p["S_cur"]):
+            e = (t * S + s) * 4
+            c = count[e:e + 3].tolist()
+            count[e:e + 3] = array("I", at)
+            at = [at[0] + 2 * c[0], at[1] + c[1], at[2] + c[2]]
+        for s in range(2 * at[1], p["S_next"]):
+            nxt[(t * S + s) * 4 + 1] = 0
+        meta[2 * tree:2 * tree + 2] = array("I", at[:2])
+
+
+@reference("forest", "alloc_write")
+def alloc_write(bufs, grid_, constants):
+    _, slots, nodes, left, nxt, childmap, meta, count = bufs
     p = _unpack(bufs)
     S, NC, C = p["S"], p["NC"], p["C"]
     NW = 4 + C
     for t in range(p["T"]):
-        tree = p["tree0"] + t
-        nid, j, at = meta[2 * tree], 0, 0
         for s in range(p["S_cur"]):
-            sl = (t * S + s) * 4
-            if not slots[sl + 1] & OPEN:
+            rec = _splits(p, slots, nodes, t, s)
+            if rec is None:
                 continue
-            rec = (t * NC + slots[sl]) * NW
-            if nodes[rec] == LEAF:
-                continue
+            e0 = (t * S + s) * 4
+            nid, j, at = count[e0:e0 + 3].tolist()
             nodes[rec + 3] = nid
             stats = _child_stats(p, nodes, left, t, s, rec)
             for side in (0, 1):
@@ -685,29 +726,25 @@ def alloc(bufs, grid_, constants):
             small = [st[C - 1] <= p["small"] for st in stats]
             cm = (t * S + s) * 2
             childmap[cm:cm + 2] = array("I", [DONE, DONE])
-            if any(opens):
-                fewer = 0 if stats[0][C - 1] <= stats[1][C - 1] else 1
-                # built: the child with fewer rows, or beside a SMALL one the other
-                built = 1 - fewer if small[fewer] and not small[1 - fewer] else fewer
-                passes = p["S_cur"] > p["S_h"] or p["S_next"] > p["S_h"]  # no whole parent level
-                for k in (0, 1):  # the even slot first: the child with fewer rows
-                    side, ns, listed = fewer ^ k, 2 * j + k, 0
-                    if opens[side] and small[side]:
-                        flags, listed = OPEN | SMALL, at
-                        at += stats[side][C - 1]
-                    elif opens[side]:
-                        flags = OPEN | (BUILT if side == built or passes else 0)
-                    else:  # built for an open sibling to derive from
-                        flags = BUILT if k == 0 and not any(small) and not passes else 0
-                    e = (t * S + ns) * 4
-                    nxt[e:e + 4] = array("I", [nid + side, flags, s, listed])
-                    if flags:
-                        childmap[cm + side] = ns
-                j += 1
-            nid += 2
-        for s in range(2 * j, p["S_next"]):
-            nxt[(t * S + s) * 4 + 1] = 0
-        meta[2 * tree:2 * tree + 2] = array("I", [nid, j])
+            if not any(opens):
+                continue
+            fewer = 0 if stats[0][C - 1] <= stats[1][C - 1] else 1
+            # built: the child with fewer rows, or beside a SMALL one the other
+            built = 1 - fewer if small[fewer] and not small[1 - fewer] else fewer
+            passes = p["S_cur"] > p["S_h"] or p["S_next"] > p["S_h"]  # no whole parent level
+            for k in (0, 1):  # the even slot first: the child with fewer rows
+                side, ns, listed = fewer ^ k, 2 * j + k, 0
+                if opens[side] and small[side]:
+                    flags, listed = OPEN | SMALL, at
+                    at += stats[side][C - 1]
+                elif opens[side]:
+                    flags = OPEN | (BUILT if side == built or passes else 0)
+                else:  # built for an open sibling to derive from
+                    flags = BUILT if k == 0 and not any(small) and not passes else 0
+                e = (t * S + ns) * 4
+                nxt[e:e + 4] = array("I", [nid + side, flags, s, listed])
+                if flags:
+                    childmap[cm + side] = ns
 
 
 @reference("forest", "route_rows")

@@ -59,7 +59,7 @@ def _two_levels_case(n, F, T, crit, K, max_features):
         C = 4 if crit == MSE else K + 1
         S, NC = 4, 15  # two levels: at most 2 slots below the root; 7 nodes
         names = ("bootstrap", "init_trees", "hist_clear", "hist_build", "split_vary", "split_rows",
-                 "split_scan", "split_pick", "alloc", "route_rows")
+                 "split_scan", "split_pick", "alloc_count", "alloc_scan", "alloc_write", "route_rows")
         k = {name: await backend.kernel("forest", name) for name in names}
         common = dict(n=n, F=F, FW=FW, NB=NB, C=C, K=K, crit=crit, T=T, seed=rng.randrange(2**32),
                       mss=2, msl=rng.randint(1, 3), max_depth=2, mf=max_features, hb=half_bits(F),
@@ -78,6 +78,7 @@ def _two_levels_case(n, F, T, crit, K, max_features):
         nodes, meta = backend.buffer("u32", T * NC * (4 + C)), backend.buffer("u32", 2 * T)
         cand, left = backend.buffer("u32", T * S * F * 4), backend.buffer("u32", T * S * C)
         childmap, rows = backend.buffer("u32", T * S * 2), backend.buffer("u32", T * n)
+        counts = backend.buffer("u32", T * S * 4)
         g = lambda threads: grid(-(-threads // WG))  # noqa: E731
         plan = (backend.plan().clear(state).clear(hist[1])
                 .dispatch(k["bootstrap"], [P[0], state], g(T * n))
@@ -92,7 +93,9 @@ def _two_levels_case(n, F, T, crit, K, max_features):
              .dispatch(k["split_rows"], [P[d], fb, sc, tb, nodes, cand, cur, bb, rows], grid(T * s_cur))
              .dispatch(k["split_scan"], [P[d], fb, sc, cur, nodes, cand, xlogx, other], g(T * s_cur * F))
              .dispatch(k["split_pick"], [P[d], fb, sc, cur, nodes, cand, xlogx, left], g(T * s_cur))
-             .dispatch(k["alloc"], [P[d], sc, nodes, left, so, childmap, meta], grid(T)))
+             .dispatch(k["alloc_count"], [P[d], sc, nodes, left, so, childmap, meta, counts], g(T * s_cur))
+             .dispatch(k["alloc_scan"], [P[d], sc, nodes, left, so, childmap, meta, counts], grid(T))
+             .dispatch(k["alloc_write"], [P[d], sc, nodes, left, so, childmap, meta, counts], g(T * s_cur)))
             if d == 0:
                 plan.dispatch(k["route_rows"], [P[d], bb, state, sc, nodes, childmap, so, rows], g(T * n))
         return plan, [nodes, meta, cand, state], 2 * T * n * F

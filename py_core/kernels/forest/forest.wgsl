@@ -1161,6 +1161,11 @@ fn split_scan_wg(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg
   let h0 = fw.x;
   let nb = fw.y;
   let j0 = lid * BPT;
+  let cc = p.C - 1u;
+  var occ = 0u;  // bit q: bin j0 + q holds rows (an empty bin is zero in every lane: skipped)
+  for (var q = 0u; q < BPT; q++) {
+    if (j0 + q < nb && sp_hist[h0 + (j0 + q) * p.C + cc] != 0u) { occ |= 1u << q; }
+  }
   var left: array<Left, BPT>;
   let passes = select(1u, 2u, p.crit == ENTROPY);  // entropy: every class's left terms, then the right's
   for (var ps = 0u; ps < passes; ps++) {
@@ -1170,7 +1175,7 @@ fn split_scan_wg(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg
       for (var li = 0u; li < nl; li++) {
         var sum = vec2u(0u);
         for (var q = 0u; q < BPT; q++) {
-          if (j0 + q < nb) { sum = lane_add(sum, lane_at(h0 + (j0 + q) * p.C, l0 + li), l0 + li); }
+          if ((occ & (1u << q)) != 0u) { sum = lane_add(sum, lane_at(h0 + (j0 + q) * p.C, l0 + li), l0 + li); }
         }
         wg_run[li * PW + lid] = sum;
       }
@@ -1190,8 +1195,8 @@ fn split_scan_wg(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg
         let lane = l0 + li;
         var run = vec2u(0u);  // the bins of the threads before this one
         if (lid > 0u) { run = wg_run[li * PW + lid - 1u]; }
-        for (var q = 0u; q < BPT; q++) {
-          if (j0 + q >= nb) { break; }
+        for (var q = 0u; q < BPT; q++) {  // an empty bin is no candidate: its left side unused
+          if ((occ & (1u << q)) == 0u) { continue; }
           run = lane_add(run, lane_at(h0 + (j0 + q) * p.C, lane), lane);
           left[q] = take_lane(left[q], lane, run, ps, rec);
         }
@@ -1199,14 +1204,13 @@ fn split_scan_wg(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg
       workgroupBarrier();  // wg_run is written again by the next chunk
     }
   }
-  let cc = p.C - 1u;
   let total = sp_nodes[rec + 4u + cc];
   var bs = 0.0;
   var bb = LEAF;
   for (var q = 0u; q < BPT; q++) {
     let j = j0 + q;
     if (j >= nb) { break; }
-    if (candidate(sp_hist[h0 + j * p.C + cc], left[q].rows, total)) {
+    if (candidate(occ & (1u << q), left[q].rows, total)) {
       let sc = left_score(left[q], rec);
       if (bb == LEAF || sc > bs) {
         bs = sc;
@@ -1231,7 +1235,7 @@ fn split_scan_wg(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg
   for (var q = 0u; q < BPT; q++) {
     let j = j0 + q;
     if (j >= nb) { break; }
-    if (best != LEAF && j > best && sp_hist[h0 + j * p.C + cc] != 0u) {
+    if (best != LEAF && j > best && (occ & (1u << q)) != 0u) {
       next = j;
       break;
     }
@@ -1378,22 +1382,27 @@ fn split_rows(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: v
 
 // ---- alloc: number the children of this level's splits; give open children next-level slots --
 // 1 slots (T, S, 4) · 2 nodes · 3 left (T, S, C) · 4 slots_next (T, S, 4) · 5 childmap (T, S, 2)
-// · 6 meta (T_all, 2). Workgroup of 256 per tree: a prefix sum over the level's slots, so node
-// numbers are the same on every backend. A split whose children are both closed takes no slot;
-// otherwise the pair (2j, 2j+1): the child with fewer rows (slot 2j) is built, the other (if
-// open) derived. Where this level or the next has more slots than a histogram buffer holds
-// (S_cur or S_next > S_h: done in passes), there is no whole parent level to derive from: the
-// open children are both built, a closed one takes no slot. An open child of at most p.small
-// rows is SMALL instead (split_rows: no histogram of its own to clear, build or derive); its
-// rows are listed from word 3 of its slot on (a prefix sum of such rows over the tree's next
-// slots: route_rows lists them there, moving word 3 to their end). Beside a SMALL child an open
-// one is built; a closed one is built only for an open sibling to derive from.
+// · 6 meta (T_all, 2) · 7 counts (T, S, 4). Three dispatches, a prefix sum over each tree's slots
+// in slot order, so node numbers are the same on every backend: alloc_count (thread per (tree,
+// slot): does it split, does its pair of children take slots, how many rows they list), alloc_scan
+// (workgroup of 256 per tree: those made exclusive prefix sums in place, from the tree's next node;
+// the tree's nodes and open pairs into meta), alloc_write (thread per (tree, slot): the children's
+// records, slots and child map). A split whose children are both closed takes no slot; otherwise
+// the pair (2j, 2j+1): the child with fewer rows (slot 2j) is built, the other (if open) derived.
+// Where this level or the next has more slots than a histogram buffer holds (S_cur or S_next >
+// S_h: done in passes), there is no whole parent level to derive from: the open children are both
+// built, a closed one takes no slot. An open child of at most p.small rows is SMALL instead
+// (split_rows: no histogram of its own to clear, build or derive); its rows are listed from word 3
+// of its slot on (a prefix sum of such rows over the tree's next slots: route_rows lists them
+// there, moving word 3 to their end). Beside a SMALL child an open one is built; a closed one is
+// built only for an open sibling to derive from.
 @group(0) @binding(1) var<storage, read> al_slots: array<u32>;
 @group(0) @binding(2) var<storage, read_write> al_nodes: array<u32>;
 @group(0) @binding(3) var<storage, read> al_left: array<u32>;
 @group(0) @binding(4) var<storage, read_write> al_next: array<u32>;
 @group(0) @binding(5) var<storage, read_write> al_childmap: array<u32>;
 @group(0) @binding(6) var<storage, read_write> al_meta: array<u32>;
+@group(0) @binding(7) var<storage, read_write> al_count: array<u32>;
 
 var<workgroup> al_a: array<u32, 256>;
 var<workgroup> al_b: array<u32, 256>;
@@ -1432,20 +1441,10 @@ fn child_small(t: u32, s: u32, rec: u32, side: u32) -> bool {
   return child_stat(t, s, rec, side, p.C - 1u) <= p.small;
 }
 
-// The side of a split whose child has fewer rows (it takes the even slot of the pair).
-fn fewer_side(t: u32, s: u32, rec: u32) -> u32 {
-  return select(1u, 0u, child_stat(t, s, rec, 0u, p.C - 1u) <= child_stat(t, s, rec, 1u, p.C - 1u));
-}
-
-// Rows the open SMALL children of the split in slot s list.
-fn small_rows(t: u32, s: u32, rec: u32) -> u32 {
-  var rows = 0u;
-  for (var side = 0u; side < 2u; side++) {
-    if (child_open(t, s, rec, side) && child_small(t, s, rec, side)) {
-      rows += child_stat(t, s, rec, side, p.C - 1u);
-    }
-  }
-  return rows;
+// Rows an open child lists: its rows if SMALL, else none.
+fn listed_rows(t: u32, s: u32, rec: u32, side: u32, open: bool) -> u32 {
+  let rows = child_stat(t, s, rec, side, p.C - 1u);
+  return select(0u, rows, open && rows <= p.small);
 }
 
 fn slot_splits(t: u32, s: u32) -> bool {
@@ -1454,29 +1453,60 @@ fn slot_splits(t: u32, s: u32) -> bool {
   return al_nodes[node_rec(t, al_slots[sl])] != LEAF;
 }
 
+fn alloc_bindings() {  // every kernel of alloc binds all seven
+  _ = &al_slots;
+  _ = &al_nodes;
+  _ = &al_left;
+  _ = &al_next;
+  _ = &al_childmap;
+  _ = &al_meta;
+  _ = &al_count;
+}
+
+// Slot s's counts: 1 if it splits, 1 if its children take a pair of slots, the rows they list.
 @compute @workgroup_size(256)
-fn alloc(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
-         @builtin(local_invocation_index) lid: u32) {
+fn alloc_count(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
+               @builtin(local_invocation_index) lid: u32) {
+  alloc_bindings();
+  let i = linear(wid, nwg) * 256u + lid;
+  if (i >= p.T * p.S_cur) { return; }
+  let t = i / p.S_cur;
+  let s = i % p.S_cur;
+  let e = (t * p.S + s) * 4u;
+  var counts = vec3u(0u);
+  if (slot_splits(t, s)) {
+    let rec = node_rec(t, al_slots[(t * p.S + s) * 4u]);
+    let open_l = child_open(t, s, rec, 0u);
+    let open_r = child_open(t, s, rec, 1u);
+    counts = vec3u(1u, select(0u, 1u, open_l || open_r),
+                   listed_rows(t, s, rec, 0u, open_l) + listed_rows(t, s, rec, 1u, open_r));
+  }
+  al_count[e] = counts.x;
+  al_count[e + 1u] = counts.y;
+  al_count[e + 2u] = counts.z;
+}
+
+// Per tree: the counts made exclusive prefix sums over the slots (nodes from the tree's next
+// one on, pairs, listed rows); the tree's nodes and open pairs into meta; the next level's
+// slots past its pairs closed.
+@compute @workgroup_size(256)
+fn alloc_scan(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
+              @builtin(local_invocation_index) lid: u32) {
+  alloc_bindings();
   let t = linear(wid, nwg);
   if (t >= p.T) { return; }
   let tree = p.tree0 + t;
-  let first_node = al_meta[2u * tree];
   let chunk = (p.S_cur + 255u) / 256u;
   let s0 = min(lid * chunk, p.S_cur);
   let s1 = min(s0 + chunk, p.S_cur);
-  var splits = 0u;
-  var pairs = 0u;
-  var listed = 0u;
+  var mine = vec3u(0u);
   for (var s = s0; s < s1; s++) {
-    if (!slot_splits(t, s)) { continue; }
-    splits += 1u;
-    let rec = node_rec(t, al_slots[(t * p.S + s) * 4u]);
-    if (child_open(t, s, rec, 0u) || child_open(t, s, rec, 1u)) { pairs += 1u; }
-    listed += small_rows(t, s, rec);
+    let e = (t * p.S + s) * 4u;
+    mine += vec3u(al_count[e], al_count[e + 1u], al_count[e + 2u]);
   }
-  al_a[lid] = splits;
-  al_b[lid] = pairs;
-  al_c[lid] = listed;
+  al_a[lid] = mine.x;
+  al_b[lid] = mine.y;
+  al_c[lid] = mine.z;
   workgroupBarrier();
   for (var off = 1u; off < 256u; off *= 2u) {  // inclusive prefix sums
     var va = 0u;
@@ -1493,63 +1523,81 @@ fn alloc(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
     al_c[lid] += vc;
     workgroupBarrier();
   }
-  let total_splits = al_a[255];
-  let total_pairs = al_b[255];
-  var nid = first_node + 2u * (al_a[lid] - splits);
-  var j = al_b[lid] - pairs;
-  var at = al_c[lid] - listed;  // where the next SMALL child's rows are listed
+  let first_node = al_meta[2u * tree];
+  var at = vec3u(first_node + 2u * (al_a[lid] - mine.x), al_b[lid] - mine.y, al_c[lid] - mine.z);
   for (var s = s0; s < s1; s++) {
-    if (!slot_splits(t, s)) { continue; }
-    let rec = node_rec(t, al_slots[(t * p.S + s) * 4u]);
-    al_nodes[rec + 3u] = nid;
-    for (var side = 0u; side < 2u; side++) {
-      let crec = node_rec(t, nid + side);
-      al_nodes[crec] = LEAF;
-      al_nodes[crec + 1u] = 0u;
-      al_nodes[crec + 2u] = 0u;
-      al_nodes[crec + 3u] = 0u;
-      for (var c = 0u; c < p.C; c++) { al_nodes[crec + 4u + c] = child_stat(t, s, rec, side, c); }
-    }
-    let cm = (t * p.S + s) * 2u;
-    let open_l = child_open(t, s, rec, 0u);
-    let open_r = child_open(t, s, rec, 1u);
-    al_childmap[cm] = DONE;
-    al_childmap[cm + 1u] = DONE;
-    if (open_l || open_r) {
-      let fewer = fewer_side(t, s, rec);
-      let whole = !child_small(t, s, rec, 0u) && !child_small(t, s, rec, 1u);  // neither SMALL
-      let built = select(1u - fewer, fewer, whole || child_small(t, s, rec, 1u - fewer));
-      let passes = p.S_cur > p.S_h || p.S_next > p.S_h;
-      for (var k = 0u; k < 2u; k++) {  // the even slot first
-        let side = fewer ^ k;
-        let ns = 2u * j + k;
-        let open = select(open_l, open_r, side == 1u);
-        var flags = 0u;
-        var list = 0u;
-        if (open && child_small(t, s, rec, side)) {
-          flags = OPEN | SMALL;
-          list = at;
-          at += child_stat(t, s, rec, side, p.C - 1u);
-        } else if (open) {
-          flags = OPEN | select(0u, BUILT, side == built || passes);
-        } else if (k == 0u && whole && !passes) {
-          flags = BUILT;  // for the open sibling to derive from
-        }
-        let e = (t * p.S + ns) * 4u;
-        al_next[e] = nid + side;
-        al_next[e + 1u] = flags;
-        al_next[e + 2u] = s;
-        al_next[e + 3u] = list;
-        if (flags != 0u) { al_childmap[cm + side] = ns; }
-      }
-      j += 1u;
-    }
-    nid += 2u;
+    let e = (t * p.S + s) * 4u;
+    let c = vec3u(al_count[e], al_count[e + 1u], al_count[e + 2u]);
+    al_count[e] = at.x;
+    al_count[e + 1u] = at.y;
+    al_count[e + 2u] = at.z;
+    at += vec3u(2u * c.x, c.y, c.z);
   }
+  let total_pairs = al_b[255];
   for (var s = 2u * total_pairs + lid; s < p.S_next; s += 256u) { al_next[(t * p.S + s) * 4u + 1u] = 0u; }
+  workgroupBarrier();  // every thread has read al_meta[2 tree]
   if (lid == 0u) {
-    al_meta[2u * tree] = first_node + 2u * total_splits;
+    al_meta[2u * tree] = first_node + 2u * al_a[255];
     al_meta[2u * tree + 1u] = total_pairs;
+  }
+}
+
+// Slot s's split: its children numbered (their records from its node's channels), and those that
+// take slots given them (flags, parent, where their rows are listed), as in the comment above.
+@compute @workgroup_size(256)
+fn alloc_write(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
+               @builtin(local_invocation_index) lid: u32) {
+  alloc_bindings();
+  let i = linear(wid, nwg) * 256u + lid;
+  if (i >= p.T * p.S_cur) { return; }
+  let t = i / p.S_cur;
+  let s = i % p.S_cur;
+  if (!slot_splits(t, s)) { return; }
+  let e0 = (t * p.S + s) * 4u;
+  let nid = al_count[e0];
+  let j = al_count[e0 + 1u];
+  var at = al_count[e0 + 2u];
+  let rec = node_rec(t, al_slots[e0]);
+  al_nodes[rec + 3u] = nid;
+  for (var side = 0u; side < 2u; side++) {
+    let crec = node_rec(t, nid + side);
+    al_nodes[crec] = LEAF;
+    al_nodes[crec + 1u] = 0u;
+    al_nodes[crec + 2u] = 0u;
+    al_nodes[crec + 3u] = 0u;
+    for (var c = 0u; c < p.C; c++) { al_nodes[crec + 4u + c] = child_stat(t, s, rec, side, c); }
+  }
+  let cm = (t * p.S + s) * 2u;
+  let open_l = child_open(t, s, rec, 0u);
+  let open_r = child_open(t, s, rec, 1u);
+  al_childmap[cm] = DONE;
+  al_childmap[cm + 1u] = DONE;
+  if (!open_l && !open_r) { return; }
+  let fewer = select(1u, 0u, child_stat(t, s, rec, 0u, p.C - 1u) <= child_stat(t, s, rec, 1u, p.C - 1u));
+  let whole = !child_small(t, s, rec, 0u) && !child_small(t, s, rec, 1u);  // neither SMALL
+  let built = select(1u - fewer, fewer, whole || child_small(t, s, rec, 1u - fewer));
+  let passes = p.S_cur > p.S_h || p.S_next > p.S_h;
+  for (var k = 0u; k < 2u; k++) {  // the even slot first: the child with fewer rows
+    let side = fewer ^ k;
+    let ns = 2u * j + k;
+    let open = select(open_l, open_r, side == 1u);
+    var flags = 0u;
+    var list = 0u;
+    if (open && child_small(t, s, rec, side)) {
+      flags = OPEN | SMALL;
+      list = at;
+      at += child_stat(t, s, rec, side, p.C - 1u);
+    } else if (open) {
+      flags = OPEN | select(0u, BUILT, side == built || passes);
+    } else if (k == 0u && whole && !passes) {
+      flags = BUILT;  // for the open sibling to derive from
+    }
+    let e = (t * p.S + ns) * 4u;
+    al_next[e] = nid + side;
+    al_next[e + 1u] = flags;
+    al_next[e + 2u] = s;
+    al_next[e + 3u] = list;
+    if (flags != 0u) { al_childmap[cm + side] = ns; }
   }
 }
 
