@@ -8,6 +8,7 @@ leaf values and predictions within float tolerance. The self-test cases (`py_cor
 from __future__ import annotations
 
 import asyncio
+import random
 from array import array
 
 import pytest
@@ -58,7 +59,8 @@ def random_data(rng, task):
 
 def random_forest(rng, task, backend, bootstrap=None):
     # Nodes split from their listed rows (split_rows) up to a random size: none, a few, all.
-    builder.SMALL_ROWS = rng.choice([0, 3, 20, 2048])
+    small = rng.choice([0, 3, 20, 2048])
+    builder.small_rows = lambda *_: small
     kw = dict(n_estimators=rng.randint(1, 6), random_state=rng.randrange(2**32),
               max_depth=rng.choice([None, 2, 4, 7]), min_samples_leaf=rng.choice([1, 1, 2, 3]),
               min_samples_split=rng.choice([2, 2, 5]),
@@ -89,7 +91,7 @@ PER_LEVEL = {"hist_build", "hist_build_wg", "split_vary", "split_rows", "split_s
 def test_kernel_matches_reference(native_backend, rng, entry, task, monkeypatch):
     if entry == "targets" and task != "regression":
         pytest.skip("regression targets only")
-    monkeypatch.setattr(builder, "SMALL_ROWS", builder.SMALL_ROWS)  # random_forest sets it
+    monkeypatch.setattr(builder, "small_rows", builder.small_rows)  # random_forest sets it
     X, y = random_data(rng, task)
     for attempt in range(5):  # a small random forest may never reach the chosen dispatch
         ref = CapturingBackend(VARIANTS.get(entry, entry),
@@ -139,6 +141,23 @@ def test_kernel_matches_reference(native_backend, rng, entry, task, monkeypatch)
             diff = [j for j, (a, b) in enumerate(zip(g, w)) if a != b]
             assert not diff, f"{entry} binding {i}: {len(diff)} words differ, first at {diff[0]}: " \
                              f"native {g[diff[0]]}, reference {w[diff[0]]}"
+
+
+@pytest.mark.parametrize("task", ["regression", "gini", "entropy"])
+def test_nodes_split_from_their_rows_make_the_same_forest(native_backend, rng, task, monkeypatch):
+    """Whole fits: nodes of up to 0, a few, or any number of rows split from their listed rows
+    (split_rows), on the native backend and the reference: the same trees, node for node."""
+    X, y = random_data(rng, task)
+    seed = rng.randrange(2**32)
+    grown = []
+    for backend, small in ((native_backend, 0), (native_backend, rng.choice([3, 20])),
+                           (native_backend, 10**6), (ReferenceBackend(), 20)):
+        forest = random_forest(random.Random(seed), task, backend)
+        monkeypatch.setattr(builder, "small_rows", lambda *_, small=small: small)
+        run(forest.fit(X, y))
+        t = forest._forest
+        grown.append([bytes(memoryview(a)) for a in (t.counts, t.feature, t.threshold, t.left)])
+    assert all(g == grown[0] for g in grown[1:])
 
 
 @pytest.mark.parametrize("crit", [fk.MSE, fk.GINI])

@@ -102,6 +102,7 @@ LIVE_BATCHES = 8  # batches a fit with live plots grows in (fewer when it has fe
 SMALL_ROWS = 2048  # a child of at most this many rows (small_rows: fewer where histograms are
                    # cheap) is split from its listed rows (split_rows) rather than from histograms
                    # of every feature; the forest is the same either way
+MIN_SMALL = 256    # below this many, no node is (small_rows)
 
 KERNELS = ("check_finite", "sample", "sort_pass", "targets", "bin_features", "bootstrap",
            "init_trees", "hist_build", "split_rows", "alloc_count", "alloc_scan", "alloc_write",
@@ -124,15 +125,17 @@ def parallel_bins(backend) -> bool:
 
 
 def small_rows(NB: int, C: int, F: int, max_features: int, crit: int) -> int:
-    """Rows up to which a node is split from its rows (split_rows): where adding them into the
-    bins of the features it scans (min(max_features, F); 2 atomics a row and feature for classes,
-    4 for regression) costs less than a histogram node's NB x C words (zeroed and summed, or
-    derived as parent - sibling), with a margin of 8 for listing the rows and ranking every
-    feature among them; at most SMALL_ROWS. On the H200 (bench/results/2026-11-27-h200-rows.md),
-    2048 rows made 10 classes on 50 features (NB x C = 140,800) 9% faster, and regression on 20
-    features (20,480) no faster."""
+    """Rows up to which a node is split from its rows (split_rows; 0: none is): where adding them
+    into the bins of the features it scans (min(max_features, F); 2 atomics a row and feature for
+    classes, 4 for regression) costs less than a histogram node's NB x C words (zeroed and summed,
+    or derived as parent - sibling), with a margin of 8 for listing the rows and ranking every
+    feature among them; at most SMALL_ROWS, and none below MIN_SMALL, where listing every row of
+    the tree's deep nodes costs more than it saves. On the H200
+    (bench/results/2026-11-27-h200-rows.md): 10 classes on 50 features (NB x C = 140,800, 1,257
+    rows) 13% faster; regression on 20 features (20,480 words, 106 rows) 10% slower."""
     atoms = 4 if crit == MSE else 2
-    return min(SMALL_ROWS, NB * C // (8 * min(max_features, F) * atoms))
+    rows = min(SMALL_ROWS, NB * C // (8 * min(max_features, F) * atoms))
+    return rows if rows >= MIN_SMALL else 0
 
 
 def fixed_point_scale(y) -> tuple[int, int, float]:
@@ -467,10 +470,11 @@ class Grower:
                               grid(wg_items("hist_build_wg", Tb, sp, self.F, 0, 0, n, G), wgs))
             else:
                 plan.dispatch(k["hist_build"], build, self._grid(Tb * n))
-            (plan.dispatch(vary, [P, fb, cur, h, nodes, cand, xlogx, parent], g_vary)
-             .dispatch(k["split_rows"], [P, fb, cur, self.tgt, nodes, cand, h, self.binned, self.rows],
-                       grid(Tb * sp, wgs))
-             .dispatch(scan, [P, fb, cur, h, nodes, cand, xlogx, parent], g_scan)
+            plan.dispatch(vary, [P, fb, cur, h, nodes, cand, xlogx, parent], g_vary)
+            if self.base["small"]:
+                plan.dispatch(k["split_rows"], [P, fb, cur, self.tgt, nodes, cand, h, self.binned,
+                                                self.rows], grid(Tb * sp, wgs))
+            (plan.dispatch(scan, [P, fb, cur, h, nodes, cand, xlogx, parent], g_scan)
              .dispatch(pick, [P, fb, cur, h, nodes, cand, xlogx, self.left], g_pick))
         P = ups[0][0]
         numbering = [P, cur, nodes, self.left, other, self.childmap, self.meta, self.counts]

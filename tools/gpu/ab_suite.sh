@@ -14,7 +14,11 @@ i=0
 for side in $order; do
   i=$((i + 1))
   rm -rf web/build
-  if [ "$side" = new ]; then cp -r /tmp/build-new web/build; else cp -r .alt/build web/build; fi
+  case $side in  # new: web/build; old: .alt/build; any other name: .alt/NAME (a third build)
+    new) cp -r /tmp/build-new web/build ;;
+    old) cp -r .alt/build web/build ;;
+    *) cp -r ".alt/$side" web/build ;;
+  esac
   OUT=$work/$side-$i bash tools/gpu/run_suite.sh "$suite" "$wait_s" "$only" | grep -v '^random_forest\|^transformer'
   tar czf "$out/ab.tgz.part" -C "$work" . && mv "$out/ab.tgz.part" "$out/ab.tgz"
 done

@@ -524,16 +524,17 @@ fn hist_build(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: v
   if ((hb_slots[(t * p.S + slot) * 4u + 1u] & BUILT) == 0u) { return; }
   let base = hist_slot(t, slot) * p.NB;
   let tv = hb_target[r];
+  let wy = weighted_target(tv, w);
   for (var f = 0u; f < p.F; f++) {
     let b = (hb_binned[r * p.FW + f / 4u] >> (8u * (f % 4u))) & 255u;
-    add_row((base + hb_fmeta[2u * f] + b) * p.C, tv, w);
+    add_row((base + hb_fmeta[2u * f] + b) * p.C, tv, w, wy);
   }
 }
 
-// A row (target word tv, bootstrap count w) into the bin whose channels start at word h.
-fn add_row(h: u32, tv: u32, w: u32) {
+// A row (target word tv, bootstrap count w, wy = weighted_target(tv, w)) into the bin whose
+// channels start at word h.
+fn add_row(h: u32, tv: u32, w: u32, wy: vec2u) {
   if (p.crit == MSE) {
-    let wy = weighted_target(tv, w);
     let old = atomicAdd(&hb_hist[h], wy.x);
     let up = wy.y + select(0u, 1u, old + wy.x < old);  // carry out of the low word
     if (up != 0u) { atomicAdd(&hb_hist[h + 1u], up); }
@@ -1373,7 +1374,9 @@ fn split_rows(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: v
       let entry = sr_list[first + q / m];
       let r = entry >> SLOT_SHIFT;
       let f = sr_sel[q % m];
-      add_row(feature_words(t, s, f).x + row_bin(r, f) * p.C, hb_target[r], entry & COUNT_MASK);
+      let w = entry & COUNT_MASK;
+      let tv = hb_target[r];
+      add_row(feature_words(t, s, f).x + row_bin(r, f) * p.C, tv, w, weighted_target(tv, w));
     }
     seen += m;
     workgroupBarrier();  // wg_rb and sr_sel are written again
@@ -1636,7 +1639,7 @@ fn route_rows(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: v
     }
   }
   pa_state[i] = (next << SLOT_SHIFT) | w;
-  if (next != DONE && (atomicLoad(&pa_next[(t * p.S + next) * 4u + 1u]) & SMALL) != 0u) {
+  if (p.small != 0u && next != DONE && (atomicLoad(&pa_next[(t * p.S + next) * 4u + 1u]) & SMALL) != 0u) {
     pa_list[t * p.n + atomicAdd(&pa_next[(t * p.S + next) * 4u + 3u], 1u)] = (r << SLOT_SHIFT) | w;
   }
 }
