@@ -132,7 +132,7 @@ def small_rows(NB: int, C: int, F: int, max_features: int, crit: int) -> int:
     feature among them; at most SMALL_ROWS, and none below MIN_SMALL, where listing every row of
     the tree's deep nodes costs more than it saves. On the H200
     (bench/results/2026-11-27-h200-rows.md): 10 classes on 50 features (NB x C = 140,800, 1,257
-    rows) 13% faster; regression on 20 features (20,480 words, 106 rows) 10% slower."""
+    rows) 13-16% faster; regression on 20 features (20,480 words, 106 rows) 10% slower."""
     atoms = 4 if crit == MSE else 2
     rows = min(SMALL_ROWS, NB * C // (8 * min(max_features, F) * atoms))
     return rows if rows >= MIN_SMALL else 0
