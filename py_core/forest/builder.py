@@ -13,15 +13,19 @@ The method (kernels in `py_core/kernels/forest/forest.wgsl`):
    `hist_clear` (zeroes the histograms this level builds), `hist_build` (integer atomics into
    (tree, slot, feature, bin): only the smaller child of each split, or the root), `split_vary`
    (the other open slots' histograms as parent - sibling; per feature of an open slot its rank
-   in the node's random permutation and whether it varies in the node), `split_scan` (the best
-   split of each of the first max_features varying features of the node's random permutation,
-   as scikit-learn draws them: those features' bins summed along, an f32 gain per candidate,
+   in the node's random permutation and whether it varies in the node), `split_rows` (the same
+   for SMALL slots, nodes of at most `small_rows` rows, from their listed rows: and only the bins
+   of the features the node scans, summed from those rows), `split_scan` (the best split of each
+   of the first max_features varying features of the node's random permutation, as
+   scikit-learn draws them: those features' bins summed along, an f32 gain per candidate,
    correctly rounded), `split_pick` (per slot: the best over its random feature subset, and the
    left child's totals), `alloc` (per tree, a prefix sum numbers the children and gives the open
-   ones slots of the next level: counts, prefix sums, records) and `route_rows` (each row moves
-   to its child's slot).
+   ones slots of the next level, and SMALL ones room in the tree's list of rows: counts, prefix
+   sums, records) and `route_rows` (each row moves to its child's slot; into a SMALL one, it is
+   listed there).
    Histograms stay raw: only the few scanned features of a node are ever summed along their
-   bins. On GPUs the three split kernels run as their `_wg` versions (`parallel_bins`).
+   bins, and a SMALL node has only those. On GPUs the three split kernels run as their `_wg`
+   versions (`parallel_bins`).
    Nothing is read back between levels: the number of slots a level can need is bounded from
    n, min_samples_split and min_samples_leaf, so every grid is fixed, and a batch of trees of
    depth <= 16 is one submission.
