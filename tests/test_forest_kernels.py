@@ -61,6 +61,7 @@ def random_forest(rng, task, backend, bootstrap=None):
     # Nodes split from their listed rows (split_rows) up to a random size: none, a few, all.
     small = rng.choice([0, 3, 20, 2048])
     builder.small_rows = lambda *_: small
+    builder.ALLOC_SLOTS = rng.choice([0, 1024])  # alloc in three dispatches, or in one
     kw = dict(n_estimators=rng.randint(1, 6), random_state=rng.randrange(2**32),
               max_depth=rng.choice([None, 2, 4, 7]), min_samples_leaf=rng.choice([1, 1, 2, 3]),
               min_samples_split=rng.choice([2, 2, 5]),
@@ -75,14 +76,14 @@ def random_forest(rng, task, backend, bootstrap=None):
 
 ENTRIES = ["check_finite", "targets", "bin_features", "bootstrap", "init_trees", "hist_build", "hist_build_wg",
            "split_vary", "split_rows", "split_scan", "split_pick", "split_vary_wg", "split_scan_wg", "split_pick_wg",
-           "alloc_count", "alloc_scan", "alloc_write", "hist_clear", "hist_clear_wg", "route_rows", "finalize",
+           "alloc", "alloc_count", "alloc_scan", "alloc_write", "hist_clear", "hist_clear_wg", "route_rows", "finalize",
            "importance", "oob", "predict"]
 # Workgroup-per-item variants (GPUs): replayed on the inputs of the looping kernel, on the grid
 # the builder gives them (wg_items).
 VARIANTS = {"split_vary_wg": "split_vary", "split_scan_wg": "split_scan", "split_pick_wg": "split_pick",
             "hist_clear_wg": "hist_clear", "hist_build_wg": "hist_build"}
 PER_LEVEL = {"hist_build", "hist_build_wg", "split_vary", "split_rows", "split_scan", "split_pick", "split_vary_wg", "split_scan_wg",
-             "split_pick_wg", "alloc_count", "alloc_scan", "alloc_write", "hist_clear", "hist_clear_wg",
+             "split_pick_wg", "alloc", "alloc_count", "alloc_scan", "alloc_write", "hist_clear", "hist_clear_wg",
              "route_rows"}  # the others run once a fit or a batch: capture their first dispatch
 
 
@@ -91,7 +92,8 @@ PER_LEVEL = {"hist_build", "hist_build_wg", "split_vary", "split_rows", "split_s
 def test_kernel_matches_reference(native_backend, rng, entry, task, monkeypatch):
     if entry == "targets" and task != "regression":
         pytest.skip("regression targets only")
-    monkeypatch.setattr(builder, "small_rows", builder.small_rows)  # random_forest sets it
+    monkeypatch.setattr(builder, "small_rows", builder.small_rows)  # random_forest sets them
+    monkeypatch.setattr(builder, "ALLOC_SLOTS", builder.ALLOC_SLOTS)
     X, y = random_data(rng, task)
     for attempt in range(5):  # a small random forest may never reach the chosen dispatch
         ref = CapturingBackend(VARIANTS.get(entry, entry),
@@ -145,6 +147,7 @@ def test_kernel_matches_reference(native_backend, rng, entry, task, monkeypatch)
 
 @pytest.mark.parametrize("task", ["regression", "gini", "entropy"])
 def test_nodes_split_from_their_rows_make_the_same_forest(native_backend, rng, task, monkeypatch):
+    monkeypatch.setattr(builder, "ALLOC_SLOTS", builder.ALLOC_SLOTS)  # random_forest sets it
     """Whole fits: nodes of up to 0, a few, or any number of rows split from their listed rows
     (split_rows), on the native backend and the reference: the same trees, node for node."""
     X, y = random_data(rng, task)

@@ -109,8 +109,10 @@ SMALL_ROWS = 2048  # a child of at most this many rows (small_rows: fewer where 
 MIN_SMALL = 256    # below this many, no node is (small_rows)
 
 KERNELS = ("check_finite", "sample", "sort_pass", "targets", "bin_features", "bootstrap",
-           "init_trees", "hist_build", "split_rows", "alloc_count", "alloc_scan", "alloc_write",
-           "route_rows", "finalize", "importance", "oob")
+           "init_trees", "hist_build", "split_rows", "alloc", "alloc_count", "alloc_scan",
+           "alloc_write", "route_rows", "finalize", "importance", "oob")
+ALLOC_SLOTS = 1024  # levels of more slots a tree number their children in three dispatches (a
+                    # thread per slot), others in one (a workgroup per tree walking the slots)
 # The level's clear and split kernels: a thread per (tree, slot[, feature]) or a workgroup per
 # HC_SLOTS slots (CPUs), or a workgroup per item (GPUs: wg_items).
 LOOPING = ("hist_clear", "split_vary", "split_scan", "split_pick")
@@ -128,8 +130,10 @@ def parallel_bins(backend) -> bool:
             and not any(cpu in named.lower() for cpu in CPU_ADAPTERS))
 
 
-def small_rows(NB: int, C: int, F: int, max_features: int, crit: int) -> int:
-    """Rows up to which a node is split from its rows (split_rows; 0: none is): where adding them
+def small_rows(NB: int, C: int, F: int, max_features: int, crit: int, deep: bool) -> int:
+    """Rows up to which a node is split from its rows (split_rows; 0: none is): none in deep trees
+    (max_depth None or over DEEP_LEVELS, grown a level a submission: measured slower there, 200k x
+    50 with 10 classes 16.9 s against 13.4 s), else where adding them
     into the bins of the features it scans (min(max_features, F); 2 atomics a row and feature for
     classes, 4 for regression) costs less than a histogram node's NB x C words (zeroed and summed,
     or derived as parent - sibling), with a margin of 8 for listing the rows and ranking every
@@ -137,6 +141,8 @@ def small_rows(NB: int, C: int, F: int, max_features: int, crit: int) -> int:
     the tree's deep nodes costs more than it saves. On the H200
     (bench/results/2026-11-27-h200-rows.md): 10 classes on 50 features (NB x C = 140,800, 1,257
     rows) 13-16% faster; regression on 20 features (20,480 words, 106 rows) 10% slower."""
+    if deep:
+        return 0
     atoms = 4 if crit == MSE else 2
     rows = min(SMALL_ROWS, NB * C // (8 * min(max_features, F) * atoms))
     return rows if rows >= MIN_SMALL else 0
@@ -335,8 +341,9 @@ class Grower:
         z = self.z = plan_sizes(b, n, self.F, NB, self.spec, b.memory_room())
         if self.live is not None:  # several batches, each a redraw of the live plots
             z.Tb = min(z.Tb, -(-self.T // LIVE_BATCHES))
+        deep = z.levels is None or z.levels > DEEP_LEVELS  # grown a level a submission
         self.base.update(NB=NB, C=z.C, T=z.Tb, S=z.S, NC=z.NC, S_h=z.S_h,
-                         small=small_rows(NB, z.C, self.F, self.spec.max_features, self.spec.crit))
+                         small=small_rows(NB, z.C, self.F, self.spec.max_features, self.spec.crit, deep))
         b.write(self.P0, PARAMS.pack(**self.base))
         self.eb = self._buf("f32", data=edges)
         self.fb = self._buf("u32", data=fmeta)
@@ -482,9 +489,12 @@ class Grower:
              .dispatch(pick, [P, fb, cur, h, nodes, cand, xlogx, self.left], g_pick))
         P = ups[0][0]
         numbering = [P, cur, nodes, self.left, other, self.childmap, self.meta, self.counts]
-        (plan.dispatch(k["alloc_count"], numbering, self._grid(Tb * s_cur))
-         .dispatch(k["alloc_scan"], numbering, grid(Tb, wgs))
-         .dispatch(k["alloc_write"], numbering, self._grid(Tb * s_cur)))
+        if s_cur > ALLOC_SLOTS:
+            (plan.dispatch(k["alloc_count"], numbering, self._grid(Tb * s_cur))
+             .dispatch(k["alloc_scan"], numbering, grid(Tb, wgs))
+             .dispatch(k["alloc_write"], numbering, self._grid(Tb * s_cur)))
+        else:
+            plan.dispatch(k["alloc"], numbering, grid(Tb, wgs))
         if not last:
             plan.dispatch(k["route_rows"], [P, self.binned, self.state, cur, nodes, self.childmap,
                                             other, self.rows], self._grid(Tb * n))

@@ -669,6 +669,17 @@ def _splits(p, slots, nodes, t, s):
     return None if nodes[rec] == LEAF else rec
 
 
+@reference("forest", "alloc")
+def alloc(bufs, grid_, constants):
+    """alloc_count, alloc_scan and alloc_write in one (the counts kept in the workgroup: binding 7
+    as it was)."""
+    count = bufs[7]
+    kept = array(count.typecode, count)
+    for step in (alloc_count, alloc_scan, alloc_write):
+        step(bufs, grid_, constants)
+    count[:] = kept
+
+
 @reference("forest", "alloc_count")
 def alloc_count(bufs, grid_, constants):
     _, slots, nodes, left, nxt, childmap, meta, count = bufs

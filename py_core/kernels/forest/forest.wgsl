@@ -1385,12 +1385,13 @@ fn split_rows(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: v
 
 // ---- alloc: number the children of this level's splits; give open children next-level slots --
 // 1 slots (T, S, 4) · 2 nodes · 3 left (T, S, C) · 4 slots_next (T, S, 4) · 5 childmap (T, S, 2)
-// · 6 meta (T_all, 2) · 7 counts (T, S, 4). Three dispatches, a prefix sum over each tree's slots
-// in slot order, so node numbers are the same on every backend: alloc_count (thread per (tree,
-// slot): does it split, does its pair of children take slots, how many rows they list), alloc_scan
-// (workgroup of 256 per tree: those made exclusive prefix sums in place, from the tree's next node;
-// the tree's nodes and open pairs into meta), alloc_write (thread per (tree, slot): the children's
-// records, slots and child map). A split whose children are both closed takes no slot; otherwise
+// · 6 meta (T_all, 2) · 7 counts (T, S, 4). A prefix sum over each tree's slots in slot order,
+// so node numbers are the same on every backend. Levels of many slots in three dispatches:
+// alloc_count (thread per (tree, slot): does it split, does its pair of children take slots, how
+// many rows they list), alloc_scan (workgroup of 256 per tree: those made exclusive prefix sums
+// in place, from the tree's next node; the tree's nodes and open pairs into meta), alloc_write
+// (thread per (tree, slot): the children's records, slots and child map); others in one, `alloc`
+// (a workgroup per tree doing all three over runs of slots). A split whose children are both closed takes no slot; otherwise
 // the pair (2j, 2j+1): the child with fewer rows (slot 2j) is built, the other (if open) derived.
 // Where this level or the next has more slots than a histogram buffer holds (S_cur or S_next >
 // S_h: done in passes), there is no whole parent level to derive from: the open children are both
@@ -1467,100 +1468,21 @@ fn alloc_bindings() {  // every kernel of alloc binds all seven
 }
 
 // Slot s's counts: 1 if it splits, 1 if its children take a pair of slots, the rows they list.
-@compute @workgroup_size(256)
-fn alloc_count(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
-               @builtin(local_invocation_index) lid: u32) {
-  alloc_bindings();
-  let i = linear(wid, nwg) * 256u + lid;
-  if (i >= p.T * p.S_cur) { return; }
-  let t = i / p.S_cur;
-  let s = i % p.S_cur;
-  let e = (t * p.S + s) * 4u;
-  var counts = vec3u(0u);
-  if (slot_splits(t, s)) {
-    let rec = node_rec(t, al_slots[(t * p.S + s) * 4u]);
-    let open_l = child_open(t, s, rec, 0u);
-    let open_r = child_open(t, s, rec, 1u);
-    counts = vec3u(1u, select(0u, 1u, open_l || open_r),
-                   listed_rows(t, s, rec, 0u, open_l) + listed_rows(t, s, rec, 1u, open_r));
-  }
-  al_count[e] = counts.x;
-  al_count[e + 1u] = counts.y;
-  al_count[e + 2u] = counts.z;
+fn slot_counts(t: u32, s: u32) -> vec3u {
+  if (!slot_splits(t, s)) { return vec3u(0u); }
+  let rec = node_rec(t, al_slots[(t * p.S + s) * 4u]);
+  let open_l = child_open(t, s, rec, 0u);
+  let open_r = child_open(t, s, rec, 1u);
+  return vec3u(1u, select(0u, 1u, open_l || open_r),
+               listed_rows(t, s, rec, 0u, open_l) + listed_rows(t, s, rec, 1u, open_r));
 }
 
-// Per tree: the counts made exclusive prefix sums over the slots (nodes from the tree's next
-// one on, pairs, listed rows); the tree's nodes and open pairs into meta; the next level's
-// slots past its pairs closed.
-@compute @workgroup_size(256)
-fn alloc_scan(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
-              @builtin(local_invocation_index) lid: u32) {
-  alloc_bindings();
-  let t = linear(wid, nwg);
-  if (t >= p.T) { return; }
-  let tree = p.tree0 + t;
-  let chunk = (p.S_cur + 255u) / 256u;
-  let s0 = min(lid * chunk, p.S_cur);
-  let s1 = min(s0 + chunk, p.S_cur);
-  var mine = vec3u(0u);
-  for (var s = s0; s < s1; s++) {
-    let e = (t * p.S + s) * 4u;
-    mine += vec3u(al_count[e], al_count[e + 1u], al_count[e + 2u]);
-  }
-  al_a[lid] = mine.x;
-  al_b[lid] = mine.y;
-  al_c[lid] = mine.z;
-  workgroupBarrier();
-  for (var off = 1u; off < 256u; off *= 2u) {  // inclusive prefix sums
-    var va = 0u;
-    var vb = 0u;
-    var vc = 0u;
-    if (lid >= off) {
-      va = al_a[lid - off];
-      vb = al_b[lid - off];
-      vc = al_c[lid - off];
-    }
-    workgroupBarrier();
-    al_a[lid] += va;
-    al_b[lid] += vb;
-    al_c[lid] += vc;
-    workgroupBarrier();
-  }
-  let first_node = al_meta[2u * tree];
-  var at = vec3u(first_node + 2u * (al_a[lid] - mine.x), al_b[lid] - mine.y, al_c[lid] - mine.z);
-  for (var s = s0; s < s1; s++) {
-    let e = (t * p.S + s) * 4u;
-    let c = vec3u(al_count[e], al_count[e + 1u], al_count[e + 2u]);
-    al_count[e] = at.x;
-    al_count[e + 1u] = at.y;
-    al_count[e + 2u] = at.z;
-    at += vec3u(2u * c.x, c.y, c.z);
-  }
-  let total_pairs = al_b[255];
-  for (var s = 2u * total_pairs + lid; s < p.S_next; s += 256u) { al_next[(t * p.S + s) * 4u + 1u] = 0u; }
-  workgroupBarrier();  // every thread has read al_meta[2 tree]
-  if (lid == 0u) {
-    al_meta[2u * tree] = first_node + 2u * al_a[255];
-    al_meta[2u * tree + 1u] = total_pairs;
-  }
-}
-
-// Slot s's split: its children numbered (their records from its node's channels), and those that
-// take slots given them (flags, parent, where their rows are listed), as in the comment above.
-@compute @workgroup_size(256)
-fn alloc_write(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
-               @builtin(local_invocation_index) lid: u32) {
-  alloc_bindings();
-  let i = linear(wid, nwg) * 256u + lid;
-  if (i >= p.T * p.S_cur) { return; }
-  let t = i / p.S_cur;
-  let s = i % p.S_cur;
-  if (!slot_splits(t, s)) { return; }
-  let e0 = (t * p.S + s) * 4u;
-  let nid = al_count[e0];
-  let j = al_count[e0 + 1u];
-  var at = al_count[e0 + 2u];
-  let rec = node_rec(t, al_slots[e0]);
+// The split in slot s (it splits): its children numbered from nid (their records from its
+// node's channels); if either is open, the pair of next-level slots (2j, 2j + 1) with their
+// flags, parent and where their rows are listed (from `at` on), as in the comment above.
+fn write_children(t: u32, s: u32, nid: u32, j: u32, at0: u32) {
+  var at = at0;
+  let rec = node_rec(t, al_slots[(t * p.S + s) * 4u]);
   al_nodes[rec + 3u] = nid;
   for (var side = 0u; side < 2u; side++) {
     let crec = node_rec(t, nid + side);
@@ -1602,6 +1524,127 @@ fn alloc_write(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: 
     al_next[e + 3u] = list;
     if (flags != 0u) { al_childmap[cm + side] = ns; }
   }
+}
+
+// A workgroup's prefix sums over its 256 threads' counts (`mine`): each thread's exclusive sums
+// (nodes from the tree's next one on, pairs, listed rows); the tree's totals in al_a/al_b[255].
+// The tree's first node: `first_node`.
+fn tree_prefix(lid: u32, mine: vec3u, first_node: u32) -> vec3u {
+  al_a[lid] = mine.x;
+  al_b[lid] = mine.y;
+  al_c[lid] = mine.z;
+  workgroupBarrier();
+  for (var off = 1u; off < 256u; off *= 2u) {  // inclusive prefix sums
+    var va = 0u;
+    var vb = 0u;
+    var vc = 0u;
+    if (lid >= off) {
+      va = al_a[lid - off];
+      vb = al_b[lid - off];
+      vc = al_c[lid - off];
+    }
+    workgroupBarrier();
+    al_a[lid] += va;
+    al_b[lid] += vb;
+    al_c[lid] += vc;
+    workgroupBarrier();
+  }
+  return vec3u(first_node + 2u * (al_a[lid] - mine.x), al_b[lid] - mine.y, al_c[lid] - mine.z);
+}
+
+// The tree's next-level slots past its pairs closed; its nodes and open pairs into meta (after
+// every thread has read its first node).
+fn close_tree(t: u32, lid: u32, first_node: u32) {
+  let tree = p.tree0 + t;
+  let total_pairs = al_b[255];
+  for (var s = 2u * total_pairs + lid; s < p.S_next; s += 256u) { al_next[(t * p.S + s) * 4u + 1u] = 0u; }
+  workgroupBarrier();
+  if (lid == 0u) {
+    al_meta[2u * tree] = first_node + 2u * al_a[255];
+    al_meta[2u * tree + 1u] = total_pairs;
+  }
+}
+
+// alloc, one dispatch: a workgroup of 256 per tree, each thread a run of the level's slots
+// (levels of few slots, where three dispatches cost more than the walk).
+@compute @workgroup_size(256)
+fn alloc(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
+         @builtin(local_invocation_index) lid: u32) {
+  alloc_bindings();
+  let t = linear(wid, nwg);
+  if (t >= p.T) { return; }
+  let first_node = al_meta[2u * (p.tree0 + t)];
+  let chunk = (p.S_cur + 255u) / 256u;
+  let s0 = min(lid * chunk, p.S_cur);
+  let s1 = min(s0 + chunk, p.S_cur);
+  var mine = vec3u(0u);
+  for (var s = s0; s < s1; s++) { mine += slot_counts(t, s); }
+  var at = tree_prefix(lid, mine, first_node);
+  for (var s = s0; s < s1; s++) {
+    let c = slot_counts(t, s);
+    if (c.x == 0u) { continue; }
+    write_children(t, s, at.x, at.y, at.z);
+    at += vec3u(2u * c.x, c.y, c.z);
+  }
+  close_tree(t, lid, first_node);
+}
+
+// alloc in three dispatches (levels of many slots): alloc_count, a thread per slot, its counts.
+@compute @workgroup_size(256)
+fn alloc_count(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
+               @builtin(local_invocation_index) lid: u32) {
+  alloc_bindings();
+  let i = linear(wid, nwg) * 256u + lid;
+  if (i >= p.T * p.S_cur) { return; }
+  let t = i / p.S_cur;
+  let s = i % p.S_cur;
+  let e = (t * p.S + s) * 4u;
+  let counts = slot_counts(t, s);
+  al_count[e] = counts.x;
+  al_count[e + 1u] = counts.y;
+  al_count[e + 2u] = counts.z;
+}
+
+// Per tree: the counts made exclusive prefix sums over the slots, in place; meta; slots closed.
+@compute @workgroup_size(256)
+fn alloc_scan(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
+              @builtin(local_invocation_index) lid: u32) {
+  alloc_bindings();
+  let t = linear(wid, nwg);
+  if (t >= p.T) { return; }
+  let first_node = al_meta[2u * (p.tree0 + t)];
+  let chunk = (p.S_cur + 255u) / 256u;
+  let s0 = min(lid * chunk, p.S_cur);
+  let s1 = min(s0 + chunk, p.S_cur);
+  var mine = vec3u(0u);
+  for (var s = s0; s < s1; s++) {
+    let e = (t * p.S + s) * 4u;
+    mine += vec3u(al_count[e], al_count[e + 1u], al_count[e + 2u]);
+  }
+  var at = tree_prefix(lid, mine, first_node);
+  for (var s = s0; s < s1; s++) {
+    let e = (t * p.S + s) * 4u;
+    let c = vec3u(al_count[e], al_count[e + 1u], al_count[e + 2u]);
+    al_count[e] = at.x;
+    al_count[e + 1u] = at.y;
+    al_count[e + 2u] = at.z;
+    at += vec3u(2u * c.x, c.y, c.z);
+  }
+  close_tree(t, lid, first_node);
+}
+
+// Slot s's split: its children and their slots, from its prefix sums.
+@compute @workgroup_size(256)
+fn alloc_write(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
+               @builtin(local_invocation_index) lid: u32) {
+  alloc_bindings();
+  let i = linear(wid, nwg) * 256u + lid;
+  if (i >= p.T * p.S_cur) { return; }
+  let t = i / p.S_cur;
+  let s = i % p.S_cur;
+  if (!slot_splits(t, s)) { return; }
+  let e = (t * p.S + s) * 4u;
+  write_children(t, s, al_count[e], al_count[e + 1u], al_count[e + 2u]);
 }
 
 // ---- route_rows: each row of a split node moves to its child's slot, or rests (DONE) ----------
