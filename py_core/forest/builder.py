@@ -375,7 +375,8 @@ class Grower:
         self.counts = buf("u32", words["slots"])  # alloc's counts a slot, then their prefix sums
         self.left = buf("u32", words["left sides"])
         self.cand = buf("u32", words["split candidates"])  # a pass's slots
-        self.rows = buf("u32", words["row lists"])  # the rows of SMALL slots
+        # the rows of SMALL slots (planned for in sizes.py either way; none where no node is)
+        self.rows = buf("u32", words["row lists"] if self.base["small"] else 1)
         self.nodes = buf("u32", words["node records"])  # the batch's trees
         self.meta = buf("u32", 2 * T)
         self.imp = buf("f32", T * z.G * F)
