@@ -309,7 +309,7 @@ def test_workgroup_kernels_and_levels_in_passes_grow_the_same_forest(
     try:
         native_backend.limits["maxStorageBufferBindingSize"] = 2**18
         assert trees(native_backend) == (want, want_pred)
-        assert sizes[-1].S_h < sizes[-1].S and sizes[-1].Tb == 1  # each level in passes
+        assert sizes[-1].S_h < sizes[-1].S and sizes[-1].Tb > 1  # levels in passes, trees in batches
         assert trees(native_backend, parallel_bins=True) == (want, want_pred)
     finally:
         native_backend.limits.update(limits)
@@ -511,10 +511,10 @@ def test_a_forest_that_cannot_fit_is_refused_clearly_and_leaves_nothing_behind(n
         if p["trees"][0] >= 1 and native_backend.memory_budget is None:
             native_backend.memory_budget = native_backend.memory()["bytes"] + 1024
 
-    with _limits(native_backend, maxStorageBufferBindingSize=2**20):  # a tree a batch
-        with pytest.raises(LimitError, match=r"forest outgrew the device memory after 1 of 4 trees: "
-                                             r"tree 2 has \d+ nodes"):
-            run(RandomForestRegressor(n_estimators=4, backend=native_backend).fit(X, y, progress=shrink))
+    with _limits(native_backend, maxStorageBufferBindingSize=2**20):  # a few trees a batch
+        with pytest.raises(LimitError, match=r"forest outgrew the device memory after [1-7] of 8 trees: "
+                                             r"trees? [2-8](-8)? ha(s|ve) \d+ nodes"):
+            run(RandomForestRegressor(n_estimators=8, backend=native_backend).fit(X, y, progress=shrink))
         assert live() == {k: before[k] for k in ("buffers", "bytes")}
 
 

@@ -34,6 +34,10 @@ HIST_BUDGET = 2**30  # bytes of one level's histograms per batch, at most (GPU b
                      # larger batches where the adapter binds that much (2 such buffers a fit)
 REFERENCE_BUDGET = 64 * 2**20  # the reference backend keeps these in Python arrays
 DEEP_LEVELS = 16  # trees deeper than this (or unbounded) read back their open slots level by level
+MIN_TB = 4  # trees a batch where histograms fill the budget: their wide levels in more passes, but
+            # a quarter of the batches, each level's kernels over four trees at once. On the H200
+            # (bench/results/2026-11-27-h200-rows.md, call 6) 10 classes at depth 14 1.99 s against
+            # 2.28 s (one tree a batch), at max_depth None 6.3 s against 14.2 s; the same trees
 LIMIT_NAMES = "maxStorageBufferBindingSize / maxBufferSize"
 PACK_BYTES = 64 * 2**20  # the most one readback (or upload write) moves between the device and
                          # Python: a forest (2 GB for 1M rows x 100 trees grown to their leaves)
@@ -138,7 +142,8 @@ def plan_sizes(backend, n: int, F: int, NB: int, spec: GrowSpec, room: int | Non
             f"one node's histogram needs {size_text(per_slot)} ({NB} bins x {C} channels) but at "
             f"most {size_text(hcap)} fit in a buffer here: lower n_bins or use fewer features")
     # Slots a histogram pass holds (whole pairs of children); the rest of a level in more passes.
-    S_h = min(S, hcap // per_slot, cap // (16 * F))
+    # At most a MIN_TB-th of the budget a tree, so that a batch holds MIN_TB trees or more.
+    S_h = min(S, max(2, hcap // per_slot // MIN_TB), cap // (16 * F))
     S_h = max(2, S_h - S_h % 2)
     per_tree = batch_buffers(n, F, NB, C, S, S_h, NC)
     for what, (words, _) in per_tree.items():
