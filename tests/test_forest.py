@@ -537,3 +537,35 @@ def test_progress_and_stop(diabetes):
     import re
     stopped_at = int(re.search(r"level (\d+)", str(info.value)).group(1))
     assert len(seen) == 2 and stopped_at > seen[-1]["level"][0]
+
+
+def test_batches_hold_several_trees_where_histograms_fill_the_budget():
+    """A tree's passes hold a MIN_TB-th of the histogram budget, so a batch holds MIN_TB trees (10
+    classes on 50 features: 476 slots a pass, four trees); a fit of fewer trees gets passes as
+    large as its batch allows; a memory budget that holds fewer trees keeps the passes that let
+    the most trees share a batch."""
+    from py_core.forest import sizes
+    from py_core.forest.sizes import GrowSpec, plan_sizes
+
+    class H200:
+        name, memory_budget = "webgpu", None
+        limits = {"maxStorageBufferBindingSize": 2**31 - 4, "maxBufferSize": 2**32 - 4}
+
+    def plan(trees, room=None):
+        spec = GrowSpec(crit=1, n_classes=10, n_estimators=trees, max_depth=14, min_samples_split=2,
+                        min_samples_leaf=1, max_features=7, bootstrap=True, seed=0, n_bins=256, oob=False)
+        return plan_sizes(H200(), 400_000, 50, 12_800, spec, room)
+
+    per_slot = 4 * 12_800 * 11
+    whole = sizes.HIST_BUDGET // per_slot // 2 * 2  # the slots one tree's passes could hold
+    z = plan(100)
+    assert (z.S_h, z.Tb) == (whole // sizes.MIN_TB // 2 * 2, sizes.MIN_TB)
+    assert z.Tb * z.S_h * per_slot <= sizes.HIST_BUDGET
+    assert (plan(1).S_h, plan(1).Tb) == (whole, 1)
+    assert (plan(2).S_h, plan(2).Tb) == (whole // 2 // 2 * 2, 2)
+    # memory for two trees' working sets of the four-tree plan: two trees a batch (larger passes
+    # would hold one)
+    words = sum(w * c for w, c in sizes.batch_buffers(400_000, 50, 12_800, 11, z.S, z.S_h, z.NC).values())
+    fixed = 4 * 100 * (3 + z.G * 50) + sizes.forest_bytes(100, z.tree_nodes, 10)
+    two = plan(100, room=fixed + 4 * words * 2 + 2**20)
+    assert (two.S_h, two.Tb) == (z.S_h, 2)

@@ -141,17 +141,40 @@ def plan_sizes(backend, n: int, F: int, NB: int, spec: GrowSpec, room: int | Non
         raise LimitError(
             f"one node's histogram needs {size_text(per_slot)} ({NB} bins x {C} channels) but at "
             f"most {size_text(hcap)} fit in a buffer here: lower n_bins or use fewer features")
-    # Slots a histogram pass holds (whole pairs of children); the rest of a level in more passes.
-    # At most a MIN_TB-th of the budget a tree, so that a batch holds MIN_TB trees or more.
-    S_h = min(S, max(2, hcap // per_slot // MIN_TB), cap // (16 * F))
-    S_h = max(2, S_h - S_h % 2)
-    per_tree = batch_buffers(n, F, NB, C, S, S_h, NC)
-    for what, (words, _) in per_tree.items():
-        if 4 * words > cap:
-            raise LimitError(f"the {what} of one tree need {size_text(4 * words)}, but this "
-                             f"adapter's buffers hold at most {size_text(cap)} ({LIMIT_NAMES}): "
-                             + _hint(what, n, C, cap, spec))
-    Tb = min(T, max(1, hcap // (per_slot * S_h)), *(cap // (4 * words) for words, _ in per_tree.values()))
+
+    def passes(div: int) -> tuple[int, int, dict]:
+        """(S_h, Tb, one tree's buffers) where a tree's passes hold at most a div-th of the
+        histogram budget (whole pairs of children a pass; the rest of a level in more passes)."""
+        S_h = min(S, max(2, hcap // per_slot // div), cap // (16 * F))
+        S_h = max(2, S_h - S_h % 2)
+        per_tree = batch_buffers(n, F, NB, C, S, S_h, NC)
+        for what, (words, _) in per_tree.items():
+            if 4 * words > cap:
+                raise LimitError(f"the {what} of one tree need {size_text(4 * words)}, but this "
+                                 f"adapter's buffers hold at most {size_text(cap)} ({LIMIT_NAMES}): "
+                                 + _hint(what, n, C, cap, spec))
+        return S_h, min(T, max(1, hcap // (per_slot * S_h)),
+                        *(cap // (4 * words) for words, _ in per_tree.values())), per_tree
+
+    def in_room(Tb: int, per_tree: dict) -> int:
+        """Tb, or fewer: the trees a batch the memory left holds (raises if not one)."""
+        if room is None:
+            return Tb
+        batch = 4 * sum(words * count for words, count in per_tree.values())
+        if fixed + forest + batch > room:
+            raise LimitError(
+                f"this fit needs about {size_text(fixed + forest + batch)} of device memory "
+                f"beside what is in use: the forest of {T} trees of about {tree_nodes} nodes "
+                f"{size_text(forest)}, one tree's working set {size_text(batch)}, the data, "
+                f"tree sizes and sums {size_text(fixed)}; the backend's memory_budget "
+                f"({size_text(backend.memory_budget)}) leaves {size_text(room)}: use fewer "
+                f"trees, a max_depth or a larger min_samples_leaf")
+        return min(Tb, (room - fixed - forest) // batch)
+
+    # MIN_TB trees a batch (fewer if the fit has fewer): each tree's passes a MIN_TB-th of the
+    # budget; where fewer trees fit a batch, passes as large as those few allow.
+    div = min(MIN_TB, T)
+    S_h, Tb, per_tree = passes(div)
     deep = D is None or D > DEEP_LEVELS
     dense = not deep and 4 * T * NC * max(3, K) <= cap
     tree_nodes = NC if dense else expected_nodes(n, spec)
@@ -160,20 +183,17 @@ def plan_sizes(backend, n: int, F: int, NB: int, spec: GrowSpec, room: int | Non
         raise LimitError(f"the importances of {T} trees of up to {NC} nodes need "
                          f"{size_text(4 * T * G * F)}, but this adapter's buffers hold at most "
                          f"{size_text(cap)} ({LIMIT_NAMES}): use fewer trees or a max_depth")
-    if room is not None:
-        fixed = 4 * (T * (3 + G * F) + (n * (K + 1) if spec.oob and spec.bootstrap else 0))
-        forest = forest_bytes(T, tree_nodes, K)
-        batch = 4 * sum(words * count for words, count in per_tree.values())
-        fixed += data
-        if fixed + forest + batch > room:
-            raise LimitError(
-                f"this fit needs about {size_text(fixed + forest + batch)} of device memory beside "
-                f"what is in use: the forest of {T} trees of about {tree_nodes} nodes "
-                f"{size_text(forest)}, one tree's working set {size_text(batch)}, the data, tree "
-                f"sizes and sums {size_text(fixed)}; the backend's memory_budget "
-                f"({size_text(backend.memory_budget)}) leaves {size_text(room)}: use fewer trees, "
-                f"a max_depth or a larger min_samples_leaf")
-        Tb = min(Tb, (room - fixed - forest) // batch)
+    fixed = 4 * (T * (3 + G * F) + (n * (K + 1) if spec.oob and spec.bootstrap else 0)) + data
+    forest = forest_bytes(T, tree_nodes, K)
+    Tb = in_room(Tb, per_tree)
+    if Tb < div:
+        try:
+            wide_S_h, wide_Tb, wide = passes(Tb)
+            wide_Tb = in_room(wide_Tb, wide)
+            if wide_Tb >= Tb:
+                S_h, Tb = wide_S_h, wide_Tb
+        except LimitError:  # larger passes do not fit: keep these
+            pass
     return Sizes(n, F, -(-F // 4), NB, C, K, S, S_h, NC, Tb, D, dense, tree_nodes, G)
 
 
