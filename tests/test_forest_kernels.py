@@ -57,11 +57,12 @@ def random_data(rng, task):
     return X, y
 
 
-def random_forest(rng, task, backend, bootstrap=None):
-    # Nodes split from their listed rows (split_rows) up to a random size: none, a few, all.
+def random_forest(rng, task, backend, monkeypatch, bootstrap=None):
+    # Nodes split from their listed rows (split_rows) up to a random size: none, a few, all; alloc
+    # in three dispatches, or in one.
     small = rng.choice([0, 3, 20, 2048])
-    builder.small_rows = lambda *_: small
-    builder.ALLOC_SLOTS = rng.choice([0, 1024])  # alloc in three dispatches, or in one
+    monkeypatch.setattr(builder, "small_rows", lambda *_: small)
+    monkeypatch.setattr(builder, "ALLOC_SLOTS", rng.choice([0, 1024]))
     kw = dict(n_estimators=rng.randint(1, 6), random_state=rng.randrange(2**32),
               max_depth=rng.choice([None, 2, 4, 7]), min_samples_leaf=rng.choice([1, 1, 2, 3]),
               min_samples_split=rng.choice([2, 2, 5]),
@@ -92,15 +93,13 @@ PER_LEVEL = {"hist_build", "hist_build_wg", "split_vary", "split_rows", "split_s
 def test_kernel_matches_reference(native_backend, rng, entry, task, monkeypatch):
     if entry == "targets" and task != "regression":
         pytest.skip("regression targets only")
-    monkeypatch.setattr(builder, "small_rows", builder.small_rows)  # random_forest sets them
-    monkeypatch.setattr(builder, "ALLOC_SLOTS", builder.ALLOC_SLOTS)
     X, y = random_data(rng, task)
     for attempt in range(5):  # a small random forest may never reach the chosen dispatch
         ref = CapturingBackend(VARIANTS.get(entry, entry),
                                rng.randrange(6) if entry in PER_LEVEL and attempt < 3 else 0)
-        forest = random_forest(rng, task, ref, bootstrap=True if entry == "oob" else None)
+        forest = random_forest(rng, task, ref, monkeypatch, bootstrap=True if entry == "oob" else None)
         if entry.startswith("alloc"):  # the one the entry is: three dispatches, or one
-            builder.ALLOC_SLOTS = 0 if entry != "alloc" else 2**32
+            monkeypatch.setattr(builder, "ALLOC_SLOTS", 0 if entry != "alloc" else 2**32)
         run(forest.fit(X, y))
         if entry == "predict":
             run(forest.predict(X[:7]))
@@ -149,7 +148,6 @@ def test_kernel_matches_reference(native_backend, rng, entry, task, monkeypatch)
 
 @pytest.mark.parametrize("task", ["regression", "gini", "entropy"])
 def test_nodes_split_from_their_rows_make_the_same_forest(native_backend, rng, task, monkeypatch):
-    monkeypatch.setattr(builder, "ALLOC_SLOTS", builder.ALLOC_SLOTS)  # random_forest sets it
     """Whole fits: nodes of up to 0, a few, or any number of rows split from their listed rows
     (split_rows), on the native backend and the reference: the same trees, node for node."""
     X, y = random_data(rng, task)
@@ -157,12 +155,33 @@ def test_nodes_split_from_their_rows_make_the_same_forest(native_backend, rng, t
     grown = []
     for backend, small in ((native_backend, 0), (native_backend, rng.choice([3, 20])),
                            (native_backend, 10**6), (ReferenceBackend(), 20)):
-        forest = random_forest(random.Random(seed), task, backend)
+        forest = random_forest(random.Random(seed), task, backend, monkeypatch)
         monkeypatch.setattr(builder, "small_rows", lambda *_, small=small: small)
         run(forest.fit(X, y))
-        t = forest._forest
-        grown.append([bytes(memoryview(a)) for a in (t.counts, t.feature, t.threshold, t.left)])
+        grown.append(_tree_bytes(forest))
     assert all(g == grown[0] for g in grown[1:])
+
+
+def test_nodes_split_from_their_rows_on_real_data(native_backend, monkeypatch):
+    """scikit-learn's digits (1,797 scanned handwritten digits, 64 pixels, 10 classes, shipped in
+    its package), 4 trees of depth 10 on the kernels GPUs run: nodes split from their rows (up to
+    40 rows, or every node but the root) give the trees of histograms alone, node for node."""
+    from sklearn.datasets import load_digits
+    X, y = load_digits(return_X_y=True)
+    X, y = X.tolist(), y.tolist()
+    grown = []
+    for small in (0, 40, 10**6):
+        monkeypatch.setattr(builder, "small_rows", lambda *_, small=small: small)
+        forest = RandomForestClassifier(n_estimators=4, max_depth=10, random_state=3, backend=native_backend)
+        run(forest.fit(X, y, parallel_bins=True))
+        grown.append(_tree_bytes(forest))
+    assert sum(memoryview(grown[0][0]).cast("I")) > 4 * 200  # deep trees: many small nodes
+    assert grown[1] == grown[0] and grown[2] == grown[0]
+
+
+def _tree_bytes(forest) -> list:
+    t = forest._forest
+    return [bytes(memoryview(a)) for a in (t.counts, t.feature, t.threshold, t.left)]
 
 
 @pytest.mark.parametrize("crit", [fk.MSE, fk.GINI])

@@ -1447,8 +1447,7 @@ fn child_small(t: u32, s: u32, rec: u32, side: u32) -> bool {
 
 // Rows an open child lists: its rows if SMALL, else none.
 fn listed_rows(t: u32, s: u32, rec: u32, side: u32, open: bool) -> u32 {
-  let rows = child_stat(t, s, rec, side, p.C - 1u);
-  return select(0u, rows, open && rows <= p.small);
+  return select(0u, child_stat(t, s, rec, side, p.C - 1u), open && child_small(t, s, rec, side));
 }
 
 fn slot_splits(t: u32, s: u32) -> bool {
@@ -1526,6 +1525,32 @@ fn write_children(t: u32, s: u32, nid: u32, j: u32, at0: u32) {
   }
 }
 
+// The run of the level's slots thread lid of a tree's workgroup walks: [x, y).
+fn slot_run(lid: u32) -> vec2u {
+  let chunk = (p.S_cur + 255u) / 256u;
+  let s0 = min(lid * chunk, p.S_cur);
+  return vec2u(s0, min(s0 + chunk, p.S_cur));
+}
+
+// The (tree, slot) of a thread of a thread-per-slot alloc kernel; x = LEAF: none.
+fn slot_item(wid: vec3u, nwg: vec3u, lid: u32) -> vec2u {
+  let i = linear(wid, nwg) * 256u + lid;
+  if (i >= p.T * p.S_cur) { return vec2u(LEAF, 0u); }
+  return vec2u(i / p.S_cur, i % p.S_cur);
+}
+
+fn counts_at(t: u32, s: u32) -> vec3u {  // alloc's three counts (or sums) of slot s
+  let e = (t * p.S + s) * 4u;
+  return vec3u(al_count[e], al_count[e + 1u], al_count[e + 2u]);
+}
+
+fn counts_put(t: u32, s: u32, v: vec3u) {
+  let e = (t * p.S + s) * 4u;
+  al_count[e] = v.x;
+  al_count[e + 1u] = v.y;
+  al_count[e + 2u] = v.z;
+}
+
 // A workgroup's prefix sums over its 256 threads' counts (`mine`): each thread's exclusive sums
 // (nodes from the tree's next one on, pairs, listed rows); the tree's totals in al_a/al_b[255].
 // The tree's first node: `first_node`.
@@ -1574,13 +1599,11 @@ fn alloc(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
   let t = linear(wid, nwg);
   if (t >= p.T) { return; }
   let first_node = al_meta[2u * (p.tree0 + t)];
-  let chunk = (p.S_cur + 255u) / 256u;
-  let s0 = min(lid * chunk, p.S_cur);
-  let s1 = min(s0 + chunk, p.S_cur);
+  let run = slot_run(lid);
   var mine = vec3u(0u);
-  for (var s = s0; s < s1; s++) { mine += slot_counts(t, s); }
+  for (var s = run.x; s < run.y; s++) { mine += slot_counts(t, s); }
   var at = tree_prefix(lid, mine, first_node);
-  for (var s = s0; s < s1; s++) {
+  for (var s = run.x; s < run.y; s++) {
     let c = slot_counts(t, s);
     if (c.x == 0u) { continue; }
     write_children(t, s, at.x, at.y, at.z);
@@ -1594,15 +1617,9 @@ fn alloc(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
 fn alloc_count(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
                @builtin(local_invocation_index) lid: u32) {
   alloc_bindings();
-  let i = linear(wid, nwg) * 256u + lid;
-  if (i >= p.T * p.S_cur) { return; }
-  let t = i / p.S_cur;
-  let s = i % p.S_cur;
-  let e = (t * p.S + s) * 4u;
-  let counts = slot_counts(t, s);
-  al_count[e] = counts.x;
-  al_count[e + 1u] = counts.y;
-  al_count[e + 2u] = counts.z;
+  let ts = slot_item(wid, nwg, lid);
+  if (ts.x == LEAF) { return; }
+  counts_put(ts.x, ts.y, slot_counts(ts.x, ts.y));
 }
 
 // Per tree: the counts made exclusive prefix sums over the slots, in place; meta; slots closed.
@@ -1613,21 +1630,13 @@ fn alloc_scan(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: v
   let t = linear(wid, nwg);
   if (t >= p.T) { return; }
   let first_node = al_meta[2u * (p.tree0 + t)];
-  let chunk = (p.S_cur + 255u) / 256u;
-  let s0 = min(lid * chunk, p.S_cur);
-  let s1 = min(s0 + chunk, p.S_cur);
+  let run = slot_run(lid);
   var mine = vec3u(0u);
-  for (var s = s0; s < s1; s++) {
-    let e = (t * p.S + s) * 4u;
-    mine += vec3u(al_count[e], al_count[e + 1u], al_count[e + 2u]);
-  }
+  for (var s = run.x; s < run.y; s++) { mine += counts_at(t, s); }
   var at = tree_prefix(lid, mine, first_node);
-  for (var s = s0; s < s1; s++) {
-    let e = (t * p.S + s) * 4u;
-    let c = vec3u(al_count[e], al_count[e + 1u], al_count[e + 2u]);
-    al_count[e] = at.x;
-    al_count[e + 1u] = at.y;
-    al_count[e + 2u] = at.z;
+  for (var s = run.x; s < run.y; s++) {
+    let c = counts_at(t, s);
+    counts_put(t, s, at);
     at += vec3u(2u * c.x, c.y, c.z);
   }
   close_tree(t, lid, first_node);
@@ -1638,13 +1647,10 @@ fn alloc_scan(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: v
 fn alloc_write(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
                @builtin(local_invocation_index) lid: u32) {
   alloc_bindings();
-  let i = linear(wid, nwg) * 256u + lid;
-  if (i >= p.T * p.S_cur) { return; }
-  let t = i / p.S_cur;
-  let s = i % p.S_cur;
-  if (!slot_splits(t, s)) { return; }
-  let e = (t * p.S + s) * 4u;
-  write_children(t, s, al_count[e], al_count[e + 1u], al_count[e + 2u]);
+  let ts = slot_item(wid, nwg, lid);
+  if (ts.x == LEAF || !slot_splits(ts.x, ts.y)) { return; }
+  let at = counts_at(ts.x, ts.y);
+  write_children(ts.x, ts.y, at.x, at.y, at.z);
 }
 
 // ---- route_rows: each row of a split node moves to its child's slot, or rests (DONE) ----------
