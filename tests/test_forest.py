@@ -483,6 +483,60 @@ def test_a_forest_beyond_one_buffer_is_kept_in_chunks_and_is_the_same_forest(
     assert [t["threshold"] for t in forests[0]["trees"]] == [t["threshold"] for t in forests[1]["trees"]]
 
 
+@pytest.mark.parametrize("max_depth", [6, None])
+def test_batches_read_back_while_later_ones_grow_are_the_same_forest(
+        native_backend, reference_backend, monkeypatch, diabetes, max_depth):
+    """Where readbacks wait without blocking (the tab), each batch's trees are read back while
+    the next ones grow and held until the end (builder._read_behind): here forced on the native
+    and reference backends, with batches of two trees, packs of a few nodes and READ_BEHIND_BYTES
+    holding the first two batches only: the same forest, predictions and out-of-bag score as one
+    readback at the end, the held batches those the budget allows, for trees of bounded depth
+    (one set of prediction arrays) and unbounded (a set a batch). Stopped in the middle, the fit
+    leaves no buffer behind."""
+    from py_core.errors import Stopped
+    from py_core.forest import builder
+    X, y = diabetes
+    T = 9
+    plan_sizes = builder.plan_sizes
+
+    def two_a_batch(*a):
+        z = plan_sizes(*a)
+        z.Tb = 2
+        return z
+    monkeypatch.setattr(builder, "plan_sizes", two_a_batch)
+    monkeypatch.setattr(builder, "PACK_BYTES", 2**12)
+    held, read_back = [], builder.Grower._read_back
+
+    async def spy(self):
+        if self.behind is not None:
+            await self.behind
+        held.append(sorted(self.held))
+        return await read_back(self)
+    monkeypatch.setattr(builder.Grower, "_read_back", spy)
+
+    def fit(backend, **kw):
+        f = run(RandomForestRegressor(n_estimators=T, max_depth=max_depth, oob_score=True,
+                                      random_state=11, backend=backend).fit(X, y, **kw))
+        return f, (f.to_dict(), list(run(f.predict(X[:50]))), f.oob_score_)
+
+    for backend in (native_backend, reference_backend):
+        f, want = fit(backend)
+        assert held[-1] == []  # not where a readback blocks
+        monkeypatch.setattr(builder, "READ_BEHIND", (backend.name,))
+        monkeypatch.setattr(builder, "READ_BEHIND_BYTES", 4 * (3 + 1) * sum(f._forest.counts[:4]))
+        assert fit(backend)[1] == want, backend.name
+        assert held[-1] == [0, 2]  # batches 3 and 4 past the budget, 5 (the last) at the end
+        monkeypatch.setattr(builder, "READ_BEHIND_BYTES", 2**30)
+        assert fit(backend)[1] == want and held[-1] == [0, 2, 4, 6]
+        before = backend.memory()
+        calls = []
+        with pytest.raises(Stopped):
+            fit(backend, should_stop=lambda: calls.append(1) or len(calls) >= 3)  # batch 2 or later
+        assert {k: backend.memory()[k] for k in ("buffers", "bytes")} == \
+            {k: before[k] for k in ("buffers", "bytes")}
+        monkeypatch.setattr(builder, "READ_BEHIND", ())
+
+
 def test_a_forest_that_cannot_fit_is_refused_clearly_and_leaves_nothing_behind(native_backend, rng):
     """One tree's node records beyond a buffer, a forest expected beyond the memory budget (both
     before any data goes up) and a forest that outgrows the budget while it grows: each ends in a

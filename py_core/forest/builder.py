@@ -54,6 +54,8 @@ The method (kernels in `py_core/kernels/forest/forest.wgsl`):
 """
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import math
 import time
 from array import array
@@ -84,6 +86,7 @@ from .binning import edges_from_sorted, sample_shape, sorted_columns
 from .sizes import (
     DEEP_LEVELS,
     PACK_BYTES,
+    READ_BEHIND_BYTES,
     GrowSpec,
     batch_buffers,
     cap_bytes,
@@ -108,6 +111,10 @@ SMALL_ROWS = 2048  # a child of at most this many rows (small_rows: fewer where 
                    # of every feature; the forest is the same either way
 MIN_SMALL = 256    # below this many, no node is (small_rows)
 
+READ_BEHIND = ("webgpu",)  # backends whose readbacks wait without blocking (the tab's mapAsync):
+                          # there the forest's batches are read back while later ones grow
+                          # (_read_behind). The native backend blocks on a map, so it reads all
+                          # at the end, and holds the forest once (tests/test_forest_memory.py)
 KERNELS = ("check_finite", "sample", "sort_pass", "targets", "bin_features", "bootstrap",
            "init_trees", "hist_build", "split_rows", "alloc", "alloc_count", "alloc_scan",
            "alloc_write", "route_rows", "finalize", "importance", "oob")
@@ -222,6 +229,7 @@ class Grower:
         # failure too), but for the prediction arrays, handed to the caller's scope.
         outer = b.current_scope()
         fit = b.scope("forest fit").__enter__()  # current until `finally` closes it
+        self.batches, self.behind, self.held, self.held_bytes = [], None, {}, 0
         if profile:
             b.profile_start()
         try:
@@ -237,6 +245,7 @@ class Grower:
             live, every = 0.0, -(-self.T // LIVE_BATCHES)  # a redraw each `every` trees
             for done in range(0, self.T, self.z.Tb):
                 nt = min(self.z.Tb, self.T - done)
+                self.batches.append((done, nt))
                 await self._grow_batch(done, nt, progress, should_stop, pause)
                 if on_trees is not None and (done + nt) // every > done // every and done + nt < self.T:
                     await self._wait()
@@ -259,6 +268,9 @@ class Grower:
                     fit._forget(x)
             return grown
         finally:  # also when stopped or failed
+            if self.behind is not None and not self.behind.done():  # its buffers are the fit's
+                with contextlib.suppress(Exception, asyncio.CancelledError):
+                    await self.behind
             if profile:
                 await b.profile_stop()
             fit.__exit__(None, None, None)
@@ -443,6 +455,7 @@ class Grower:
         plan = self._final(chunk)
         await b.run(plan)
         b.free_plan(plan)  # run once: its bind groups go (the submitted work keeps what it needs)
+        self._read_behind(done, nt, counts)
 
     def _split_grids(self, sp: int) -> list:
         """The grids of the clear, vary, scan and pick kernels over sp slots of a pass: a
@@ -529,6 +542,8 @@ class Grower:
                 self.t_pending = self.clock()
             await b.run(plans)
             self.pending += g
+            if d == z.levels and z.dense:
+                self._read_behind(done, nt, None)
             # The GPU is waited for once the work submitted since the last wait is a group's
             # worth: small batches (many trees) share a wait rather than each draining the queue.
             # The fit's last group is always waited for (the fit waits then anyway), so progress
@@ -577,20 +592,60 @@ class Grower:
                       "trees": [done, T], "level": [d, total], "fraction": fraction,
                       "eta_s": spent * (1 - fraction) / fraction if fraction > 0 else None})
 
+    def _read_behind(self, done: int, nt: int, counts) -> None:
+        """Start reading back trees done .. done + nt - 1, just finished (submitted), while the
+        batches after them grow: a task a batch, each after the one before (one pack's buffers at
+        a time), holding what it reads until `_read_back`. counts: their node counts (None: read
+        from `meta` first). The fit's last batch is read at the end as before. Only where a
+        readback waits without blocking (READ_BEHIND)."""
+        if done + nt == self.T or self.b.name not in READ_BEHIND:
+            return
+        self.behind = asyncio.ensure_future(self._behind(self.behind, done, nt, counts))
+
+    async def _behind(self, before, done: int, nt: int, counts) -> None:
+        if before is not None:
+            await before
+        if counts is None:
+            m_ = await self.b.read(self.meta, 2 * (done + nt))
+            counts = m_[2 * done:2 * (done + nt):2]
+        nbytes = 4 * (3 + self.K) * sum(counts)
+        if self.held_bytes + nbytes > READ_BEHIND_BYTES:
+            return  # read at the end
+        self.held_bytes += nbytes
+        held = []
+        keep = lambda _node, data: held.append(data)  # noqa: E731
+        await self._read_into(self._forest_pieces(done, counts, keep, keep), self.b.host_js)
+        self.held[done] = held
+
     async def _read_back(self) -> Grown:
         """The fit's readback: tree sizes, importances and out-of-bag sums, then the forest's
         prediction arrays, chunk after chunk, in packs of at most PACK_BYTES, each de-interleaved
         into the planar arrays of `Trees` (allocated once at their size) as it arrives: Python
-        holds the forest once and a pack, never a second whole copy (1M rows x 100 trees: 2 GB)."""
+        holds the forest once and a pack, never a second whole copy (1M rows x 100 trees: 2 GB).
+        The batches read while later ones grew (`_read_behind`, READ_BEHIND_BYTES at most) are
+        de-interleaved from what was held."""
         T, K, F, clock = self.T, self.K, self.F, self.clock
         t1 = clock()
+        if self.behind is not None:
+            await self.behind
         meta, imp, oob = array("I"), array("f"), array("f")
         small = [(self.meta, meta), (self.imp, imp)] + ([(self.oobb, oob)] if self.oobb else [])
         await self._read_into([p for x, sink in small for p in self._whole(x, sink.frombytes)])
         counts = meta[0::2]
         js = self.b.host_js  # the tab on WebGPU: the forest's host arrays stay in JavaScript
         trees = JSTrees.empty(K, counts, self.b.rt) if js else Trees.empty(K, counts)
-        await self._read_into(self._forest_pieces(trees), js)
+        starts, pieces = trees.starts, []
+        for done, nt in self.batches:
+            mine = self._forest_pieces(done, counts[done:done + nt],
+                                       lambda node, data, at=starts[done]: trees.put_nodes(at + node, data),
+                                       lambda node, data, at=starts[done]: trees.put_values(at + node, data))
+            held = self.held.pop(done, None)
+            if held is None:
+                pieces += mine
+                continue
+            for (_, _, _, put), data in zip(mine, held, strict=True):
+                put(data)
+        await self._read_into(pieces, js)
         self.timings["readback"] = clock() - t1
         t1 = clock()
         importances = _importances(imp, counts, T, self.z.G, F)
@@ -598,29 +653,29 @@ class Grower:
         return Grown(trees, DeviceTrees(T, K, self.offs, self.chunks), importances,
                      oob if self.oobb else None, self.timings)
 
-    def _forest_pieces(self, trees: Trees) -> list:
-        """The pieces (`_read_into`) that bring the prediction arrays into `trees`: each run of
-        nodes that follow one another in a chunk (a batch's chunk holds its trees end to end; the
-        dense one has tree t from node t * NC on, so a run ends at a tree with fewer than NC),
-        cut at whole nodes into packs."""
-        z, K, counts, starts = self.z, self.K, trees.counts, trees.starts
-        runs = []  # [chunk, first node there, nodes, first node in trees]
-        for c in self.chunks:
-            at = 0
-            for t in range(c.tree0, c.tree0 + c.T):
-                first = t * z.NC if z.dense else at
-                if runs and runs[-1][0] is c and runs[-1][1] + runs[-1][2] == first:
-                    runs[-1][2] += counts[t]
-                else:
-                    runs.append([c, first, counts[t], starts[t]])
-                at += counts[t]
+    def _forest_pieces(self, t0: int, counts, put_nodes, put_values) -> list:
+        """The pieces (`_read_into`) that bring the prediction arrays of trees t0 .. t0 +
+        len(counts) - 1 (a batch, of these node counts): each run of nodes that follow one
+        another (a batch's chunk holds its trees end to end; the dense one has tree t from node
+        t * NC on, so a run ends at a tree with fewer than NC), cut at whole nodes into packs.
+        put_nodes(node, data), put_values(node, data): node counted from tree t0's first."""
+        z, K = self.z, self.K
+        chunk = self.chunks[0] if z.dense else next(c for c in self.chunks if c.tree0 == t0)
+        runs, at = [], 0  # [first node in the chunk, nodes, first node counted from tree t0's]
+        for i, m in enumerate(counts):
+            first = (t0 + i) * z.NC if z.dense else at
+            if runs and runs[-1][0] + runs[-1][1] == first:
+                runs[-1][1] += m
+            else:
+                runs.append([first, m, at])
+            at += m
         step = self._pack_words() // max(3, K)  # nodes a piece
         pieces = []
-        for c, first, nodes, node in runs:
+        for first, nodes, node in runs:
             for lo in range(0, nodes, step):
                 m = min(step, nodes - lo)
-                pieces.append((c.ptree, 3 * (first + lo), 3 * m, partial(trees.put_nodes, node + lo)))
-                pieces.append((c.pval, K * (first + lo), K * m, partial(trees.put_values, node + lo)))
+                pieces.append((chunk.ptree, 3 * (first + lo), 3 * m, partial(put_nodes, node + lo)))
+                pieces.append((chunk.pval, K * (first + lo), K * m, partial(put_values, node + lo)))
         return pieces
 
     def _pack_words(self) -> int:

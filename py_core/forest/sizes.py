@@ -42,6 +42,10 @@ LIMIT_NAMES = "maxStorageBufferBindingSize / maxBufferSize"
 PACK_BYTES = 64 * 2**20  # the most one readback (or upload write) moves between the device and
                          # Python: a forest (2 GB for 1M rows x 100 trees grown to their leaves)
                          # crosses a pack at a time, never as a second whole copy in Python
+READ_BEHIND_BYTES = 256 * 2**20  # a forest's batches read back while later ones grow, at most:
+                                 # held as read until the fit's end, when the forest's arrays are
+                                 # made (their size known), so the host holds at most this much
+                                 # twice; the batches past it are read back at the end
 
 
 @dataclass
