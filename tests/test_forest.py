@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import json
 import math
+from functools import partial
 from array import array
 
 import numpy as np
@@ -318,6 +319,32 @@ def test_workgroup_kernels_and_levels_in_passes_grow_the_same_forest(
     assert sizes[-1].S_h < sizes[-1].S
     assert [t["feature"] for t in ref] == [t["feature"] for t in want]
     assert [t["threshold"] for t in ref] == [t["threshold"] for t in want]
+
+
+@pytest.mark.parametrize("task", ["regression", "gini", "entropy"])
+def test_the_scans_of_many_and_of_few_bins_grow_the_same_forest(native_backend, rng, task):
+    """split_scan_wg scans a feature with more than 64 non-empty bins in the node over the whole
+    workgroup and one with fewer a bin a thread (scan_sparse): on 3,000 rows of continuous features
+    (256 bins) the top nodes take the first path and the deep ones the second. Either gives the
+    trees of the looping kernels (split_scan, one thread a feature), node for node."""
+    n, F = 3000, 5
+    X = [[rng.gauss(0, 1) for _ in range(F)] for _ in range(n)]
+    if task == "regression":
+        y = [r[0] * 2 + r[1] * r[2] + rng.gauss(0, 0.3) for r in X]
+        f = RandomForestRegressor
+    else:
+        y = [int(abs(r[0] * 2 + r[1] + rng.gauss(0, 0.5))) % 13 for r in X]
+        f = partial(RandomForestClassifier, criterion=task)
+    seed = rng.randrange(2**32)
+
+    def trees(wide):
+        forest = run(f(n_estimators=3, max_features=0.6, random_state=seed, backend=native_backend)
+                     .fit(X, y, parallel_bins=wide))
+        return forest.to_dict()["trees"]
+
+    want = trees(False)
+    assert max(len(t["feature"]) for t in want) > 200  # deep trees: both paths ran
+    assert trees(True) == want
 
 
 def test_export_round_trip_through_json(diabetes, native_backend):

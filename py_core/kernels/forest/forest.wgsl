@@ -1042,6 +1042,9 @@ var<workgroup> wg_rs: array<f32, PW>;
 var<workgroup> wg_rb: array<u32, PW>;
 var<workgroup> wg_run: array<vec2u, 768>;  // CH * PW: a chunk's lanes' sums, thread by thread
 var<workgroup> wg_pick: vec4u;
+var<workgroup> wg_mask: array<atomic<u32>, 8>;  // split_scan_wg: the non-empty bins, a bit each
+var<workgroup> wg_cnt: u32;                     // how many
+var<workgroup> wg_bin: array<u32, PW>;          // the sparse scan's bins, in order
 
 // The (tree, slot, feature) of a workgroup, and the slot's flags for all its threads (0: none).
 fn wg_item(id: u32, lid: u32) -> vec4u {
@@ -1134,6 +1137,76 @@ fn scanned_feature(t: u32, s: u32, i: u32, lid: u32) -> u32 {
   return LEAF;
 }
 
+// split_scan_wg where a feature has at most PW non-empty bins in the node: thread i takes the
+// i-th of them (wg_mask's bits in order), lane by lane (CH at once) one thread a lane sums them
+// along in workgroup memory (a few barriers, not a scan over the workgroup), and thread i takes
+// its bin's left side from there, lanes in the same order as the dense path: the same integers
+// and f32 scores, and the best is the lowest-indexed, i.e. lowest, bin among equal scores.
+fn scan_sparse(t: u32, s: u32, f: u32, h0: u32, nnz: u32, rec: u32, lid: u32) {
+  var bin = LEAF;
+  if (lid < nnz) {
+    var k = lid;
+    for (var w = 0u; w < 8u; w++) {
+      var m = atomicLoad(&wg_mask[w]);
+      let c = countOneBits(m);
+      if (k < c) {
+        for (var q = 0u; q < k; q++) { m &= m - 1u; }
+        bin = 32u * w + firstTrailingBit(m);
+        break;
+      }
+      k -= c;
+    }
+    wg_bin[lid] = bin;
+  }
+  var left: Left;
+  let passes = select(1u, 2u, p.crit == ENTROPY);
+  for (var ps = 0u; ps < passes; ps++) {
+    let nlanes = select(lanes(), p.K, ps == 1u);
+    for (var l0 = 0u; l0 < nlanes; l0 += CH) {
+      let nl = min(CH, nlanes - l0);
+      if (lid < nnz) {
+        for (var li = 0u; li < nl; li++) { wg_run[li * PW + lid] = lane_at(h0 + bin * p.C, l0 + li); }
+      }
+      workgroupBarrier();
+      if (lid < nl) {
+        var run = vec2u(0u);
+        for (var i = 0u; i < nnz; i++) {
+          run = lane_add(run, wg_run[lid * PW + i], l0 + lid);
+          wg_run[lid * PW + i] = run;
+        }
+      }
+      workgroupBarrier();
+      if (lid < nnz) {
+        for (var li = 0u; li < nl; li++) { left = take_lane(left, l0 + li, wg_run[li * PW + lid], ps, rec); }
+      }
+      workgroupBarrier();  // wg_run is written again by the next chunk
+    }
+  }
+  var bs = 0.0;
+  var bb = LEAF;  // this thread's index, if its bin is a candidate
+  if (lid < nnz && candidate(1u, left.rows, sp_nodes[rec + 4u + p.C - 1u])) {
+    bs = left_score(left, rec);
+    bb = lid;
+  }
+  wg_rs[lid] = bs;
+  wg_rb[lid] = bb;
+  workgroupBarrier();
+  for (var o = PW / 2u; o > 0u; o >>= 1u) {
+    if (lid < o && better_bin(wg_rs[lid + o], wg_rb[lid + o], wg_rs[lid], wg_rb[lid])) {
+      wg_rs[lid] = wg_rs[lid + o];
+      wg_rb[lid] = wg_rb[lid + o];
+    }
+    workgroupBarrier();
+  }
+  let i = wg_rb[0];
+  if (lid == 0u && i != LEAF) {  // a candidate has rows after it: bin i + 1 is the right side's first
+    let e4 = 4u * (hist_slot(t, s) * p.F + f);
+    sp_cand[e4] = bitcast<u32>(wg_rs[0]);
+    sp_cand[e4 + 1u] = wg_bin[i];
+    sp_cand[e4 + 2u] = wg_bin[i + 1u];
+  }
+}
+
 // Each thread takes BPT consecutive bins. Lane by lane (CH lanes at once), a thread sums its
 // bins, the sums of the threads before it come from a scan over the workgroup (in workgroup
 // memory), and a second pass over its bins (in cache now) gives each bin's left side. Then the
@@ -1152,6 +1225,7 @@ fn split_scan_wg(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg
     wg_flags = sp_slots[(t * p.S + s) * 4u + 1u];
     wg_node = sp_slots[(t * p.S + s) * 4u];
   }
+  if (lid < 8u) { atomicStore(&wg_mask[lid], 0u); }
   if ((workgroupUniformLoad(&wg_flags) & OPEN) == 0u) { return; }
   let rec = (t * p.NC + wg_node) * (4u + p.C);
   if (lid == 0u) { wg_elig = select(0u, 1u, eligible(rec + 4u)); }
@@ -1166,6 +1240,18 @@ fn split_scan_wg(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg
   var occ = 0u;  // bit q: bin j0 + q holds rows (an empty bin is zero in every lane: skipped)
   for (var q = 0u; q < BPT; q++) {
     if (j0 + q < nb && sp_hist[h0 + (j0 + q) * p.C + cc] != 0u) { occ |= 1u << q; }
+  }
+  if (occ != 0u) { atomicOr(&wg_mask[lid / 8u], occ << (4u * (lid % 8u))); }
+  workgroupBarrier();
+  if (lid == 0u) {
+    var c = 0u;
+    for (var w = 0u; w < 8u; w++) { c += countOneBits(atomicLoad(&wg_mask[w])); }
+    wg_cnt = c;
+  }
+  let nnz = workgroupUniformLoad(&wg_cnt);
+  if (nnz <= PW) {  // a node of few rows (most of a deep tree's): its non-empty bins a thread each
+    scan_sparse(t, s, f, h0, nnz, rec, lid);
+    return;
   }
   var left: array<Left, BPT>;
   let passes = select(1u, 2u, p.crit == ENTROPY);  // entropy: every class's left terms, then the right's
