@@ -168,9 +168,10 @@ def mid_down(a: float, b: float) -> float:
     s = big + small
     if s - big == small:  # the f64 sum is exact (Fast2Sum), so is mid: compare in f64
         mid = s * 0.5
-    else:  # exponents over 29 apart: exactly, in fractions (rare)
-        mid = (Fraction(a) + Fraction(b)) / 2
-    t = _F32.unpack(_F32.pack(float(mid)))[0] + 0.0
+        t = _F32.unpack(_F32.pack(mid))[0] + 0.0  # the nearest f32: at most one step above mid
+        return (_f32_step(t, False) if t > mid else t) + 0.0
+    mid = (Fraction(a) + Fraction(b)) / 2  # exponents over 29 apart: exactly, in fractions (rare)
+    t = _F32.unpack(_F32.pack(float(mid)))[0] + 0.0  # rounded twice: stepped to the answer
     while t > mid:
         t = _f32_step(t, False)
     while _f32_step(t, True) <= mid:
