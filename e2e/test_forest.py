@@ -71,10 +71,15 @@ SMALL_BENCHMARKS = [  # the benchmark configurations (web/suites/forest-classes.
     ("synthetic:blobs?n_samples=1500&n_features=50&centers=10&cluster_std=12&seed=0", "y",
      {"n_estimators": 2, "max_depth": 14, "parallel_bins": True}),  # the kernels GPUs run
     ("wine", "target", {"n_estimators": 6, "max_depth": 5, "criterion": "entropy"}),
+    # live plots: eight batches, each read back while the next ones grow (builder._issue): trees
+    # of bounded depth (one set of arrays, read once sized at a wait) and unbounded (a set a batch)
+    ("wine", "target", {"n_estimators": 8, "max_depth": 6, "live": True}),
+    ("diabetes", "target", {"n_estimators": 8, "live": True}),
 ]
 
 
-@pytest.mark.parametrize("dataset, target, params", SMALL_BENCHMARKS, ids=["diabetes", "1Mx20", "classes", "wine"])
+@pytest.mark.parametrize("dataset, target, params", SMALL_BENCHMARKS,
+                         ids=["diabetes", "1Mx20", "classes", "wine", "live-bounded", "live-deep"])
 def test_same_forest_in_the_page_as_on_the_reference_and_native_backends(page, server, dataset, target, params):
     """webgpu (the page, SwiftShader), native (lavapipe) and reference (plain Python) build the same
     trees from the same seed: the same feature, threshold and children at every node; leaf values
@@ -87,14 +92,15 @@ def test_same_forest_in_the_page_as_on_the_reference_and_native_backends(page, s
     from py_core.jobs import synthetic_table
 
     params = dict(params, random_state=7)
+    live = params.pop("live", False)
     page.goto("/")
     wait_ready(page)
-    browser_model = page.evaluate("""async ([dataset, target, params]) => {
-        const run = await window.playground.run({kind: 'random_forest', dataset, target, params,
+    browser_model = page.evaluate("""async ([dataset, target, params, live]) => {
+        const run = await window.playground.run({kind: 'random_forest', dataset, target, params, live,
                                                  split: {test_size: 0.2, seed: 42}});
         if (!(run.result.model.binary instanceof Uint8Array)) throw new Error('the model is not binary');
         return window.playground.forestJSON(run.result.model);  // the JSON download, written from it
-    }""", [dataset, target, params])
+    }""", [dataset, target, params, live])
     if dataset.startswith("synthetic:"):
         table = synthetic_table(dataset)
     else:

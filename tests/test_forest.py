@@ -514,7 +514,7 @@ def test_a_forest_beyond_one_buffer_is_kept_in_chunks_and_is_the_same_forest(
 def test_batches_read_back_while_later_ones_grow_are_the_same_forest(
         native_backend, reference_backend, monkeypatch, diabetes, max_depth):
     """Where readbacks wait without blocking (the tab), each batch's trees are read back while
-    the next ones grow and held until the end (builder._read_behind): here forced on the native
+    later ones grow and held until the end (builder._issue): here forced on the native
     and reference backends, with batches of two trees, packs of a few nodes and READ_BEHIND_BYTES
     holding the first two batches only: the same forest, predictions and out-of-bag score as one
     readback at the end, the held batches those the budget allows, for trees of bounded depth
@@ -535,8 +535,6 @@ def test_batches_read_back_while_later_ones_grow_are_the_same_forest(
     held, read_back = [], builder.Grower._read_back
 
     async def spy(self):
-        if self.behind is not None:
-            await self.behind
         held.append(sorted(self.held))
         return await read_back(self)
     monkeypatch.setattr(builder.Grower, "_read_back", spy)
@@ -552,9 +550,9 @@ def test_batches_read_back_while_later_ones_grow_are_the_same_forest(
         monkeypatch.setattr(builder, "READ_BEHIND", (backend.name,))
         monkeypatch.setattr(builder, "READ_BEHIND_BYTES", 4 * (3 + 1) * sum(f._forest.counts[:4]))
         assert fit(backend)[1] == want, backend.name
-        assert held[-1] == [0, 2]  # batches 3 and 4 past the budget, 5 (the last) at the end
+        assert held[-1] == [0, 2]  # the batches after them past the budget: read at the end
         monkeypatch.setattr(builder, "READ_BEHIND_BYTES", 2**30)
-        assert fit(backend)[1] == want and held[-1] == [0, 2, 4, 6]
+        assert fit(backend)[1] == want and held[-1] == [0, 2, 4, 6, 8]
         before = backend.memory()
         calls = []
         with pytest.raises(Stopped):

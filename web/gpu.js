@@ -168,6 +168,35 @@ export class GPURuntime {
     new Uint8Array(value.buffer).set(src, 4 * at);
   }
 
+  // Parts [[buffer id, byte offset, bytes], ...] (JSON) copied end to end into one mappable
+  // buffer and mapped now: the promise (a Uint8Array of their bytes) waits on the work submitted
+  // so far, not on what is submitted after it, so a forest's finished trees come back while
+  // later ones grow.
+  readPieces(partsJSON) {
+    this.check();
+    const parts = JSON.parse(partsJSON);
+    let size = 0;
+    for (const [, , n] of parts) size += n;
+    const staging = this.device.createBuffer({ size: Math.max(4, size), usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
+    const enc = this.device.createCommandEncoder();
+    let at = 0;
+    for (const [id, offset, n] of parts) {
+      enc.copyBufferToBuffer(this.buffers.get(id), offset, staging, at, n);
+      at += n;
+    }
+    this.device.queue.submit([enc.finish()]);
+    return staging.mapAsync(GPUMapMode.READ).then(() => {
+      const out = new Uint8Array(staging.getMappedRange().slice(0, size));
+      staging.unmap();
+      staging.destroy();
+      return out;
+    }, (e) => {
+      staging.destroy();
+      this.check();
+      throw e;
+    });
+  }
+
   async readBuffer(id, nbytes) {
     this.check();
     const size = Math.ceil(nbytes / 4) * 4;

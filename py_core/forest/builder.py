@@ -113,8 +113,8 @@ MIN_SMALL = 256    # below this many, no node is (small_rows)
 
 READ_BEHIND = ("webgpu",)  # backends whose readbacks wait without blocking (the tab's mapAsync):
                           # there the forest's batches are read back while later ones grow
-                          # (_read_behind). The native backend blocks on a map, so it reads all
-                          # at the end, and holds the forest once (tests/test_forest_memory.py)
+                          # (_issue). The native backend blocks on a map, so it reads all at
+                          # the end, and holds the forest once (tests/test_forest_memory.py)
 KERNELS = ("check_finite", "sample", "sort_pass", "targets", "bin_features", "bootstrap",
            "init_trees", "hist_build", "split_rows", "alloc", "alloc_count", "alloc_scan",
            "alloc_write", "route_rows", "finalize", "importance", "oob")
@@ -229,7 +229,9 @@ class Grower:
         # failure too), but for the prediction arrays, handed to the caller's scope.
         outer = b.current_scope()
         fit = b.scope("forest fit").__enter__()  # current until `finally` closes it
-        self.batches, self.behind, self.held, self.held_bytes = [], None, {}, 0
+        # Reading behind (READ_BEHIND): batches finished but not yet read, and those being read
+        self.rb = b.name in READ_BEHIND
+        self.batches, self.finished, self.held, self.held_bytes = [], [], {}, 0
         if profile:
             b.profile_start()
         try:
@@ -268,9 +270,11 @@ class Grower:
                     fit._forget(x)
             return grown
         finally:  # also when stopped or failed
-            if self.behind is not None and not self.behind.done():  # its buffers are the fit's
-                with contextlib.suppress(Exception, asyncio.CancelledError):
-                    await self.behind
+            for reads in self.held.values():  # every read started is awaited
+                for read in reads:
+                    if read is not None:
+                        with contextlib.suppress(Exception, asyncio.CancelledError):
+                            await read
             if profile:
                 await b.profile_stop()
             fit.__exit__(None, None, None)
@@ -455,7 +459,8 @@ class Grower:
         plan = self._final(chunk)
         await b.run(plan)
         b.free_plan(plan)  # run once: its bind groups go (the submitted work keeps what it needs)
-        self._read_behind(done, nt, counts)
+        if self.rb:  # the GPU has just the final: its trees come back while the next batch grows
+            self._issue(done, counts)
 
     def _split_grids(self, sp: int) -> list:
         """The grids of the clear, vary, scan and pick kernels over sp slots of a pass: a
@@ -542,8 +547,8 @@ class Grower:
                 self.t_pending = self.clock()
             await b.run(plans)
             self.pending += g
-            if d == z.levels and z.dense:
-                self._read_behind(done, nt, None)
+            if d == z.levels and z.dense and self.rb:  # read at the next wait, once sized
+                self.finished.append((done, nt))
             # The GPU is waited for once the work submitted since the last wait is a group's
             # worth: small batches (many trees) share a wait rather than each draining the queue.
             # The fit's last group is always waited for (the fit waits then anyway), so progress
@@ -575,6 +580,12 @@ class Grower:
             await self.b.finish()
             self.pacer.done(self.pending, self.clock() - self.t_pending)
             self.pending = 0
+        if self.finished:  # the GPU is idle: the finished batches' sizes, and their reads started
+            last = self.finished[-1]
+            m_ = await self.b.read(self.meta, 2 * (last[0] + last[1]))
+            for done, nt in self.finished:
+                self._issue(done, m_[2 * done:2 * (done + nt):2])
+            self.finished = []
 
     async def _between(self, done: int, nt: int, d: int, progress, should_stop, pause) -> None:
         """After a submission the GPU has finished: Stop, Pause, and progress with an estimate."""
@@ -592,42 +603,27 @@ class Grower:
                       "trees": [done, T], "level": [d, total], "fraction": fraction,
                       "eta_s": spent * (1 - fraction) / fraction if fraction > 0 else None})
 
-    def _read_behind(self, done: int, nt: int, counts) -> None:
-        """Start reading back trees done .. done + nt - 1, just finished (submitted), while the
-        batches after them grow: a task a batch, each after the one before (one pack's buffers at
-        a time), holding what it reads until `_read_back`. counts: their node counts (None: read
-        from `meta` first). The fit's last batch is read at the end as before. Only where a
-        readback waits without blocking (READ_BEHIND)."""
-        if done + nt == self.T or self.b.name not in READ_BEHIND:
-            return
-        self.behind = asyncio.ensure_future(self._behind(self.behind, done, nt, counts))
-
-    async def _behind(self, before, done: int, nt: int, counts) -> None:
-        if before is not None:
-            await before
-        if counts is None:
-            m_ = await self.b.read(self.meta, 2 * (done + nt))
-            counts = m_[2 * done:2 * (done + nt):2]
+    def _issue(self, done: int, counts) -> None:
+        """Start reading back trees done .. done + nt - 1 (of these node counts), finished on the
+        GPU, while later batches grow (READ_BEHIND backends): their packs are copied and mapped
+        now (`read_soon`), so each read waits on this batch's work alone, and what comes back is
+        held until `_read_back`, READ_BEHIND_BYTES at most (the batches past that: at the end)."""
         nbytes = 4 * (3 + self.K) * sum(counts)
         if self.held_bytes + nbytes > READ_BEHIND_BYTES:
-            return  # read at the end
+            return
         self.held_bytes += nbytes
-        held = []
-        keep = lambda _node, data: held.append(data)  # noqa: E731
-        await self._read_into(self._forest_pieces(done, counts, keep, keep), self.b.host_js)
-        self.held[done] = held
+        self.held[done] = [self.b.read_soon([x[:3] for x in group], self.b.host_js)
+                           for group in self._groups(self._forest_pieces(done, counts, None, None))]
 
     async def _read_back(self) -> Grown:
         """The fit's readback: tree sizes, importances and out-of-bag sums, then the forest's
         prediction arrays, chunk after chunk, in packs of at most PACK_BYTES, each de-interleaved
         into the planar arrays of `Trees` (allocated once at their size) as it arrives: Python
         holds the forest once and a pack, never a second whole copy (1M rows x 100 trees: 2 GB).
-        The batches read while later ones grew (`_read_behind`, READ_BEHIND_BYTES at most) are
+        The batches read while later ones grew (`_issue`, READ_BEHIND_BYTES at most) are
         de-interleaved from what was held."""
         T, K, F, clock = self.T, self.K, self.F, self.clock
         t1 = clock()
-        if self.behind is not None:
-            await self.behind
         meta, imp, oob = array("I"), array("f"), array("f")
         small = [(self.meta, meta), (self.imp, imp)] + ([(self.oobb, oob)] if self.oobb else [])
         await self._read_into([p for x, sink in small for p in self._whole(x, sink.frombytes)])
@@ -639,12 +635,14 @@ class Grower:
             mine = self._forest_pieces(done, counts[done:done + nt],
                                        lambda node, data, at=starts[done]: trees.put_nodes(at + node, data),
                                        lambda node, data, at=starts[done]: trees.put_values(at + node, data))
-            held = self.held.pop(done, None)
+            held = self.held.get(done)
             if held is None:
                 pieces += mine
                 continue
-            for (_, _, _, put), data in zip(mine, held, strict=True):
-                put(data)
+            for i, group in enumerate(self._groups(mine)):
+                self._put(group, await held[i], js)
+                held[i] = None  # its pack goes once put
+        self.held = {}
         await self._read_into(pieces, js)
         self.timings["readback"] = clock() - t1
         t1 = clock()
@@ -658,7 +656,8 @@ class Grower:
         len(counts) - 1 (a batch, of these node counts): each run of nodes that follow one
         another (a batch's chunk holds its trees end to end; the dense one has tree t from node
         t * NC on, so a run ends at a tree with fewer than NC), cut at whole nodes into packs.
-        put_nodes(node, data), put_values(node, data): node counted from tree t0's first."""
+        put_nodes(node, data), put_values(node, data): node counted from tree t0's first (None:
+        pieces without puts, for `_issue`)."""
         z, K = self.z, self.K
         chunk = self.chunks[0] if z.dense else next(c for c in self.chunks if c.tree0 == t0)
         runs, at = [], 0  # [first node in the chunk, nodes, first node counted from tree t0's]
@@ -674,8 +673,8 @@ class Grower:
         for first, nodes, node in runs:
             for lo in range(0, nodes, step):
                 m = min(step, nodes - lo)
-                pieces.append((chunk.ptree, 3 * (first + lo), 3 * m, partial(put_nodes, node + lo)))
-                pieces.append((chunk.pval, K * (first + lo), K * m, partial(put_values, node + lo)))
+                pieces.append((chunk.ptree, 3 * (first + lo), 3 * m, put_nodes and partial(put_nodes, node + lo)))
+                pieces.append((chunk.pval, K * (first + lo), K * m, put_values and partial(put_values, node + lo)))
         return pieces
 
     def _pack_words(self) -> int:
@@ -687,38 +686,46 @@ class Grower:
         pack = self._pack_words()
         return [(buf, at, min(pack, buf.length - at), put) for at in range(0, buf.length, pack)]
 
+    def _groups(self, pieces) -> list:
+        """`pieces` cut into runs of consecutive ones of a pack at most: a readback each."""
+        pack, groups, total = self._pack_words(), [], 0
+        for piece in pieces:
+            if not groups or total + piece[2] > pack:
+                groups.append([])
+                total = 0
+            groups[-1].append(piece)
+            total += piece[2]
+        return groups
+
+    @staticmethod
+    def _put(group, data, js: bool) -> None:
+        """Each piece's put(bytes) from `data`, the group's words end to end (a view of it, valid
+        during the call; js: a Uint8Array)."""
+        at = 0
+        for _, _, words, put in group:
+            put(data.subarray(4 * at, 4 * (at + words)) if js else
+                memoryview(data).cast("B")[4 * at:4 * (at + words)])
+            at += words
+
     async def _read_into(self, pieces, js: bool = False) -> None:
         """put(bytes) for each (buffer, first word, words, put) of `pieces` (a pack at most each),
         in order: consecutive pieces are copied into one buffer of a pack at most and read back
-        together (the bytes are a view into the pack, valid during the call). js: each pack is
+        together, the next pack's read started before this one's pieces are put. js: each pack is
         read into JavaScript and put gets a Uint8Array view of it (JSTrees)."""
-        b, pack, i = self.b, self._pack_words(), 0
-        read = b.read_js if js else b.read
-        view = ((lambda d, lo, hi: d.subarray(lo, hi)) if js else
-                (lambda d, lo, hi: memoryview(d).cast("B")[lo:hi]))
-        while i < len(pieces):
-            j, total = i + 1, pieces[i][2]
-            while j < len(pieces) and total + pieces[j][2] <= pack:
-                total += pieces[j][2]
-                j += 1
-            x, first, words, put = pieces[i]
-            if j == i + 1 and first == 0:  # a buffer's beginning, read as it is
-                put(view(await read(x, words), 0, 4 * words))
-                i = j
-                continue
-            async with b.scope("readback"):
-                buf = b.buffer("u32", total)
-                plan, at = b.plan(), 0
-                for x, first, words, _ in pieces[i:j]:
-                    plan.copy(x, buf, words, src_offset=first, dst_offset=at)
-                    at += words
-                await b.run(plan)
-                data = await read(buf)
-            at = 0
-            for _, _, words, put in pieces[i:j]:
-                put(view(data, 4 * at, 4 * (at + words)))
-                at += words
-            i = j
+        groups = self._groups(pieces)
+        start = lambda i: self.b.read_soon([x[:3] for x in groups[i]], js)  # noqa: E731
+        reads = [start(i) for i in range(min(2, len(groups)))]
+        try:
+            for i, group in enumerate(groups):
+                data = await reads[i]
+                reads[i] = None  # its pack goes once put
+                if i + 2 < len(groups):
+                    reads.append(start(i + 2))
+                self._put(group, data, js)
+        finally:  # every read started is awaited (a failure: the others' are dropped)
+            for read in reads[i + 1:] if groups else []:
+                with contextlib.suppress(Exception, asyncio.CancelledError):
+                    await read
 
     def _params(self, level: dict, tree0, nt):
         return dict(self.base, **level, tree0=tree0, T=nt)

@@ -18,6 +18,8 @@ wgpu-native, on the server's GPU or lavapipe) and `webgpu` (the browser, through
 """
 from __future__ import annotations
 
+import asyncio
+
 import abc
 import contextvars
 import itertools
@@ -263,6 +265,23 @@ class Backend(abc.ABC):
         """The first `n` elements (default all), as an array of the buffer's type."""
         n = buf.length if n is None else n
         return await self._read(buf, n)
+
+    def read_soon(self, parts: list, js: bool = False):
+        """Start reading parts [(buffer, first word, words), ...], end to end, after the work
+        submitted so far; returns an awaitable of their words (u32), or with js a JavaScript
+        Uint8Array of their bytes (read_js). Here: a task that copies them into one buffer and
+        reads it; the webgpu backend submits the copy and maps it at once, so the read waits on
+        that work alone, not on what is submitted after it. Await it (on failure too)."""
+        async def read():
+            with self.scope("readback"):
+                total = sum(words for _, _, words in parts)
+                buf, plan, at = self.buffer("u32", total), self.plan(), 0
+                for x, first, words in parts:
+                    plan.copy(x, buf, words, src_offset=first, dst_offset=at)
+                    at += words
+                await self.run(plan)
+                return await (self.read_js(buf) if js else self.read(buf))
+        return asyncio.ensure_future(read())
 
     def free(self, buf: Buffer) -> None:
         """Give the buffer's memory back now (idempotent); it leaves its scope."""

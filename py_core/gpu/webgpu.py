@@ -55,6 +55,14 @@ class WebGPUBackend(Backend):
         except Exception as exc:
             raise GPUError(f"WebGPU readback failed: {exc}") from exc
 
+    def read_soon(self, parts: list, js: bool = False):
+        """The parts copied into one mappable buffer and mapped now (web/gpu.js readPieces): the
+        map waits on the work submitted so far, not on what follows. A JS promise (awaitable)."""
+        if not js:
+            return super().read_soon(parts, js)
+        spec = json.dumps([[x.handle, 4 * first, 4 * words] for x, first, words in parts])
+        return self._call("readback", self.rt.readPieces, spec)
+
     async def _compile(self, kernel: Kernel):
         try:
             return await self.rt.createKernel(kernel.family, shader_source(kernel.family),
