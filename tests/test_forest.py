@@ -619,15 +619,16 @@ def test_progress_and_stop(diabetes):
 
 
 def test_batches_hold_several_trees_where_histograms_fill_the_budget():
-    """A tree's passes hold a MIN_TB-th of the histogram budget, so a batch holds MIN_TB trees (10
-    classes on 50 features: 476 slots a pass, four trees); a fit of fewer trees gets passes as
-    large as its batch allows; a memory budget that holds fewer trees keeps the passes that let
-    the most trees share a batch."""
+    """Where a level's histograms go in passes anyway, a tree's passes hold a MIN_TB-th of the
+    histogram budget, so a batch holds MIN_TB trees (10 classes on 50 features: 238 slots a pass,
+    eight trees); a fit of fewer trees gets passes as large as its batch allows; a memory budget
+    that holds fewer trees keeps the passes that let the most trees share a batch. Where whole
+    levels hold WHOLE_TB trees (1M x 20 at depth 12: six), they stay whole."""
     from py_core.forest import sizes
     from py_core.forest.sizes import GrowSpec, plan_sizes
 
     class H200:
-        name, memory_budget = "webgpu", None
+        name, memory_budget = "webgpu", 140 * 2**30
         limits = {"maxStorageBufferBindingSize": 2**31 - 4, "maxBufferSize": 2**32 - 4}
 
     def plan(trees, room=None):
@@ -648,3 +649,7 @@ def test_batches_hold_several_trees_where_histograms_fill_the_budget():
     fixed = 4 * 100 * (3 + z.G * 50) + sizes.forest_bytes(100, z.tree_nodes, 10)
     two = plan(100, room=fixed + 4 * words * 2 + 2**20)
     assert (two.S_h, two.Tb) == (z.S_h, 2)
+    spec = GrowSpec(crit=0, n_classes=1, n_estimators=100, max_depth=12, min_samples_split=2,
+                    min_samples_leaf=1, max_features=7, bootstrap=True, seed=0, n_bins=256, oob=False)
+    wide = plan_sizes(H200(), 800_000, 20, 5_120, spec)
+    assert wide.S_h == wide.S == 2048 and wide.Tb == 6

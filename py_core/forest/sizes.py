@@ -34,10 +34,14 @@ HIST_BUDGET = 2**30  # bytes of one level's histograms per batch, at most (GPU b
                      # larger batches where the adapter binds that much (2 such buffers a fit)
 REFERENCE_BUDGET = 64 * 2**20  # the reference backend keeps these in Python arrays
 DEEP_LEVELS = 16  # trees deeper than this (or unbounded) read back their open slots level by level
-MIN_TB = 4  # trees a batch where histograms fill the budget: their wide levels in more passes, but
-            # a quarter of the batches, each level's kernels over four trees at once. On the H200
-            # (bench/results/2026-11-27-h200-rows.md, call 6) 10 classes at depth 14 1.99 s against
-            # 2.28 s (one tree a batch), at max_depth None 6.3 s against 14.2 s; the same trees
+MIN_TB = 8  # trees a batch where a level's histograms go in passes anyway (one tree's fill the
+            # budget): their wide levels in more passes, but an eighth of the batches, each
+            # level's kernels over eight trees at once. On the H200 10 classes at depth 14 1.99 s
+            # against 2.28 s with four trees against one (bench/results/2026-11-27-h200-rows.md,
+            # call 6), levels 1.28 against 1.36 s with eight against four, and at max_depth None
+            # 6.3 s against 14.2 s, then 5.2 against 6.2 s (2026-11-27-h200-behind.md); the same trees
+WHOLE_TB = 4  # where whole levels hold this many trees a batch (1M x 20: six), no passes: eight
+              # trees in passes cost 1M x 20 0.09 s more of hist_build (the same report)
 LIMIT_NAMES = "maxStorageBufferBindingSize / maxBufferSize"
 PACK_BYTES = 64 * 2**20  # the most one readback (or upload write) moves between the device and
                          # Python: a forest (2 GB for 1M rows x 100 trees grown to their leaves)
@@ -175,10 +179,14 @@ def plan_sizes(backend, n: int, F: int, NB: int, spec: GrowSpec, room: int | Non
                 f"trees, a max_depth or a larger min_samples_leaf")
         return min(Tb, (room - fixed - forest) // batch)
 
-    # MIN_TB trees a batch (fewer if the fit has fewer): each tree's passes a MIN_TB-th of the
-    # budget; where fewer trees fit a batch, passes as large as those few allow.
-    div = min(MIN_TB, T)
+    # Whole levels where they hold WHOLE_TB trees a batch; else MIN_TB trees a batch (fewer if the
+    # fit has fewer), each tree's passes a MIN_TB-th of the budget; where fewer trees fit a
+    # batch, passes as large as those few allow.
+    div = min(WHOLE_TB, T)
     S_h, Tb, per_tree = passes(div)
+    if S_h < S:
+        div = min(MIN_TB, T)
+        S_h, Tb, per_tree = passes(div)
     deep = D is None or D > DEEP_LEVELS
     dense = not deep and 4 * T * NC * max(3, K) <= cap
     tree_nodes = NC if dense else expected_nodes(n, spec)
