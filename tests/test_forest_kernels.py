@@ -76,17 +76,14 @@ def random_forest(rng, task, backend, monkeypatch, bootstrap=None):
 
 
 ENTRIES = ["check_finite", "targets", "bin_features", "bootstrap", "init_trees", "hist_build", "hist_build_wg",
-           "split_vary", "split_rows", "split_scan", "split_pick", "split_vary_wg", "split_scan_wg", "split_scan_small",
-           "split_pick_wg",
+           "split_vary", "split_rows", "split_scan", "split_pick", "split_vary_wg", "split_scan_wg", "split_pick_wg",
            "alloc", "alloc_count", "alloc_scan", "alloc_write", "hist_clear", "hist_clear_wg", "route_rows", "finalize",
            "importance", "oob", "predict"]
 # Workgroup-per-item variants (GPUs): replayed on the inputs of the looping kernel, on the grid
 # the builder gives them (wg_items).
-VARIANTS = {"split_vary_wg": "split_vary", "split_scan_wg": "split_scan", "split_scan_small": "split_scan",
-            "split_pick_wg": "split_pick",
+VARIANTS = {"split_vary_wg": "split_vary", "split_scan_wg": "split_scan", "split_pick_wg": "split_pick",
             "hist_clear_wg": "hist_clear", "hist_build_wg": "hist_build"}
 PER_LEVEL = {"hist_build", "hist_build_wg", "split_vary", "split_rows", "split_scan", "split_pick", "split_vary_wg", "split_scan_wg",
-             "split_scan_small",
              "split_pick_wg", "alloc", "alloc_count", "alloc_scan", "alloc_write", "hist_clear", "hist_clear_wg",
              "route_rows"}  # the others run once a fit or a batch: capture their first dispatch
 
@@ -152,8 +149,8 @@ def test_kernel_matches_reference(native_backend, rng, entry, task, monkeypatch)
 @pytest.mark.parametrize("task", ["regression", "gini", "entropy"])
 def test_nodes_split_from_their_rows_make_the_same_forest(native_backend, rng, task, monkeypatch):
     """Whole fits: nodes of up to 0, a few, or any number of rows split from their listed rows
-    (split_rows), on the native backend (the CPUs' kernels, and the GPUs': split_scan_small for
-    SMALL slots) and the reference: the same trees, node for node."""
+    (split_rows), on the native backend (the CPUs' kernels and the GPUs') and the reference: the
+    same trees, node for node."""
     X, y = random_data(rng, task)
     seed = rng.randrange(2**32)
     grown = []

@@ -287,7 +287,7 @@ class Grower:
         """The kernels (the parallel-bins set on GPUs) and the parameters every kernel shares."""
         b, spec, n, F = self.b, self.spec, self.n, self.F
         self.wide = parallel_bins(b) if self.wg is None else self.wg
-        names = KERNELS + (PARALLEL + ("hist_build_wg", "split_scan_small") if self.wide else LOOPING)
+        names = KERNELS + (PARALLEL + ("hist_build_wg",) if self.wide else LOOPING)
         self.k = {name: await b.kernel("forest", name) for name in names}
         self.step, self.m, SM = sample_shape(n)
         self.base = dict(n=n, F=F, FW=-(-F // 4), NB=0, C=0, K=self.K, crit=spec.crit, T=0,
@@ -503,11 +503,8 @@ class Grower:
             if self.base["small"]:
                 plan.dispatch(k["split_rows"], [P, fb, cur, self.tgt, nodes, cand, h, self.binned,
                                                 self.rows], grid(Tb * sp, wgs))
-            plan.dispatch(scan, [P, fb, cur, h, nodes, cand, xlogx, parent], g_scan)
-            if self.base["small"] and self.wide:  # SMALL slots: a workgroup each, their features in turn
-                plan.dispatch(k["split_scan_small"], [P, fb, cur, h, nodes, cand, xlogx, parent],
-                              grid(Tb * sp, wgs))
-            plan.dispatch(pick, [P, fb, cur, h, nodes, cand, xlogx, self.left], g_pick)
+            (plan.dispatch(scan, [P, fb, cur, h, nodes, cand, xlogx, parent], g_scan)
+             .dispatch(pick, [P, fb, cur, h, nodes, cand, xlogx, self.left], g_pick))
         P = ups[0][0]
         numbering = [P, cur, nodes, self.left, other, self.childmap, self.meta, self.counts]
         if s_cur > ALLOC_SLOTS:

@@ -12,7 +12,6 @@ import math
 from array import array
 from bisect import bisect_left
 from fractions import Fraction
-from functools import partial
 from itertools import accumulate
 from struct import Struct as _Struct
 
@@ -35,7 +34,6 @@ LEAF = 0xFFFFFFFF  # no feature: a leaf; also "none"
 DONE = 0xFFFFFF    # a row's slot once it rests in a leaf
 OPEN, BUILT, SMALL = 1, 2, 4  # a slot's flags
 VARIES, RANK_SHIFT = 2, 8  # a candidate's fourth word: rank << RANK_SHIFT | VARIES (0: no split)
-SCANNED = 4  # | SCANNED: split_rows chose the feature for its SMALL slot's scan (split_scan_small)
 SLOT_SHIFT, COUNT_MASK = 8, 0xFF  # a row's state: slot << SLOT_SHIFT | bootstrap count
 MSE, GINI, ENTROPY = 0, 1, 2
 CRITERIA = {"squared_error": MSE, "gini": GINI, "entropy": ENTROPY}
@@ -50,7 +48,7 @@ HB_WORDS = 4096    # histogram words a workgroup of `hist_build_wg` holds (16 Ki
 HB_ROWS = 8192     # rows a workgroup of `hist_build_wg` adds
 NOT_FINITE_X, NOT_FINITE_Y = 1, 2  # flags
 FAMILY = Family(structs={"Params": PARAMS, "Sort": SORT}, consts={
-    "LEAF": LEAF, "DONE": DONE, "OPEN": OPEN, "BUILT": BUILT, "SMALL": SMALL, "VARIES": VARIES, "SCANNED": SCANNED,
+    "LEAF": LEAF, "DONE": DONE, "OPEN": OPEN, "BUILT": BUILT, "SMALL": SMALL, "VARIES": VARIES,
     "RANK_SHIFT": RANK_SHIFT, "SLOT_SHIFT": SLOT_SHIFT, "COUNT_MASK": COUNT_MASK, "MSE": MSE, "GINI": GINI,
     "ENTROPY": ENTROPY, "MAXK": MAXK, "HC_SLOTS": HC_SLOTS, "HC_WORDS": HC_WORDS, "HB_WORDS": HB_WORDS, "HB_ROWS": HB_ROWS, "IMP_CHUNK": IMP_CHUNK,
     "NOT_FINITE_X": NOT_FINITE_X, "NOT_FINITE_Y": NOT_FINITE_Y})
@@ -68,10 +66,10 @@ def wg_items(entry: str, T: int, sp: int, F: int, mf: int, words: int, n: int = 
              groups: int = 0) -> int:
     """Workgroups of a workgroup-per-item kernel (GPUs) over T trees and the sp slots of a pass:
     one per (tree, slot, feature) (split_vary_wg), per feature a node may scan (split_scan_wg:
-    min(mf, F)), per slot (split_pick_wg, split_scan_small), per run of HC_WORDS of a slot's `words` histogram
+    min(mf, F)), per slot (split_pick_wg), per run of HC_WORDS of a slot's `words` histogram
     words (hist_clear_wg), per (group of features, run of HB_ROWS of the n rows)
     (hist_build_wg, `groups` groups)."""
-    per_slot = {"split_vary_wg": F, "split_scan_wg": min(mf, F), "split_scan_small": 1, "split_pick_wg": 1,
+    per_slot = {"split_vary_wg": F, "split_scan_wg": min(mf, F), "split_pick_wg": 1,
                 "hist_clear_wg": -(-words // HC_WORDS),
                 "hist_build_wg": groups * -(-n // HB_ROWS)}[entry]
     return T * sp * per_slot
@@ -583,23 +581,19 @@ def split_rows(bufs, grid_, constants):
         cand[e:e + 4 * F] = array("I", out)
         base = hist_slot(p, t, s) * NB
         for _, f in sorted(varying)[:p["mf"]]:  # the features split_scan scans: their bins alone
-            cand[e + 4 * f + 3] |= SCANNED
             h0, h1 = _feature_range(p, fmeta, base, f)
             hist[h0:h1] = array("I", bytes(4 * (h1 - h0)))
             _add_rows(p, hist, [([base + fmeta[2 * f] + b[f]], target[r], w) for b, (r, w) in zip(bins, rows)])
 
 
+@reference("forest", "split_scan_wg")
 @reference("forest", "split_scan")
-def split_scan(bufs, grid_, constants, small=None):
-    """small: None, every open slot; False, those not SMALL (split_scan_wg); True, the SMALL ones
-    (split_scan_small): the GPUs' two kernels share the slots the looping one scans."""
+def split_scan(bufs, grid_, constants):
     _, fmeta, slots, hist, nodes, cand, xlogx, prev = bufs
     p = _unpack(bufs)
     F, C, NC = p["F"], p["C"], p["NC"]
     xl = xlogx.tolist() if p["crit"] == ENTROPY else None
-    for t, s, node, flags in _open_slots(p, slots):
-        if small is not None and bool(flags & SMALL) != small:
-            continue
+    for t, s, node, _flags in _open_slots(p, slots):
         rec = (t * NC + node) * (4 + C)
         tot = nodes[rec + 4:rec + 4 + C].tolist()
         if not _eligible(p, tot):
@@ -613,10 +607,6 @@ def split_scan(bufs, grid_, constants, small=None):
             if got is not None:
                 top, b, b2 = got
                 cand[e + 4 * f:e + 4 * f + 3] = array("I", [array("I", array("f", [top]).tobytes())[0], b, b2])
-
-
-reference("forest", "split_scan_wg")(partial(split_scan, small=False))
-reference("forest", "split_scan_small")(partial(split_scan, small=True))
 
 
 @reference("forest", "split_pick_wg")

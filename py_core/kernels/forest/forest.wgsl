@@ -1225,57 +1225,13 @@ fn split_scan_wg(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg
     wg_flags = sp_slots[(t * p.S + s) * 4u + 1u];
     wg_node = sp_slots[(t * p.S + s) * 4u];
   }
-  if ((workgroupUniformLoad(&wg_flags) & (OPEN | SMALL)) != OPEN) { return; }  // SMALL: split_scan_small
+  if (lid < 8u) { atomicStore(&wg_mask[lid], 0u); }
+  if ((workgroupUniformLoad(&wg_flags) & OPEN) == 0u) { return; }
   let rec = (t * p.NC + wg_node) * (4u + p.C);
   if (lid == 0u) { wg_elig = select(0u, 1u, eligible(rec + 4u)); }
   if (workgroupUniformLoad(&wg_elig) == 0u) { return; }
   let f = scanned_feature(t, s, id % ns, lid);
   if (f == LEAF) { return; }
-  scan_feature(t, s, f, rec, lid);
-}
-
-// split_scan_small (GPUs): a workgroup per SMALL slot of the pass, scanning in turn the features
-// split_rows chose there (SCANNED): the work of split_scan_wg's max_features workgroups of the
-// slot, without each finding the node's permutation and totals again.
-@compute @workgroup_size(64)
-fn split_scan_small(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
-                    @builtin(local_invocation_index) lid: u32) {
-  _ = &sp_prev;  // the bindings of split_vary, all of them used
-  let id = linear(wid, nwg);
-  let sp = pass_slots();
-  if (id >= p.T * sp) { return; }
-  let t = id / sp;
-  let s = p.s_lo + id % sp;
-  if (lid == 0u) {
-    wg_flags = sp_slots[(t * p.S + s) * 4u + 1u];
-    wg_node = sp_slots[(t * p.S + s) * 4u];
-  }
-  if ((workgroupUniformLoad(&wg_flags) & (OPEN | SMALL)) != (OPEN | SMALL)) { return; }
-  let rec = (t * p.NC + wg_node) * (4u + p.C);
-  if (lid == 0u) { wg_elig = select(0u, 1u, eligible(rec + 4u)); }
-  if (workgroupUniformLoad(&wg_elig) == 0u) { return; }
-  let vary = 4u * hist_slot(t, s) * p.F + 3u;  // word 3 of feature 0's candidate
-  for (var f0 = 0u; f0 < p.F; f0 += 32u) {  // 32 features at a time: a bit each
-    if (lid == 0u) { atomicStore(&wg_any, 0u); }
-    workgroupBarrier();
-    if (lid < 32u && f0 + lid < p.F && (sp_cand[vary + 4u * (f0 + lid)] & SCANNED) != 0u) {
-      atomicOr(&wg_any, 1u << lid);
-    }
-    workgroupBarrier();
-    if (lid == 0u) { wg_cnt = atomicLoad(&wg_any); }
-    var m = workgroupUniformLoad(&wg_cnt);
-    while (m != 0u) {
-      scan_feature(t, s, f0 + firstTrailingBit(m), rec, lid);
-      m &= m - 1u;
-    }
-  }
-}
-
-// Feature f of slot s (node record rec): its best split into the candidate words (none: left as
-// they are). Called by the whole workgroup.
-fn scan_feature(t: u32, s: u32, f: u32, rec: u32, lid: u32) {
-  if (lid < 8u) { atomicStore(&wg_mask[lid], 0u); }
-  workgroupBarrier();
   let fw = feature_words(t, s, f);
   let h0 = fw.x;
   let nb = fw.y;
@@ -1508,7 +1464,6 @@ fn split_rows(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: v
       let tv = hb_target[r];
       add_row(feature_words(t, s, f).x + row_bin(r, f) * p.C, tv, w, weighted_target(tv, w));
     }
-    for (var j = lid; j < m; j += PW) { sp_cand[cbase + 4u * sr_sel[j] + 3u] |= SCANNED; }  // split_scan_small
     seen += m;
     workgroupBarrier();  // wg_rb and sr_sel are written again
   }
