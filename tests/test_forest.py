@@ -322,28 +322,44 @@ def test_workgroup_kernels_and_levels_in_passes_grow_the_same_forest(
 
 
 @pytest.mark.parametrize("task", ["regression", "gini", "entropy"])
-def test_the_scans_of_many_and_of_few_bins_grow_the_same_forest(native_backend, rng, task):
-    """split_scan_wg scans a feature with more than 64 non-empty bins in the node over the whole
-    workgroup and one with fewer a bin a thread (scan_sparse): on 3,000 rows of continuous features
-    (256 bins) the top nodes take the first path and the deep ones the second. Either gives the
-    trees of the looping kernels (split_scan, one thread a feature), node for node."""
-    n, F = 3000, 5
+def test_the_gpus_kernels_on_wide_and_on_deep_levels_grow_the_same_forest(native_backend, rng, task,
+                                                                        monkeypatch):
+    """The kernels GPUs run, where their work changes shape with the level: split_scan_wg scans a
+    feature with more than 64 non-empty bins in the node over the whole workgroup and one with
+    fewer a bin a thread (scan_sparse); hist_clear_wg and split_vary_wg take a slot's words, or
+    its features, in fewer, larger items where a pass has more than WG_GROUPS of them (deep
+    levels). On 6,000 rows of 12 continuous features (256 bins), trees grown to their leaves in
+    batches of four have both kinds of level; either gives the trees of the looping kernels
+    (split_scan and the others, a thread per item), node for node."""
+    from py_core.forest import builder
+    from py_core.kernels import forest as fk
+    n, F = 6000, 12
     X = [[rng.gauss(0, 1) for _ in range(F)] for _ in range(n)]
     if task == "regression":
         y = [r[0] * 2 + r[1] * r[2] + rng.gauss(0, 0.3) for r in X]
         f = RandomForestRegressor
     else:
-        y = [int(abs(r[0] * 2 + r[1] + rng.gauss(0, 0.5))) % 13 for r in X]
+        y = [int(abs(r[0] * 2 + r[1] + rng.gauss(0, 0.5))) % 3 for r in X]  # few channels: wide passes
         f = partial(RandomForestClassifier, criterion=task)
     seed = rng.randrange(2**32)
+    plan_sizes, plans = builder.plan_sizes, []
+
+    def four_a_batch(*a):
+        z = plan_sizes(*a)
+        z.Tb = min(z.Tb, 4)
+        plans.append(z)
+        return z
+    monkeypatch.setattr(builder, "plan_sizes", four_a_batch)
 
     def trees(wide):
-        forest = run(f(n_estimators=3, max_features=0.6, random_state=seed, backend=native_backend)
+        forest = run(f(n_estimators=4, max_features=0.6, random_state=seed, backend=native_backend)
                      .fit(X, y, parallel_bins=wide))
         return forest.to_dict()["trees"]
 
     want = trees(False)
-    assert max(len(t["feature"]) for t in want) > 200  # deep trees: both paths ran
+    assert max(len(t["feature"]) for t in want) > 1000  # deep trees: both kinds of level
+    z = plans[-1]
+    assert fk.vary_features(z.Tb, z.S_h, F) > 1 and fk.clear_runs(z.Tb, z.S_h, z.NB * z.C) < -(-z.NB * z.C // fk.HC_WORDS)
     assert trees(True) == want
 
 

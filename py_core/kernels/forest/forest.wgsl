@@ -474,22 +474,29 @@ fn hist_clear(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: v
   }
 }
 
-// hist_clear_wg (GPUs): a workgroup per (tree, slot of the pass, run of HC_WORDS words), so a
-// deep level's thousands of slots fill the GPU rather than a workgroup looping over 8 of them.
+// hist_clear_wg (GPUs): a workgroup per (tree, slot of the pass, run of its words): a run of
+// HC_WORDS, so that a level's few slots fill the GPU rather than a workgroup looping over 8 of
+// them, or longer where the pass has so many slots that WG_GROUPS workgroups cover it (a deep
+// level: most of its slots need no clearing, SMALL or derived). As wg_items' clear_runs.
+fn clear_runs(W: u32, sp: u32) -> u32 {
+  return max(1u, min((W + HC_WORDS - 1u) / HC_WORDS, (WG_GROUPS + p.T * sp - 1u) / (p.T * sp)));
+}
+
 @compute @workgroup_size(256)
 fn hist_clear_wg(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
                  @builtin(local_invocation_index) lid: u32) {
   let id = linear(wid, nwg);
   let W = p.NB * p.C;
-  let runs = (W + HC_WORDS - 1u) / HC_WORDS;
   let sp = pass_slots();
+  let runs = clear_runs(W, sp);
+  let len = (W + runs - 1u) / runs;  // words a run
   if (id >= p.T * sp * runs) { return; }
   let t = id / runs / sp;
   let s = p.s_lo + id / runs % sp;
   if ((hc_slots[(t * p.S + s) * 4u + 1u] & BUILT) == 0u) { return; }
   let base = hist_slot(t, s) * W;
-  let end = min(W, (id % runs + 1u) * HC_WORDS);
-  for (var e = (id % runs) * HC_WORDS + lid; e < end; e += 256u) { hc_hist[base + e] = 0u; }
+  let end = min(W, (id % runs + 1u) * len);
+  for (var e = (id % runs) * len + lid; e < end; e += 256u) { hc_hist[base + e] = 0u; }
 }
 
 // ---- hist_build: each in-bag row of a built slot adds itself to (slot, feature, bin) ----------
@@ -1046,46 +1053,46 @@ var<workgroup> wg_mask: array<atomic<u32>, 8>;  // split_scan_wg: the non-empty 
 var<workgroup> wg_cnt: u32;                     // how many
 var<workgroup> wg_bin: array<u32, PW>;          // the sparse scan's bins, in order
 
-// The (tree, slot, feature) of a workgroup, and the slot's flags for all its threads (0: none).
-fn wg_item(id: u32, lid: u32) -> vec4u {
-  let sp = pass_slots();
-  let f = id % p.F;
-  let t = id / p.F / sp;
-  let s = p.s_lo + id / p.F % sp;
-  if (lid == 0u) {
-    wg_flags = sp_slots[(t * p.S + s) * 4u + 1u];
-    wg_node = sp_slots[(t * p.S + s) * 4u];
-    atomicStore(&wg_any, 0u);
-  }
-  return vec4u(t, s, f, 0u);
-}
+// Features a workgroup of split_vary_wg takes in turn: one, or more where the pass has more than
+// WG_GROUPS (slot, feature) items (a deep level's pass: most of its slots SMALL or closed, so most
+// workgroups would only find that out). As wg_items' vary_features.
+fn vary_features(sp: u32) -> u32 { return max(1u, min(p.F, p.T * sp * p.F / WG_GROUPS)); }
 
 @compute @workgroup_size(64)
 fn split_vary_wg(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
                  @builtin(local_invocation_index) lid: u32) {
   _ = &sp_xlogx;  // the bindings of split_scan, all of them used
   let id = linear(wid, nwg);
-  if (id >= p.T * pass_slots() * p.F) { return; }
-  let it = wg_item(id, lid);
+  let sp = pass_slots();
+  let fg = vary_features(sp);
+  let groups = (p.F + fg - 1u) / fg;
+  if (id >= p.T * sp * groups) { return; }
+  let t = id / groups / sp;
+  let s = p.s_lo + id / groups % sp;
+  if (lid == 0u) {
+    wg_flags = sp_slots[(t * p.S + s) * 4u + 1u];
+    wg_node = sp_slots[(t * p.S + s) * 4u];
+  }
   let flags = workgroupUniformLoad(&wg_flags);
   if ((flags & OPEN) == 0u || (flags & SMALL) != 0u) { return; }  // SMALL: split_rows
-  let t = it.x;
-  let s = it.y;
-  let f = it.z;
-  let fw = feature_words(t, s, f);
-  var nonempty = 0u;
-  if ((flags & BUILT) == 0u) {  // parent - sibling, word by word (coalesced)
-    let d = fw.x - hist_slot(t, s) * p.NB * p.C;
-    nonempty = derive_bins(fw.x, hist_slot(t, s ^ 1u) * p.NB * p.C + d,
-                           (t * p.S_h + sp_slots[(t * p.S + s) * 4u + 2u]) * p.NB * p.C + d,
-                           lid, fw.y * p.C, PW);
-  } else {
-    nonempty = count_nonempty(fw.x, fw.y, lid, PW);
-    if (p.depth == 0u && f == 0u) { root_totals(t, s, lid, PW); }
+  for (var f = id % groups * fg; f < min(p.F, (id % groups + 1u) * fg); f++) {
+    if (lid == 0u) { atomicStore(&wg_any, 0u); }
+    workgroupBarrier();
+    let fw = feature_words(t, s, f);
+    var nonempty = 0u;
+    if ((flags & BUILT) == 0u) {  // parent - sibling, word by word (coalesced)
+      let d = fw.x - hist_slot(t, s) * p.NB * p.C;
+      nonempty = derive_bins(fw.x, hist_slot(t, s ^ 1u) * p.NB * p.C + d,
+                             (t * p.S_h + sp_slots[(t * p.S + s) * 4u + 2u]) * p.NB * p.C + d,
+                             lid, fw.y * p.C, PW);
+    } else {
+      nonempty = count_nonempty(fw.x, fw.y, lid, PW);
+      if (p.depth == 0u && f == 0u) { root_totals(t, s, lid, PW); }
+    }
+    if (nonempty != 0u) { atomicAdd(&wg_any, nonempty); }
+    workgroupBarrier();
+    if (lid == 0u) { finish_vary(t, s, f, select(0u, 1u, atomicLoad(&wg_any) >= 2u)); }
   }
-  if (nonempty != 0u) { atomicAdd(&wg_any, nonempty); }
-  workgroupBarrier();
-  if (lid == 0u) { finish_vary(t, s, f, select(0u, 1u, atomicLoad(&wg_any) >= 2u)); }
 }
 
 // Is a better than b (candidates as (score, bin); LEAF: none)? Ties: the lower bin.
