@@ -327,9 +327,10 @@ def test_the_gpus_kernels_on_wide_and_on_deep_levels_grow_the_same_forest(native
     """The kernels GPUs run, where their work changes shape with the level: split_scan_wg scans a
     feature with more than 64 non-empty bins in the node over the whole workgroup and one with
     fewer a bin a thread (scan_sparse); hist_clear_wg and split_vary_wg take a slot's words, or
-    its features, in fewer, larger items where a pass has more than WG_GROUPS of them (deep
-    levels). On 6,000 rows of 12 continuous features (256 bins), trees grown to their leaves in
-    batches of four have both kinds of level; either gives the trees of the looping kernels
+    its features, in fewer, larger items where a pass has more than WG_TREE of them a tree (deep
+    levels, the grids recorded for a batch's four trees, the last batch two). On 6,000 rows of 12
+    continuous features (256 bins), trees grown to their leaves in batches of four have both kinds
+    of level; either gives the trees of the looping kernels
     (split_scan and the others, a thread per item), node for node."""
     from py_core.forest import builder
     from py_core.kernels import forest as fk
@@ -352,14 +353,14 @@ def test_the_gpus_kernels_on_wide_and_on_deep_levels_grow_the_same_forest(native
     monkeypatch.setattr(builder, "plan_sizes", four_a_batch)
 
     def trees(wide):
-        forest = run(f(n_estimators=4, max_features=0.6, random_state=seed, backend=native_backend)
+        forest = run(f(n_estimators=6, max_features=0.6, random_state=seed, backend=native_backend)
                      .fit(X, y, parallel_bins=wide))
         return forest.to_dict()["trees"]
 
     want = trees(False)
     assert max(len(t["feature"]) for t in want) > 1000  # deep trees: both kinds of level
     z = plans[-1]
-    assert fk.vary_features(z.Tb, z.S_h, F) > 1 and fk.clear_runs(z.Tb, z.S_h, z.NB * z.C) < -(-z.NB * z.C // fk.HC_WORDS)
+    assert fk.vary_features(z.S_h, F) > 1 and fk.clear_runs(z.S_h, z.NB * z.C) < -(-z.NB * z.C // fk.HC_WORDS)
     assert trees(True) == want
 
 

@@ -44,16 +44,18 @@ WG = 256           # threads per workgroup of the flat kernels
 IMP_CHUNK = 2048   # nodes summed by one thread of `importance`
 HC_SLOTS = 8       # slots a workgroup of `hist_clear` zeroes
 HC_WORDS = 2048    # words a workgroup of `hist_clear_wg` zeroes, at most
-WG_GROUPS = 8192   # workgroups hist_clear_wg and split_vary_wg aim at: a pass of a deep level,
-                   # thousands of slots most of which need neither (SMALL, or derived), takes
-                   # fewer, larger items rather than a workgroup per word run or feature that exits
+WG_TREE = 1024     # workgroups hist_clear_wg and split_vary_wg aim at a tree of the batch: a pass
+                   # of a deep level, hundreds of slots a tree most of which need neither (SMALL,
+                   # or derived), takes fewer, larger items rather than a workgroup per word run
+                   # or feature that exits. A tree's, not the batch's: a batch's last may hold
+                   # fewer trees than its grids were recorded for
 HB_WORDS = 4096    # histogram words a workgroup of `hist_build_wg` holds (16 KiB, WebGPU's default)
 HB_ROWS = 8192     # rows a workgroup of `hist_build_wg` adds
 NOT_FINITE_X, NOT_FINITE_Y = 1, 2  # flags
 FAMILY = Family(structs={"Params": PARAMS, "Sort": SORT}, consts={
     "LEAF": LEAF, "DONE": DONE, "OPEN": OPEN, "BUILT": BUILT, "SMALL": SMALL, "VARIES": VARIES,
     "RANK_SHIFT": RANK_SHIFT, "SLOT_SHIFT": SLOT_SHIFT, "COUNT_MASK": COUNT_MASK, "MSE": MSE, "GINI": GINI,
-    "ENTROPY": ENTROPY, "MAXK": MAXK, "HC_SLOTS": HC_SLOTS, "HC_WORDS": HC_WORDS, "WG_GROUPS": WG_GROUPS, "HB_WORDS": HB_WORDS, "HB_ROWS": HB_ROWS, "IMP_CHUNK": IMP_CHUNK,
+    "ENTROPY": ENTROPY, "MAXK": MAXK, "HC_SLOTS": HC_SLOTS, "HC_WORDS": HC_WORDS, "WG_TREE": WG_TREE, "HB_WORDS": HB_WORDS, "HB_ROWS": HB_ROWS, "IMP_CHUNK": IMP_CHUNK,
     "NOT_FINITE_X": NOT_FINITE_X, "NOT_FINITE_Y": NOT_FINITE_Y})
 
 
@@ -72,23 +74,23 @@ def wg_items(entry: str, T: int, sp: int, F: int, mf: int, words: int, n: int = 
     min(mf, F)), per slot (split_pick_wg), per run of HC_WORDS of a slot's `words` histogram
     words (hist_clear_wg), per (group of features, run of HB_ROWS of the n rows)
     (hist_build_wg, `groups` groups)."""
-    per_slot = {"split_vary_wg": -(-F // vary_features(T, sp, F)), "split_scan_wg": min(mf, F),
-                "split_pick_wg": 1, "hist_clear_wg": clear_runs(T, sp, words),
+    per_slot = {"split_vary_wg": -(-F // vary_features(sp, F)), "split_scan_wg": min(mf, F),
+                "split_pick_wg": 1, "hist_clear_wg": clear_runs(sp, words),
                 "hist_build_wg": groups * -(-n // HB_ROWS)}[entry]
     return T * sp * per_slot
 
 
-def clear_runs(T: int, sp: int, words: int) -> int:
+def clear_runs(sp: int, words: int) -> int:
     """Runs a slot's `words` histogram words are zeroed in by hist_clear_wg (a workgroup each):
-    one per HC_WORDS, fewer where the pass has so many slots that WG_GROUPS workgroups cover it
-    (as the kernel computes it)."""
-    return max(1, min(-(-words // HC_WORDS), -(-WG_GROUPS // (T * sp))))
+    one per HC_WORDS, fewer where a pass has so many slots (sp) that WG_TREE workgroups a tree
+    cover it (as the kernel computes it)."""
+    return max(1, min(-(-words // HC_WORDS), -(-WG_TREE // sp)))
 
 
-def vary_features(T: int, sp: int, F: int) -> int:
-    """Features a workgroup of split_vary_wg takes in turn: one, or more where the pass has more
-    than WG_GROUPS (slot, feature) items (as the kernel computes it)."""
-    return max(1, min(F, T * sp * F // WG_GROUPS))
+def vary_features(sp: int, F: int) -> int:
+    """Features a workgroup of split_vary_wg takes in turn: one, or more where a pass of sp slots
+    has more than WG_TREE (slot, feature) items a tree (as the kernel computes it)."""
+    return max(1, min(F, sp * F // WG_TREE))
 
 
 def hist_groups(fmeta, C: int) -> array | None:

@@ -476,10 +476,10 @@ fn hist_clear(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: v
 
 // hist_clear_wg (GPUs): a workgroup per (tree, slot of the pass, run of its words): a run of
 // HC_WORDS, so that a level's few slots fill the GPU rather than a workgroup looping over 8 of
-// them, or longer where the pass has so many slots that WG_GROUPS workgroups cover it (a deep
-// level: most of its slots need no clearing, SMALL or derived). As wg_items' clear_runs.
+// them, or longer where the pass has so many slots that WG_TREE workgroups a tree cover it (a
+// deep level: most of its slots need no clearing, SMALL or derived). As wg_items' clear_runs.
 fn clear_runs(W: u32, sp: u32) -> u32 {
-  return max(1u, min((W + HC_WORDS - 1u) / HC_WORDS, (WG_GROUPS + p.T * sp - 1u) / (p.T * sp)));
+  return max(1u, min((W + HC_WORDS - 1u) / HC_WORDS, (WG_TREE + sp - 1u) / sp));
 }
 
 @compute @workgroup_size(256)
@@ -1054,9 +1054,9 @@ var<workgroup> wg_cnt: u32;                     // how many
 var<workgroup> wg_bin: array<u32, PW>;          // the sparse scan's bins, in order
 
 // Features a workgroup of split_vary_wg takes in turn: one, or more where the pass has more than
-// WG_GROUPS (slot, feature) items (a deep level's pass: most of its slots SMALL or closed, so most
-// workgroups would only find that out). As wg_items' vary_features.
-fn vary_features(sp: u32) -> u32 { return max(1u, min(p.F, p.T * sp * p.F / WG_GROUPS)); }
+// WG_TREE (slot, feature) items a tree (a deep level's pass: most of its slots SMALL or closed, so
+// most workgroups would only find that out). As wg_items' vary_features.
+fn vary_features(sp: u32) -> u32 { return max(1u, min(p.F, sp * p.F / WG_TREE)); }
 
 @compute @workgroup_size(64)
 fn split_vary_wg(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
