@@ -6,8 +6,8 @@ import asyncio
 import contextlib
 import json
 import math
-from functools import partial
 from array import array
+from functools import partial
 
 import numpy as np
 import pytest

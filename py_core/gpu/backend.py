@@ -18,9 +18,8 @@ wgpu-native, on the server's GPU or lavapipe) and `webgpu` (the browser, through
 """
 from __future__ import annotations
 
-import asyncio
-
 import abc
+import asyncio
 import contextvars
 import itertools
 import time
