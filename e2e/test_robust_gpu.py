@@ -29,11 +29,20 @@ def at_plan_run(n: int, action: str) -> str:
             f" if (++calls === {n}) {{ {action} }} return run.apply(this, args); }}; }}")
 
 
+def at_submission(n: int, action: str) -> str:
+    """JS put after gpu.js: run `action` (with `this` the GPURuntime) at the n-th submission of
+    plans (runPlan or runPlans: a forest's groups of levels go as runPlans)."""
+    return ("{ let calls = 0; for (const name of ['runPlan', 'runPlans']) {"
+            " const run = GPURuntime.prototype[name];"
+            " GPURuntime.prototype[name] = function (...args) {"
+            f" if (++calls === {n}) {{ {action} }} return run.apply(this, args); }}; }} }}")
+
+
 LOSE_DEVICE = "this.device.destroy();"
 # Every readback all 0xFF bytes: NaN as f32, as from a GPU that computes garbage.
-NAN_READBACK = ("{ const read = GPURuntime.prototype.readBuffer;"
-                " GPURuntime.prototype.readBuffer = async function (...args) {"
-                " const out = await read.apply(this, args); out.fill(0xff); return out; }; }")
+NAN_READBACK = ("{ const read = GPURuntime.prototype.readPieces;"
+                " GPURuntime.prototype.readPieces = function (...args) {"
+                " return read.apply(this, args).then((out) => { out.fill(0xff); return out; }); }; }")
 # MAP_READ may only be combined with COPY_DST: WebGPU reports an uncaptured validation error.
 INVALID_BUFFER = ("this.device.createBuffer({ size: 4, label: 'injected',"
                   " usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.STORAGE });")
@@ -146,9 +155,10 @@ def test_device_lost_mid_selftest(faulty_page, server):
 
 
 def test_device_lost_mid_training_fails_that_job_and_the_next_runs(faulty_page, server):
-    # A forest of 10 trees on SwiftShader runs about 11 plans (a tree level each): lose the
-    # device at the 5th, halfway through growing the trees.
-    page, _ = faulty_page(after=at_plan_run(5, LOSE_DEVICE))
+    # A forest's submissions: the data's checks and sort, the binning, then its levels in paced
+    # groups (the first: the roots and level 0): lose the device at the 4th, the second group of
+    # levels, while the trees grow. (Readbacks submit no plan: web/gpu.js readPieces.)
+    page, _ = faulty_page(after=at_submission(4, LOSE_DEVICE))
     before = runs(server, "random_forest")
     out = run_or_error(page, FOREST_JOB)
     assert "the GPU device was lost" in out.get("error", ""), out

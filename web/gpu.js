@@ -168,10 +168,10 @@ export class GPURuntime {
     new Uint8Array(value.buffer).set(src, 4 * at);
   }
 
-  // Parts [[buffer id, byte offset, bytes], ...] (JSON) copied end to end into one mappable
-  // buffer and mapped now: the promise (a Uint8Array of their bytes) waits on the work submitted
-  // so far, not on what is submitted after it, so a forest's finished trees come back while
-  // later ones grow.
+  // Every readback: parts [[buffer id, byte offset, bytes], ...] (JSON; multiples of 4) copied
+  // end to end into one mappable buffer and mapped now. The promise (a Uint8Array of their bytes)
+  // waits on the work submitted so far, not on what is submitted after it, so a forest's finished
+  // trees come back while later ones grow. The mappable buffer goes either way.
   readPieces(partsJSON) {
     this.check();
     const parts = JSON.parse(partsJSON);
@@ -195,25 +195,6 @@ export class GPURuntime {
       this.check();
       throw e;
     });
-  }
-
-  async readBuffer(id, nbytes) {
-    this.check();
-    const size = Math.ceil(nbytes / 4) * 4;
-    const staging = this.device.createBuffer({ size, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
-    const enc = this.device.createCommandEncoder();
-    enc.copyBufferToBuffer(this.buffers.get(id), 0, staging, 0, size);
-    this.device.queue.submit([enc.finish()]);
-    try {
-      await staging.mapAsync(GPUMapMode.READ);
-    } catch (e) {
-      this.check();
-      throw e;
-    }
-    const out = new Uint8Array(staging.getMappedRange().slice(0, nbytes));
-    staging.unmap();
-    staging.destroy();
-    return out;
   }
 
   async createKernel(family, source, entry, constantsJSON) {

@@ -43,9 +43,9 @@ The method (kernels in `py_core/kernels/forest/forest.wgsl`):
    a few words: deep trees read them level by level anyway), each checked against the room left
    as the forest grows. It comes back in packs of PACK_BYTES (sizes.py), each de-interleaved
    into the planar arrays of `trees.Trees`, which the export hands over as they are: the host
-   holds the forest once. In the tab (READ_BEHIND) a batch's packs are copied and mapped as soon
-   as the batch is done and its size known, and held (READ_BEHIND_BYTES at most) while later
-   batches grow; the rest comes back at the end, two packs at a time. In the tab on WebGPU the packs and
+   holds the forest once. In the tab (READ_BEHIND) a batch's packs are copied and mapped as
+   soon as the batch is done and its size known, and held (READ_BEHIND_BYTES at most) while
+   later batches grow; the rest comes back at the end, two packs at a time. There the packs and
    the arrays stay in JavaScript (`trees.JSTrees`): Pyodide passes no Python buffer above 2 GiB
    of its heap to JavaScript, and a forest of 1M rows grown to its leaves is 1.9 GiB.
 5. Live plots (`on_trees`): the forest grows in at least LIVE_BATCHES batches, and after those

@@ -48,8 +48,8 @@ PACK_BYTES = 64 * 2**20  # the most one readback (or upload write) moves between
                          # crosses a pack at a time, never as a second whole copy in Python
 READ_BEHIND_BYTES = 256 * 2**20  # a forest's batches read back while later ones grow, at most:
                                  # held as read until the fit's end, when the forest's arrays are
-                                 # made (their size known), so the host holds at most this much
-                                 # twice; the batches past it are read back at the end
+                                 # made (their size known), so the host holds the forest and at
+                                 # most this much more; the batches past it are read at the end
 
 
 @dataclass

@@ -267,11 +267,17 @@ class Backend(abc.ABC):
 
     def read_soon(self, parts: list, js: bool = False):
         """Start reading parts [(buffer, first word, words), ...], end to end, after the work
-        submitted so far; returns an awaitable of their words (u32), or with js a JavaScript
-        Uint8Array of their bytes (read_js). Here: a task that copies them into one buffer and
-        reads it; the webgpu backend submits the copy and maps it at once, so the read waits on
+        submitted so far; returns an awaitable of their words (an array: its bytes are what
+        count), or with js (host_js backends) a JavaScript Uint8Array of their bytes. Here: a
+        task that reads a buffer's beginning as it is, or copies the parts into one buffer and
+        reads that; the webgpu backend submits the copy and maps it at once, so the read waits on
         that work alone, not on what is submitted after it. Await it (on failure too)."""
+        if js:
+            raise GPUError(f"the {self.name} backend reads into Python, not JavaScript")
+
         async def read():
+            if len(parts) == 1 and parts[0][1] == 0:
+                return await self.read(parts[0][0], parts[0][2])
             with self.scope("readback"):
                 total = sum(words for _, _, words in parts)
                 buf, plan, at = self.buffer("u32", total), self.plan(), 0
@@ -279,7 +285,7 @@ class Backend(abc.ABC):
                     plan.copy(x, buf, words, src_offset=first, dst_offset=at)
                     at += words
                 await self.run(plan)
-                return await (self.read_js(buf) if js else self.read(buf))
+                return await self.read(buf)
         return asyncio.ensure_future(read())
 
     def free(self, buf: Buffer) -> None:

@@ -6,6 +6,7 @@ training step or a tree level is then O(1) calls however many dispatches it hold
 """
 from __future__ import annotations
 
+import asyncio
 import json
 from array import array
 
@@ -49,19 +50,25 @@ class WebGPUBackend(Backend):
     async def read_js(self, buf: Buffer, n: int | None = None):
         """The first n words (all: None) of a buffer as a JavaScript Uint8Array (a JsProxy): for
         data that stays in JavaScript (a forest's host arrays, trees.JSTrees)."""
-        n = buf.length if n is None else n
-        try:
-            return await self.rt.readBuffer(buf.handle, 4 * n)
-        except Exception as exc:
-            raise GPUError(f"WebGPU readback failed: {exc}") from exc
+        return await self.read_soon([(buf, 0, buf.length if n is None else n)], js=True)
 
     def read_soon(self, parts: list, js: bool = False):
-        """The parts copied into one mappable buffer and mapped now (web/gpu.js readPieces): the
-        map waits on the work submitted so far, not on what follows. A JS promise (awaitable)."""
-        if not js:
-            return super().read_soon(parts, js)
+        """The parts copied into one mappable buffer and mapped now (web/gpu.js readPieces, every
+        readback's path): the map waits on the work submitted so far, not on what follows."""
         spec = json.dumps([[x.handle, 4 * first, 4 * words] for x, first, words in parts])
-        return self._call("readback", self.rt.readPieces, spec)
+        promise = self._call("readback", self.rt.readPieces, spec)
+
+        async def read():
+            try:
+                got = await promise
+            except Exception as exc:
+                raise GPUError(f"WebGPU readback failed: {exc}") from exc
+            if js:
+                return got
+            out = array("I", [0]) * sum(words for _, _, words in parts)
+            got.assign_to(memoryview(out).cast("B"))
+            return out
+        return asyncio.ensure_future(read())
 
     async def _compile(self, kernel: Kernel):
         try:

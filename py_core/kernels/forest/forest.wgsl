@@ -1103,6 +1103,21 @@ fn better_bin(as_: f32, ab: u32, bs: f32, bb: u32) -> bool {
   return ab < bb;
 }
 
+// The best of each thread's candidate (score bs, bin or index bb; LEAF: none) into wg_rs[0] and
+// wg_rb[0], better_bin's order. Called by the whole workgroup.
+fn best_in_workgroup(bs: f32, bb: u32, lid: u32) {
+  wg_rs[lid] = bs;
+  wg_rb[lid] = bb;
+  workgroupBarrier();
+  for (var o = PW / 2u; o > 0u; o >>= 1u) {
+    if (lid < o && better_bin(wg_rs[lid + o], wg_rb[lid + o], wg_rs[lid], wg_rb[lid])) {
+      wg_rs[lid] = wg_rs[lid + o];
+      wg_rb[lid] = wg_rb[lid + o];
+    }
+    workgroupBarrier();
+  }
+}
+
 // split_scan_wg's workgroups a slot: one per feature the node may scan (max_features of them).
 fn scan_width() -> u32 { return min(p.mf, p.F); }
 
@@ -1195,16 +1210,7 @@ fn scan_sparse(t: u32, s: u32, f: u32, h0: u32, nnz: u32, rec: u32, lid: u32) {
     bs = left_score(left, rec);
     bb = lid;
   }
-  wg_rs[lid] = bs;
-  wg_rb[lid] = bb;
-  workgroupBarrier();
-  for (var o = PW / 2u; o > 0u; o >>= 1u) {
-    if (lid < o && better_bin(wg_rs[lid + o], wg_rb[lid + o], wg_rs[lid], wg_rb[lid])) {
-      wg_rs[lid] = wg_rs[lid + o];
-      wg_rb[lid] = wg_rb[lid + o];
-    }
-    workgroupBarrier();
-  }
+  best_in_workgroup(bs, bb, lid);
   let i = wg_rb[0];
   if (lid == 0u && i != LEAF) {  // a candidate has rows after it: bin i + 1 is the right side's first
     let e4 = 4u * (hist_slot(t, s) * p.F + f);
@@ -1312,16 +1318,7 @@ fn split_scan_wg(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg
       }
     }
   }
-  wg_rs[lid] = bs;
-  wg_rb[lid] = bb;
-  workgroupBarrier();
-  for (var o = PW / 2u; o > 0u; o >>= 1u) {
-    if (lid < o && better_bin(wg_rs[lid + o], wg_rb[lid + o], wg_rs[lid], wg_rb[lid])) {
-      wg_rs[lid] = wg_rs[lid + o];
-      wg_rb[lid] = wg_rb[lid + o];
-    }
-    workgroupBarrier();
-  }
+  best_in_workgroup(bs, bb, lid);
   let best = wg_rb[0];
   let score_bits = bitcast<u32>(wg_rs[0]);
   // The right side starts at the next non-empty bin after the best.
