@@ -8,6 +8,7 @@ leaf values and predictions within float tolerance. The self-test cases (`py_cor
 from __future__ import annotations
 
 import asyncio
+import itertools
 import random
 from array import array
 
@@ -303,6 +304,49 @@ def test_device_rounds_f64_to_f32_as_the_cpu_and_sorts_the_subsample(native_back
     from py_core.forest.binning import sorted_columns
     for f, col_sorted in enumerate(sorted_columns(X, n, F)):
         assert got[f * SM:f * SM + n].tolist() == col_sorted, f"feature {f} not sorted as Python sorts"
+
+
+def _sorted_columns(rng):
+    """Sorted f32 columns that test the thresholds: few distinct values, exactly as many as the
+    bins or one more, the largest value repeated past the top cut, long runs of ties across cut
+    positions, subnormals and zeros, negative values, wide magnitudes; one value, two."""
+    import struct
+    tiny = [struct.unpack("<f", struct.pack("<I", b))[0] for b in (1, 2, 3, 0x7FFFFF, 0x800000)]
+    cols = [[1.5], [2.0, 2.0], [-1.0, 1.0], [0.0] * 7 + tiny + [-t for t in tiny]]
+    for d in (2, 15, 16, 17, 255, 256, 257, 300):
+        cols.append([float(rng.randrange(d) - d // 3) for _ in range(rng.randrange(d, 3 * d + 50))])
+    cols.append([1.0] * 5000 + [i / 1000 for i in range(300)])  # the top bin: most values the max
+    cols.append([0.0] * 900 + [rng.gauss(0, 1) for _ in range(400)])  # runs across the cuts
+    cols.append([rng.choice((-1, 1)) * 10.0 ** rng.uniform(-40, 38) for _ in range(2000)])
+    cols.append([rng.random() for _ in range(rng.randrange(3000, 9000))])
+    return [sorted(v + 0.0 for v in array("f", col)) for col in cols]
+
+
+@pytest.mark.parametrize("nbins", [2, 3, 16, 255, 256])
+def test_thresholds_on_the_device_are_binnings(native_backend, reference_backend, rng, nbins):
+    """`thresholds` (each feature's bins from its sorted sample, on the device) gives the bits
+    binning.feature_bins gives on the CPU, for columns of every shape, those of one length at
+    once, padded with +inf as `sample` pads them; so does its reference."""
+    from py_core.forest.binning import feature_bins
+    by_length = {}
+    for col in _sorted_columns(rng):
+        by_length.setdefault(len(col), []).append(col)
+    for (m, cols), b in itertools.product(by_length.items(), (native_backend, reference_backend)):
+        k = run(b.kernel("forest", "thresholds"))
+        SM = 1 << (m - 1).bit_length()
+        F, W = len(cols), 1 + 3 * nbins
+        samp = array("f", [v for c in cols for v in c + [fk.INF] * (SM - m)])
+        P = b.buffer("u32", uniform=True, data=fk.BINS.pack(m=m, SM=SM, F=F, nbins=nbins))
+        sb, out = b.buffer("u32", data=memoryview(samp).cast("B").cast("I")), b.buffer("u32", F * W)
+        run(b.run(b.plan().dispatch(k, [P, sb, out], fk.grid(F))))
+        got = run(b.read(out))
+        for f, col in enumerate(cols):
+            th, lo, hi = feature_bins(col, nbins)
+            want = array("f", [v for j in range(len(th) + 1) for v in (th[j] if j < len(th) else fk.INF, lo[j], hi[j])])
+            assert got[f * W] == len(th) + 1, (m, f, nbins)
+            assert got[f * W + 1:f * W + 1 + len(want)].tobytes() == want.tobytes(), (m, f, nbins)
+        for buf in (P, sb, out):
+            b.free(buf)
 
 
 def test_targets_are_exact_fixed_point(native_backend, rng):

@@ -8,9 +8,11 @@ to bin j when exactly j of the feature's thresholds are below its value, so `x <
 holds for bins 0..j and fails above.
 
 The subsample is every `step`-th row (`sample_shape`). GPU backends sort it on the device
-(`sample` and `sort_pass` kernels) and read it back once; `sorted_columns` does the same in
-Python. Either way each feature's values are its f32 values, -0 made +0, sorted ascending, so the
-thresholds are the same on every backend. From the sorted values only O(n_bins log m) are read.
+(`sample` and `sort_pass` kernels) and pick the thresholds there too (`thresholds`, the same
+steps as `feature_bins`, bit for bit): only the bins come back. `sorted_columns` sorts in Python
+(the reference backend). Either way each feature's values are its f32 values, -0 made +0, sorted
+ascending, so the thresholds are the same on every backend. From the sorted values only
+O(n_bins log m) are read.
 """
 from __future__ import annotations
 

@@ -4,9 +4,9 @@ The method (kernels in `py_core/kernels/forest/forest.wgsl`):
 
 1. The data go up as they are (f64 values are rounded to f32 by the kernels, as the CPU would).
    `check_finite` refuses NaN and infinities, `targets` turns regression y into exact fixed point,
-   and `sample` + `sort_pass` sort a subsample of each feature on the device; the thresholds are
-   picked from it on the CPU (`binning.py`, O(n_bins log m) values read) and `bin_features` bins
-   the rows.
+   and `sample` + `sort_pass` sort a subsample of each feature on the device, `thresholds` picks
+   each feature's bins from it there (as `binning.py` does on the CPU, for the reference backend)
+   and only those come back; `bin_features` bins the rows.
 2. Trees grow in batches sized to the adapter's limits. For a batch, `bootstrap` counts n draws
    with replacement per tree into each row's state (slot << 8 | count), from a hash RNG.
 3. Level by level, all trees of the batch at once, a plan recorded once per level runs:
@@ -71,6 +71,7 @@ from ..gpu import LimitError
 from ..gpu.backend import by_label
 from ..gpu.pacing import GROUP_SECONDS, Pacer
 from ..kernels.forest import (
+    BINS,
     ENTROPY,
     HC_SLOTS,
     MSE,
@@ -117,7 +118,7 @@ READ_BEHIND = ("webgpu",)  # backends whose readbacks wait without blocking (the
                           # there the forest's batches are read back while later ones grow
                           # (_issue). The native backend blocks on a map, so it reads all at
                           # the end, and holds the forest once (tests/test_forest_memory.py)
-KERNELS = ("check_finite", "sample", "sort_pass", "targets", "bin_features", "bootstrap",
+KERNELS = ("check_finite", "sample", "sort_pass", "thresholds", "targets", "bin_features", "bootstrap",
            "init_trees", "hist_build", "split_rows", "alloc", "alloc_count", "alloc_scan",
            "alloc_write", "route_rows", "finalize", "importance", "oob")
 ALLOC_SLOTS = 1024  # levels of more slots a tree number their children in three dispatches (a
@@ -239,7 +240,7 @@ class Grower:
         try:
             await self._compile()
             self.timings["compile"] = self.clock() - self.t0  # compiling: the first fit of a backend only
-            await self._bin(await self._upload_and_sort(X, y))  # the samples go once binned
+            await self._bin(*await self._upload_and_sort(X, y))
             t1 = self.t_levels = self.clock()
             self._tree_buffers()
             self._fixed_plans()
@@ -322,6 +323,12 @@ class Grower:
         else:
             self.tgt = buf("u32", data=y)
         device_sort = b.name in DEVICE_SORT
+        nb, m = self.spec.n_bins, self.m
+        nbm = min(nb, m)  # the same bins (m values have at most m distinct ones)
+        W = 1 + 3 * nbm  # a feature's record: its bins, then (threshold, lo, hi) a bin
+        # Each feature's bins picked on the device (`thresholds`), unless their records do not
+        # fit a buffer (tens of thousands of features): then the sorted samples come back whole
+        on_device = device_sort and 4 * (F * W + 1) <= cap_bytes(b)
         if device_sort:
             samp = buf("u32", F * SM + 1)  # the last word: a copy of the flags
             prep.dispatch(k["sample"], [P0, Xb, samp], self._grid(F * SM))
@@ -329,30 +336,40 @@ class Grower:
                 for j in (kk >> i for i in range(1, kk.bit_length())):
                     Ps = buf("u32", uniform=True, data=SORT.pack(j=j, k=kk, len=SM, count=F))
                     prep.dispatch(k["sort_pass"], [Ps, samp], self._grid(F * SM // 2))
-            prep.copy(flags, samp, 1, dst_offset=F * SM)
+            back = samp
+            if on_device:
+                back = buf("u32", F * W + 1)
+                Pb = buf("u32", uniform=True, data=BINS.pack(m=m, SM=SM, F=F, nbins=nbm))
+                prep.dispatch(k["thresholds"], [Pb, samp, back],
+                              grid(F, b.limits["maxComputeWorkgroupsPerDimension"]))
+            prep.copy(flags, back, 1, dst_offset=back.length - 1)
         self.timings["upload"] = clock() - self.t0  # kernels (compiled once), data up, plans
         await b.run(prep)
-        if device_sort:
-            got = await b.read(samp)
-            bad = got[F * SM]
-            values = memoryview(got).cast("B").cast("f")  # views, not copies (50 x 131,072 values)
-            columns = [values[f * SM:f * SM + self.m] for f in range(F)]
-        else:
-            bad = (await b.read(flags))[0]
-        if bad & NOT_FINITE_X:
+        got = await b.read(back if device_sort else flags)
+        if got[-1] & NOT_FINITE_X:
             raise ValueError("X has NaN or infinite values (or values beyond float32): "
                              "impute or drop them")
-        if bad & NOT_FINITE_Y:
+        if got[-1] & NOT_FINITE_Y:
             raise ValueError("y has NaN or infinite values")
-        if not device_sort:
-            columns = sorted_columns(X, n, F)
-        self.timings["sort"] = clock() - self.t0 - self.timings["upload"]  # checks, fixed point, sort
-        return columns
+        if on_device:
+            edges, fmeta = array("f"), array("I")
+            words = memoryview(got).cast("B").cast("f")
+            for f in range(F):
+                fmeta.extend((len(edges) // 3, got[f * W]))
+                edges.extend(words[f * W + 1:f * W + 1 + 3 * got[f * W]])
+        else:
+            if device_sort:
+                values = memoryview(got).cast("B").cast("f")  # views, not copies
+                columns = [values[f * SM:f * SM + m] for f in range(F)]
+            else:
+                columns = sorted_columns(X, n, F)
+            edges, fmeta, _ = edges_from_sorted(columns, nb)
+        self.timings["sort"] = clock() - self.t0 - self.timings["upload"]  # checks, fixed point, bins
+        return edges, fmeta
 
-    async def _bin(self, columns: list) -> None:
-        """Thresholds from the sorted samples, the sizes they imply, and the binned matrix."""
+    async def _bin(self, edges: array, fmeta: array) -> None:
+        """The sizes the bins imply, and the binned matrix."""
         b, n = self.b, self.n
-        edges, fmeta, _ = edges_from_sorted(columns, self.spec.n_bins)
         self.timings["thresholds"] = self.clock() - self.t0
         NB = sum(fmeta[1::2])
         z = self.z = plan_sizes(b, n, self.F, NB, self.spec, b.memory_room())

@@ -29,6 +29,7 @@ PARAMS = Struct(
 # histogram buffer holds and the first slot of this pass; small: a child of at most this many rows
 # is split from its rows (SMALL: split_rows), 0 never.
 SORT = Struct("j:u32 k:u32 len:u32 count:u32")  # sort_pass's own parameters
+BINS = Struct("m:u32 SM:u32 F:u32 nbins:u32")   # thresholds': m sorted values of SM a feature
 
 LEAF = 0xFFFFFFFF  # no feature: a leaf; also "none"
 DONE = 0xFFFFFF    # a row's slot once it rests in a leaf
@@ -52,7 +53,7 @@ WG_TREE = 1024     # workgroups hist_clear_wg and split_vary_wg aim at a tree of
 HB_WORDS = 4096    # histogram words a workgroup of `hist_build_wg` holds (16 KiB, WebGPU's default)
 HB_ROWS = 8192     # rows a workgroup of `hist_build_wg` adds
 NOT_FINITE_X, NOT_FINITE_Y = 1, 2  # flags
-FAMILY = Family(structs={"Params": PARAMS, "Sort": SORT}, consts={
+FAMILY = Family(structs={"Params": PARAMS, "Sort": SORT, "Bins": BINS}, consts={
     "LEAF": LEAF, "DONE": DONE, "OPEN": OPEN, "BUILT": BUILT, "SMALL": SMALL, "VARIES": VARIES,
     "RANK_SHIFT": RANK_SHIFT, "SLOT_SHIFT": SLOT_SHIFT, "COUNT_MASK": COUNT_MASK, "MSE": MSE, "GINI": GINI,
     "ENTROPY": ENTROPY, "MAXK": MAXK, "HC_SLOTS": HC_SLOTS, "HC_WORDS": HC_WORDS, "WG_TREE": WG_TREE, "HB_WORDS": HB_WORDS, "HB_ROWS": HB_ROWS, "IMP_CHUNK": IMP_CHUNK,
@@ -278,6 +279,20 @@ def sort_pass(bufs, grid_, constants):
             x, y = data[base + a], data[base + a + j]
             if x != y and (order_key(x) > order_key(y)) == ((a & k) == 0):
                 data[base + a], data[base + a + j] = y, x
+
+
+@reference("forest", "thresholds")
+def thresholds(bufs, grid_, constants):
+    P, samp, out = bufs
+    s = BINS.unpack(P)
+    m, SM, nb = s["m"], s["SM"], s["nbins"]
+    from ...forest.binning import feature_bins  # the CPU's thresholds, which this kernel repeats
+    values, W = array("f", samp.tobytes()), 1 + 3 * nb
+    for f in range(s["F"]):
+        th, lo, hi = feature_bins(values[f * SM:f * SM + m], nb)
+        rec = array("f", [v for j in range(len(th) + 1) for v in (th[j] if j < len(th) else INF, lo[j], hi[j])])
+        out[f * W] = len(th) + 1
+        out[f * W + 1:f * W + 1 + len(rec)] = array("I", rec.tobytes())
 
 
 @reference("forest", "targets")

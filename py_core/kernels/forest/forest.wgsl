@@ -1,6 +1,6 @@
 // Random forest, grown level by level for a batch of trees at once (py_core/forest/builder.py).
 // References: py_core/kernels/forest/__init__.py. Every kernel takes the same uniform Params at binding 0
-// (sort_pass: its own Sort).
+// (sort_pass: its own Sort; thresholds: Bins).
 // Once a fit: check_finite (X, and targets for y), sample + sort_pass (each feature's sorted
 // subsample, for the bin thresholds), bin_features, targets (y to fixed point).
 // A level (or, where one level's histograms do not fit a buffer, each range of its slots):
@@ -347,6 +347,141 @@ fn sort_pass(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: ve
     so_data[a] = y;
     so_data[b] = x;
   }
+}
+
+// ---- thresholds: each feature's bins from its sorted sample (binning.py's feature_bins) -----
+// 0 Bins · 1 samp (F, SM) f32 bits, each feature's first m sorted (finite, -0 made +0) · 2 out
+// (F, 1 + 3 nbins): per feature its number of bins, then per bin its upper threshold (+inf for
+// the last), smallest and largest value, as f32 bits. Workgroup per feature (nbins <= 256: a
+// thread a bin). Values are compared as bits (order_key), so subnormals count as on the CPU.
+// The same bits as feature_bins: at most nbins distinct values, a bin each with thresholds at
+// their midpoints (mid_down); else the cuts at the (m - 1) k / nbins quantiles (k = 1 .. nbins
+// - 1; a value where its two neighbours agree, else their midpoint), non-decreasing in k so that
+// dropping repeats is Python's sorted(set(...)), the top bin kept for the largest value.
+@group(0) @binding(0) var<uniform> bn: Bins;
+@group(0) @binding(1) var<storage, read> th_samp: array<u32>;
+@group(0) @binding(2) var<storage, read_write> th_out: array<u32>;
+
+var<workgroup> th_cnt: array<u32, 256>;  // boundaries (value changes) in each thread's chunk, then their prefix
+var<workgroup> th_cut: array<u32, 256>;  // the thresholds (or the distinct values), f32 bits
+var<workgroup> th_end: array<u32, 256>;  // each bin's end in the sorted values
+var<workgroup> th_n: u32;
+
+fn th_key(f: u32, i: u32) -> u32 { return order_key(th_samp[f * bn.SM + i]); }
+
+fn th_upper(f: u32, key: u32, below: bool) -> u32 {  // first i with v[i] > key (>= key if below)
+  var lo = 0u;
+  var hi = bn.m;
+  while (lo < hi) {
+    let mid = (lo + hi) / 2u;
+    let k = th_key(f, mid);
+    if (k < key || (!below && k == key)) { lo = mid + 1u; } else { hi = mid; }
+  }
+  return lo;
+}
+
+fn th_mid(a: u32, b: u32) -> u32 {  // feature_bins' cut between two sorted values
+  if (a == b) { return a; }
+  return bitcast<u32>(mid_down(bitcast<f32>(a), bitcast<f32>(b)));
+}
+
+@compute @workgroup_size(256)
+fn thresholds(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
+              @builtin(local_invocation_index) lid: u32) {
+  let f = linear(wid, nwg);  // uniform: a workgroup's feature
+  let m = bn.m;
+  let nb = bn.nbins;
+  let base = f * bn.SM;
+  let chunk = (m + 255u) / 256u;
+  let c0 = max(1u, lid * chunk);
+  let c1 = min(m, (lid + 1u) * chunk);
+  var changes = 0u;
+  for (var i = c0; i < c1; i++) {
+    changes += select(0u, 1u, th_samp[base + i] != th_samp[base + i - 1u]);
+  }
+  th_cnt[lid] = changes;
+  workgroupBarrier();
+  if (lid == 0u) {
+    var total = 0u;
+    for (var t = 0u; t < 256u; t++) {
+      let c = th_cnt[t];
+      th_cnt[t] = total;
+      total += c;
+    }
+    th_n = total + 1u;  // distinct values
+  }
+  let distinct = workgroupUniformLoad(&th_n);
+  let out0 = f * (1u + 3u * nb);
+  if (distinct <= nb) {  // a bin per value
+    if (lid == 0u) { th_cut[0] = th_samp[base]; }
+    var at = 1u + th_cnt[lid];
+    for (var i = c0; i < c1; i++) {
+      if (th_samp[base + i] != th_samp[base + i - 1u]) {
+        th_cut[at] = th_samp[base + i];
+        at++;
+      }
+    }
+    workgroupBarrier();
+    if (lid < distinct) {
+      let v = th_cut[lid];
+      var t = 0x7F800000u;
+      if (lid + 1u < distinct) { t = th_mid(v, th_cut[lid + 1u]); }
+      th_out[out0 + 1u + 3u * lid] = t;
+      th_out[out0 + 2u + 3u * lid] = v;
+      th_out[out0 + 3u + 3u * lid] = v;
+    }
+    if (lid == 0u) { th_out[out0] = distinct; }
+    return;
+  }
+  if (lid + 1u < nb) {  // cut k = lid + 1
+    let h = (m - 1u) * (lid + 1u);
+    let q = h / nb;
+    th_cut[lid] = th_mid(th_samp[base + q], th_samp[base + q + select(0u, 1u, h % nb != 0u)]);
+  }
+  workgroupBarrier();
+  if (lid == 0u) {
+    var kept = 0u;
+    for (var k = 0u; k + 1u < nb; k++) {
+      let c = th_cut[k];
+      if (kept == 0u || c != th_cut[kept - 1u]) {
+        th_cut[kept] = c;
+        kept++;
+      }
+    }
+    let top = th_samp[base + m - 1u];
+    if (order_key(th_cut[kept - 1u]) >= order_key(top)) {  // the top bin must hold the largest value
+      kept--;
+      let below = th_samp[base + th_upper(f, order_key(top), true) - 1u];
+      if (kept == 0u || order_key(th_cut[kept - 1u]) < order_key(below)) {
+        th_cut[kept] = th_mid(below, top);
+        kept++;
+      }
+    }
+    th_n = kept;
+  }
+  let L = workgroupUniformLoad(&th_n);  // thresholds: L + 1 bins
+  if (lid < L) {
+    th_end[lid] = th_upper(f, order_key(th_cut[lid]), false);
+  } else if (lid == L) {
+    th_end[lid] = m;
+  }
+  workgroupBarrier();
+  if (lid <= L) {
+    let before = max(lid, 1u) - 1u;
+    var start = 0u;
+    if (lid > 0u) { start = th_end[before]; }
+    let end = th_end[lid];
+    var lo = th_cut[before];  // a bin empty in the sample: its bounds stand in for its values
+    var hi = th_cut[min(lid, L - 1u)];
+    if (end > start) {
+      lo = th_samp[base + start];
+      hi = th_samp[base + end - 1u];
+    }
+    th_out[out0 + 1u + 3u * lid] = select(0x7F800000u, th_cut[lid], lid < L);
+    th_out[out0 + 2u + 3u * lid] = lo;
+    th_out[out0 + 3u + 3u * lid] = hi;
+  }
+  if (lid == 0u) { th_out[out0] = L + 1u; }
 }
 
 // ---- bin_features: X -> binned, bin = number of the feature's thresholds below x -----------
