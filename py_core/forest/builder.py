@@ -593,18 +593,14 @@ class Grower:
 
     async def _wait(self) -> None:
         """Wait for the GPU to finish what was submitted since the last wait; the pacer learns
-        its rate. Where batches have finished, reading their sizes is the wait (a read waits for
-        the work submitted before it): one round trip, not two."""
-        m_ = None
-        if self.finished:
-            last = self.finished[-1]
-            m_ = await self.b.read(self.meta, 2 * (last[0] + last[1]))
-        elif self.pending:
-            await self.b.finish()
+        its rate."""
         if self.pending:
+            await self.b.finish()
             self.pacer.done(self.pending, self.clock() - self.t_pending)
             self.pending = 0
-        if m_ is not None:  # the GPU is idle: the finished batches' reads started
+        if self.finished:  # the GPU is idle: the finished batches' sizes, and their reads started
+            last = self.finished[-1]
+            m_ = await self.b.read(self.meta, 2 * (last[0] + last[1]))
             for done, nt in self.finished:
                 self._issue(done, m_[2 * done:2 * (done + nt):2])
             self.finished = []
