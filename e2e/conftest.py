@@ -22,16 +22,44 @@ CHROMIUM_FLAGS = [
 ]
 
 
+# `make test` runs these files on two workers, a file at a time each (--dist loadfile): a worker
+# about to run out of tests takes the next file. xdist would order the files by their number of
+# tests, which left one- and two-test files of a minute or more (bench, transformer) to the end,
+# one worker running them while the other stood idle. The slow files go first instead, slowest
+# first (a worker's seconds on CI), the others after them in name order: the last files are short
+# and the two workers end close together.
+SLOWEST_FIRST = ("test_control.py", "test_forest.py", "test_forest_backends.py", "test_robust_gpu.py",
+                 "test_transformer.py", "test_bench.py", "test_foundation.py", "test_page.py", "test_runs.py")
+
+
+def pytest_configure(config):
+    config.option.loadscopereorder = False  # xdist keeps the order pytest_collection_modifyitems gives
+
+
+def pytest_collection_modifyitems(items):
+    rank = {name: i for i, name in enumerate(SLOWEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: a file's tests keep their order
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 
 
+# The server comparisons that tests look at: scikit-learn's beside a forest, PyTorch's beside a
+# transformer (the bench test keeps the same two). The others (py_core's native and reference,
+# xgboost, lightgbm) are tests/test_comparisons_runners.py's to check: here nothing reads them,
+# and their queue kept a core busy behind the pages (two minutes of jobs for test_forest.py's
+# forests, one of them py_core-reference's minute on the Large diabetes forest).
+COMPARISON_RUNNERS = "sklearn,torch"
+
+
 @pytest.fixture(scope="session")
 def server(tmp_path_factory):
-    """The playground server as a person starts it; yields its base URL."""
-    yield from serve(tmp_path_factory.mktemp("data"))
+    """The playground server as a person starts it, its comparisons COMPARISON_RUNNERS; yields its
+    base URL."""
+    yield from serve(tmp_path_factory.mktemp("data"), "--comparison-runners", COMPARISON_RUNNERS)
 
 
 def serve(data_dir, *options):
@@ -73,15 +101,34 @@ def browser():
         b.close()
 
 
-@pytest.fixture
-def page(browser, server):
-    context = browser.new_context(base_url=server)
+def open_page(browser, server, **options):
+    """A page in a browser context of its own (`options` go to `new_context`), its console kept in
+    `page.console_messages`; `page.context.close()` ends both."""
+    context = browser.new_context(base_url=server, **options)
     pg = context.new_page()
     pg.console_messages = []
     pg.on("console", lambda m: pg.console_messages.append(f"{m.type}: {m.text}"))
     pg.on("pageerror", lambda e: pg.console_messages.append(f"pageerror: {e}"))
+    return pg
+
+
+@pytest.fixture
+def page(browser, server):
+    pg = open_page(browser, server)
     yield pg
-    context.close()
+    pg.context.close()
+
+
+@pytest.fixture(scope="module")
+def shared_page(browser, server):
+    """One page for the tests of a module, opened at "/" and ready; they run on it in file order,
+    each from where the one before left it. A Pyodide start costs about ten seconds of CI's two
+    cores, so a module whose tests need no fresh page starts it once."""
+    pg = open_page(browser, server)
+    pg.goto("/")
+    wait_ready(pg)
+    yield pg
+    pg.context.close()
 
 
 def wait_ready(page, timeout_s: float = 120) -> dict:

@@ -2,12 +2,13 @@
 
 Memory is read from `window.playground.memory()`: py_core's count of live buffers, their bytes and
 recorded plans, and the JS runtime's own count of the GPUBuffers and plans it holds (`runtime`).
+
+The tests run in file order on one page (conftest.shared_page), the first on it fresh: a Pyodide
+start costs about ten seconds of CI's two cores, and each test counts from where it starts.
 """
 from __future__ import annotations
 
 import re
-
-from conftest import wait_ready
 
 FOREST = {"kind": "random_forest", "dataset": "synthetic:friedman1?n_samples=400&seed=3", "target": "y",
           "params": {"n_estimators": 5, "max_depth": 4, "random_state": 0}, "split": {"test_size": 0.25, "seed": 1}}
@@ -29,12 +30,11 @@ def _compute(page, job):
     return page.evaluate("(job) => window.playground.compute(job).done", job)
 
 
-def test_ten_runs_of_each_kind_leave_gpu_memory_where_it_started(page):
+def test_ten_runs_of_each_kind_leave_gpu_memory_where_it_started(shared_page):
     """Ten forests, ten self-tests and ten transformers in one tab: afterwards the live buffers,
     bytes and plans (py_core's count and the JS runtime's) are where they started, but for the one
     kept transformer (its weights and sampler: the bytes it states), which the next run frees."""
-    page.goto("/")
-    wait_ready(page)
+    page = shared_page
     start = _memory(page)
     assert start["runtime"]["buffers"] == start["buffers"] and start["runtime"]["plans"] == start["plans"]
     for i in range(10):
@@ -60,13 +60,11 @@ def test_ten_runs_of_each_kind_leave_gpu_memory_where_it_started(page):
     assert _live(_memory(page)) == before
 
 
-def test_stop_a_forest_in_the_middle_through_the_page(page, server):
+def test_stop_a_forest_in_the_middle_through_the_page(shared_page, server):
     """Stop, clicked while a forest grows level by level on SwiftShader, ends it within a level:
     the page says where it stopped and that the forest is discarded; nothing is stored; the GPU
     memory is back where it was."""
-    page.goto("/?tab=data")
-    wait_ready(page)
-    page.evaluate("""() => { window.__progress = []; }""")
+    page = shared_page
     start = _memory(page)
     job = {**FOREST, "dataset": "synthetic:friedman1?n_samples=3000&seed=3",
            "params": {"n_estimators": 40, "max_depth": 12, "random_state": 0}}
@@ -96,12 +94,12 @@ def test_stop_a_forest_in_the_middle_through_the_page(page, server):
     assert all(r.get("config", {}).get("dataset") != job["dataset"] for r in runs)
 
 
-def test_stopped_transformer_keeps_its_model_and_progress_is_live(page):
+def test_stopped_transformer_keeps_its_model_and_progress_is_live(shared_page):
     """The transformer's progress comes a group of steps at a time with every step's loss, the
     step count and an estimate; Stop in the middle ends it at the next group, keeps the model
     trained so far (it samples), and the Transformer tab says so."""
-    page.goto("/?tab=transformer")
-    wait_ready(page)
+    page = shared_page
+    page.click("#tab-transformer")
     page.wait_for_function("() => document.querySelector('#tf-size').textContent.includes('parameters')", timeout=60_000)
     for name, value in {"n_layer": "1", "n_embd": "32", "n_head": "2", "block_size": "16", "batch_size": "2",
                         "steps": "400"}.items():

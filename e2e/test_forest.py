@@ -1,13 +1,17 @@
 """The Random forest tab as a person uses it: diabetes, the "Large" preset (200 trees, depth 16),
 trained in the page on WebGPU (SwiftShader on CI); as accurate as scikit-learn on the same rows;
-metrics, plots and the server's side-by-side comparison shown."""
+metrics, plots and the server's side-by-side comparison shown. Then jobs through the automation
+API: two classes, scikit-learn's defaults, and a failure on the way back that leaves the worker
+running the next job.
+
+The tests run in file order on one page (conftest.shared_page): a Pyodide start costs about ten
+seconds of CI's two cores. The failure test goes last: its wrapper stays on the worker."""
 from __future__ import annotations
 
 import statistics
 
 import httpx
 import numpy as np
-import pytest
 from sklearn.ensemble import RandomForestRegressor
 
 from conftest import wait_ready
@@ -26,10 +30,11 @@ def sklearn_mse_on_the_same_split(server) -> float:
     return statistics.mean(scores)
 
 
-def test_diabetes_forest_in_the_page_on_webgpu(page, server):
-    page.goto("/?tab=forest")
+def test_diabetes_forest_in_the_page_on_webgpu(shared_page, server):
+    page = shared_page
     info = wait_ready(page)
     assert info["backend"] == "webgpu"
+    page.click("#tab-forest")
     page.wait_for_function("() => window.playground.selection?.dataset === 'diabetes'", timeout=60_000)
     page.select_option("#forest-preset", "large")
     assert page.locator("#forest-n_estimators").input_value() == "200"
@@ -53,10 +58,8 @@ def test_diabetes_forest_in_the_page_on_webgpu(page, server):
     page.wait_for_function("() => document.querySelector('#forest-compare').textContent.includes('sklearn')", timeout=120_000)
 
 
-def test_two_class_surface_and_confusion_matrix(page, server):
-    page.goto("/?tab=forest")
-    wait_ready(page)
-    run = page.evaluate("""() => window.playground.run({kind: 'random_forest', dataset: 'synthetic:moons?n_samples=400&noise=0.2&seed=1',
+def test_two_class_surface_and_confusion_matrix(shared_page):
+    run = shared_page.evaluate("""() => window.playground.run({kind: 'random_forest', dataset: 'synthetic:moons?n_samples=400&noise=0.2&seed=1',
         target: 'y', params: {n_estimators: 10, max_depth: 6, random_state: 0}, split: {test_size: 0.25, seed: 42}})""")
     assert run["metrics"]["accuracy"] > 0.85
     plots = run["result"]["plots"]
@@ -64,74 +67,33 @@ def test_two_class_surface_and_confusion_matrix(page, server):
     assert plots["surface"]["grid"]["n"] ** 2 == len(plots["surface"]["grid"]["values"])
 
 
-SMALL_BENCHMARKS = [  # the benchmark configurations (web/suites/forest-classes.json), small
-    ("diabetes", "target", {"n_estimators": 6, "max_depth": 16}),
-    ("synthetic:regression?n_samples=3000&n_features=20&n_informative=10&noise=10&seed=0", "y",
-     {"n_estimators": 3, "max_depth": 12, "max_features": 0.33}),
-    ("synthetic:blobs?n_samples=1500&n_features=50&centers=10&cluster_std=12&seed=0", "y",
-     {"n_estimators": 2, "max_depth": 14, "parallel_bins": True}),  # the kernels GPUs run
-    ("wine", "target", {"n_estimators": 6, "max_depth": 5, "criterion": "entropy"}),
-    # live plots: eight batches, each read back while the next ones grow (builder._issue): trees
-    # of bounded depth (one set of arrays, read once sized at a wait) and unbounded (a set a batch)
-    ("wine", "target", {"n_estimators": 8, "max_depth": 6, "live": True}),
-    ("diabetes", "target", {"n_estimators": 8, "live": True}),
-]
-
-
-@pytest.mark.parametrize("dataset, target, params", SMALL_BENCHMARKS,
-                         ids=["diabetes", "1Mx20", "classes", "wine", "live-bounded", "live-deep"])
-def test_same_forest_in_the_page_as_on_the_reference_and_native_backends(page, server, dataset, target, params):
-    """webgpu (the page, SwiftShader), native (lavapipe) and reference (plain Python) build the same
-    trees from the same seed: the same feature, threshold and children at every node; leaf values
-    agree to 1e-6 relative."""
-    import asyncio
-    from concurrent.futures import ThreadPoolExecutor
-
-    from py_core.data import parse_csv, prepare
-    from py_core.forest import RandomForestClassifier, RandomForestRegressor
-    from py_core.jobs import synthetic_table
-
-    params = dict(params, random_state=7)
-    live = params.pop("live", False)
-    page.goto("/")
-    wait_ready(page)
-    browser_model = page.evaluate("""async ([dataset, target, params, live]) => {
-        const run = await window.playground.run({kind: 'random_forest', dataset, target, params, live,
-                                                 split: {test_size: 0.2, seed: 42}});
-        if (!(run.result.model.binary instanceof Uint8Array)) throw new Error('the model is not binary');
-        return window.playground.forestJSON(run.result.model);  // the JSON download, written from it
-    }""", [dataset, target, params, live])
-    if dataset.startswith("synthetic:"):
-        table = synthetic_table(dataset)
-    else:
-        table = parse_csv(httpx.get(f"{server}/api/datasets/{dataset}/file").content, name=dataset)
-    p = prepare(table, target, test_size=0.2, seed=42)
-    cls = RandomForestClassifier if p.info["task"] == "classification" else RandomForestRegressor
-    y = [p.info["classes"][v] for v in p.y_train] if p.info["classes"] else p.y_train
-    kw = {k: v for k, v in params.items() if k != "parallel_bins"}
-    for backend in ("reference", "native"):
-        fit = cls(**kw, backend=backend).fit  # in a thread: Playwright owns this one's loop
-        with ThreadPoolExecutor(1) as pool:
-            forest = pool.submit(asyncio.run, fit(p.X_train, y, n_features=p.n_features)).result()
-        want = forest.to_dict()
-        assert len(browser_model["trees"]) == len(want["trees"]) == params["n_estimators"]
-        for got, exp in zip(browser_model["trees"], want["trees"]):
-            assert got["feature"] == exp["feature"], backend
-            assert got["left"] == exp["left"] and got["right"] == exp["right"], backend
-            assert got["threshold"] == exp["threshold"], backend
-            g, w = np.array(got["value"], dtype=float), np.array(exp["value"], dtype=float)
-            assert np.allclose(g, w, rtol=1e-6, atol=1e-6 * np.abs(w).max()), backend
+def test_a_forest_at_sklearn_defaults_is_grown_in_the_page_and_stored(shared_page, server):
+    """max_depth=None, min_samples_leaf=1 (scikit-learn's defaults) on a few thousand rows: every
+    tree grown to its leaves in the page, the model back as binary, the run stored."""
+    info = wait_ready(shared_page)
+    assert info["backend"] == "webgpu"
+    out = shared_page.evaluate("""async () => {
+        const run = await window.playground.run({kind: 'random_forest', target: 'y',
+            dataset: 'synthetic:friedman1?n_samples=3000&noise=1&seed=3',
+            params: {n_estimators: 10, random_state: 0}, split: {test_size: 0.2, seed: 42}});
+        const m = run.result.model;
+        return {id: run.id, params: run.config.params, r2: run.metrics.r2, bytes: m.binary.length,
+                nodes: (await window.playground.forestJSON(m)).trees.map((t) => t.feature.length)};
+    }""")
+    assert out["params"] == {"n_estimators": 10, "random_state": 0}
+    assert len(out["nodes"]) == 10 and min(out["nodes"]) > 2000  # fully grown: ~2 x 1,500 distinct rows
+    assert out["r2"] > 0.5
+    assert httpx.get(f"{server}/api/runs/{out['id']}").json()["metrics"]["r2"] == out["r2"]
 
 
 JOB = """{kind: 'random_forest', dataset: 'wine', target: 'target',
           params: {n_estimators: 3, max_depth: 3, random_state: 0}}"""
 
 
-def test_a_failure_in_the_result_path_fails_that_job_and_the_worker_runs_the_next(page, server):
+def test_a_failure_in_the_result_path_fails_that_job_and_the_worker_runs_the_next(shared_page, server):
     """The worker's way back to the page breaks for one result: that job fails with its message,
     and the next job on the same worker runs and is stored."""
-    page.goto("/")
-    wait_ready(page)
+    page = shared_page
     worker = page.workers[0]  # the compute worker (Pyodide, py_core, the GPU)
     # Armed for a job's result only (one with metrics): the panels' own calls after ready
     # (generators, presets, a data set's description) also answer with type 'result', and one of
@@ -156,23 +118,3 @@ def test_a_failure_in_the_result_path_fails_that_job_and_the_worker_runs_the_nex
     run = page.evaluate(f"() => window.playground.run({JOB})")
     assert run["metrics"]["accuracy"] > 0.8
     assert httpx.get(f"{server}/api/runs/{run['id']}").status_code == 200
-
-
-def test_a_forest_at_sklearn_defaults_is_grown_in_the_page_and_stored(page, server):
-    """max_depth=None, min_samples_leaf=1 (scikit-learn's defaults) on a few thousand rows: every
-    tree grown to its leaves in the page, the model back as binary, the run stored."""
-    page.goto("/")
-    info = wait_ready(page)
-    assert info["backend"] == "webgpu"
-    out = page.evaluate("""async () => {
-        const run = await window.playground.run({kind: 'random_forest', target: 'y',
-            dataset: 'synthetic:friedman1?n_samples=3000&noise=1&seed=3',
-            params: {n_estimators: 10, random_state: 0}, split: {test_size: 0.2, seed: 42}});
-        const m = run.result.model;
-        return {id: run.id, params: run.config.params, r2: run.metrics.r2, bytes: m.binary.length,
-                nodes: (await window.playground.forestJSON(m)).trees.map((t) => t.feature.length)};
-    }""")
-    assert out["params"] == {"n_estimators": 10, "random_state": 0}
-    assert len(out["nodes"]) == 10 and min(out["nodes"]) > 2000  # fully grown: ~2 x 1,500 distinct rows
-    assert out["r2"] > 0.5
-    assert httpx.get(f"{server}/api/runs/{out['id']}").json()["metrics"]["r2"] == out["r2"]

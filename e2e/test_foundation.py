@@ -1,4 +1,7 @@
-"""The page as a person uses it: it becomes ready, runs the GPU self-test, and the run is stored."""
+"""The page as a person uses it: it becomes ready, runs the GPU self-test, and the run is stored.
+
+The tests on WebGPU run in file order on one page (conftest.shared_page): a Pyodide start costs
+about ten seconds of CI's two cores."""
 from __future__ import annotations
 
 import httpx
@@ -6,8 +9,8 @@ import httpx
 from conftest import wait_ready
 
 
-def test_page_ready_with_webgpu_adapter(page):
-    page.goto("/")
+def test_page_ready_with_webgpu_adapter(shared_page):
+    page = shared_page
     info = wait_ready(page)
     assert info["backend"] == "webgpu", page.console_messages
     assert info["adapter"]["vendor"]  # SwiftShader reports "google"
@@ -22,9 +25,8 @@ def test_page_ready_with_webgpu_adapter(page):
         assert banner.is_hidden()
 
 
-def test_selftest_runs_on_webgpu_and_is_stored(page, server):
-    page.goto("/")
-    wait_ready(page)
+def test_selftest_runs_on_webgpu_and_is_stored(shared_page, server):
+    page = shared_page
     page.click("#tab-gpu")
     page.click("#check-gpu")
     page.wait_for_selector("#selftest-table", timeout=120_000)
@@ -46,10 +48,8 @@ def test_selftest_runs_on_webgpu_and_is_stored(page, server):
         assert k["ok"] and k["time_s"] > 0 and k["max_abs_err"] < 1e-3
 
 
-def test_automation_api_returns_stored_run(page, server):
-    page.goto("/")
-    wait_ready(page)
-    run = page.evaluate("() => window.playground.run({kind: 'selftest'})")
+def test_automation_api_returns_stored_run(shared_page, server):
+    run = shared_page.evaluate("() => window.playground.run({kind: 'selftest'})")
     for key in ("id", "kind", "config", "backend", "adapter", "metrics", "timings", "created_at"):
         assert key in run, key
     assert run["config"] == {"kind": "selftest"}

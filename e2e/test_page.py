@@ -17,7 +17,7 @@ from urllib.parse import parse_qs, urlparse
 import httpx
 import pytest
 
-from conftest import ROOT, screenshot, wait_ready
+from conftest import COMPARISON_RUNNERS, ROOT, screenshot, serve, wait_ready
 
 AXE = ROOT / "web" / "node_modules" / "axe-core" / "axe.min.js"  # npm devDependency, pinned
 TABS = ["data", "forest", "transformer", "gpu", "runs"]
@@ -33,8 +33,16 @@ FEATURES = ["sepal length (cm)", "petal length (cm)", "petal width (cm)"]
 
 
 @pytest.fixture(scope="module")
-def app(browser, server):
+def own_server(tmp_path_factory):
+    """A server of the module's own: the Runs tab draws every run stored, and what other files ran
+    on the session's server (a transformer's val_loss chart) is not this module's to draw."""
+    yield from serve(tmp_path_factory.mktemp("page-data"), "--comparison-runners", COMPARISON_RUNNERS)
+
+
+@pytest.fixture(scope="module")
+def app(browser, own_server):
     """One browser context for the module; `app.page` is the page the next test continues on."""
+    server = own_server
     # bypass_csp: the page's CSP refuses inline scripts, and axe-core goes in as one (test_axe).
     context = browser.new_context(base_url=server, bypass_csp=True, accept_downloads=True)
     app = SimpleNamespace(context=context, server=server, errors=[], page=None)
