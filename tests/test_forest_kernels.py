@@ -328,18 +328,21 @@ def test_thresholds_on_the_device_are_binnings(native_backend, reference_backend
     binning.feature_bins gives on the CPU, for columns of every shape, those of one length at
     once, padded with +inf as `sample` pads them; so does its reference."""
     from py_core.forest.binning import feature_bins
-    by_length = {}
+    by_length = {500: [sorted(array("f", [rng.random() for _ in range(500)])) for _ in range(3)]}
     for col in _sorted_columns(rng):
         by_length.setdefault(len(col), []).append(col)
+    spare = 0xDEADBEEF  # a word past the records: a grid's spare workgroup must leave it
     for (m, cols), b in itertools.product(by_length.items(), (native_backend, reference_backend)):
         k = run(b.kernel("forest", "thresholds"))
         SM = 1 << (m - 1).bit_length()
         F, W = len(cols), 1 + 3 * nbins
         samp = array("f", [v for c in cols for v in c + [fk.INF] * (SM - m)])
         P = b.buffer("u32", uniform=True, data=fk.BINS.pack(m=m, SM=SM, F=F, nbins=nbins))
-        sb, out = b.buffer("u32", data=memoryview(samp).cast("B").cast("I")), b.buffer("u32", F * W)
-        run(b.run(b.plan().dispatch(k, [P, sb, out], fk.grid(F))))
+        sb = b.buffer("u32", data=memoryview(samp).cast("B").cast("I"))
+        out = b.buffer("u32", data=array("I", [spare]) * ((F + 1) * W))
+        run(b.run(b.plan().dispatch(k, [P, sb, out], fk.grid(F, 2))))  # 2-D: F odd has a spare
         got = run(b.read(out))
+        assert set(got[F * W:]) == {spare}
         for f, col in enumerate(cols):
             th, lo, hi = feature_bins(col, nbins)
             want = array("f", [v for j in range(len(th) + 1) for v in (th[j] if j < len(th) else fk.INF, lo[j], hi[j])])

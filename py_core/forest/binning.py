@@ -8,19 +8,18 @@ to bin j when exactly j of the feature's thresholds are below its value, so `x <
 holds for bins 0..j and fails above.
 
 The subsample is every `step`-th row (`sample_shape`). GPU backends sort it on the device
-(`sample` and `sort_pass` kernels) and pick the thresholds there too (`thresholds`, the same
-steps as `feature_bins`, bit for bit): only the bins come back. `sorted_columns` sorts in Python
+(`sample` and `sort_pass` kernels) and pick the thresholds there too (the `thresholds` kernel,
+whose reference is `feature_bins`, in py_core.kernels.forest: the same steps, bit for bit): only
+the bins come back. `sorted_columns` sorts in Python
 (the reference backend). Either way each feature's values are its f32 values, -0 made +0, sorted
 ascending, so the thresholds are the same on every backend. From the sorted values only
 O(n_bins log m) are read.
 """
 from __future__ import annotations
 
-import math
 from array import array
-from bisect import bisect_left, bisect_right
 
-from ..kernels.forest import mid_down
+from ..kernels.forest import feature_bins
 
 SUBSAMPLE = 100_000  # rows the thresholds are computed from (HistGradientBoosting: 200,000)
 INF = float("inf")
@@ -31,57 +30,6 @@ def sample_shape(n: int) -> tuple[int, int, int]:
     step = -(-n // SUBSAMPLE)
     m = -(-n // step)
     return step, m, 1 << max(0, (m - 1).bit_length())
-
-
-def midpoint(a: float, b: float) -> float:
-    """The largest f32 m <= (a + b) / 2 (a < b, both f32), so a <= m < b: an f32 value goes to
-    the same side of m as of the real midpoint (scikit-learn's f64 threshold)."""
-    return mid_down(a, b)
-
-
-def distinct_upto(values, limit: int) -> list[float] | None:
-    """The distinct values of a sorted sequence if there are at most `limit`, else None: found
-    by bisection, O(limit log m) steps."""
-    out, i, m = [], 0, len(values)
-    while i < m:
-        if len(out) == limit:
-            return None
-        v = values[i]
-        out.append(v)
-        i = bisect_right(values, v, i)
-    return out
-
-
-def feature_bins(values, n_bins: int) -> tuple[list[float], list[float], list[float]]:
-    """(thresholds, lo, hi) of one feature from its sorted f32 values (a list or an array):
-    len(thresholds) + 1 bins, lo/hi the smallest and largest value in each."""
-    distinct = distinct_upto(values, n_bins)
-    if distinct is not None:
-        return [midpoint(a, b) for a, b in zip(distinct, distinct[1:])], distinct, distinct
-    m = len(values)
-    cuts = set()
-    for k in range(1, n_bins):
-        h = (m - 1) * k / n_bins
-        a, b = values[math.floor(h)], values[math.ceil(h)]
-        cuts.add(a if a == b else midpoint(a, b))
-    thresholds = sorted(cuts)
-    if thresholds[-1] >= values[-1]:  # the top bin must hold the largest value
-        thresholds.pop()
-        below = values[bisect_left(values, values[-1]) - 1]  # exists: > n_bins distinct values
-        if not thresholds or thresholds[-1] < below:
-            thresholds.append(midpoint(below, values[-1]))
-    # Bin j holds values[ends[j - 1]:ends[j]], the values above threshold j - 1 up to threshold j.
-    ends = [bisect_right(values, t) for t in thresholds] + [m]
-    lo, hi, start = [], [], 0
-    for j, end in enumerate(ends):
-        if end > start:
-            lo.append(values[start])
-            hi.append(values[end - 1])
-        else:  # a bin empty in the sample: its bounds stand in for its values
-            lo.append(thresholds[j - 1] if j else thresholds[0])
-            hi.append(thresholds[j] if j < len(thresholds) else thresholds[-1])
-        start = end
-    return thresholds, lo, hi
 
 
 def sorted_columns(X: array, n: int, n_features: int) -> list:

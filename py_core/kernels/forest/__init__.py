@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from array import array
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from fractions import Fraction
 from itertools import accumulate
 from struct import Struct as _Struct
@@ -281,12 +281,59 @@ def sort_pass(bufs, grid_, constants):
                 data[base + a], data[base + a + j] = y, x
 
 
+def distinct_upto(values, limit: int) -> list[float] | None:
+    """The distinct values of a sorted sequence if there are at most `limit`, else None: found
+    by bisection, O(limit log m) steps."""
+    out, i, m = [], 0, len(values)
+    while i < m:
+        if len(out) == limit:
+            return None
+        v = values[i]
+        out.append(v)
+        i = bisect_right(values, v, i)
+    return out
+
+
+def feature_bins(values, n_bins: int) -> tuple[list[float], list[float], list[float]]:
+    """(thresholds, lo, hi) of one feature from its sorted f32 values (a list or an array):
+    len(thresholds) + 1 bins, lo/hi the smallest and largest value in each (py_core.forest.binning
+    says how; the `thresholds` kernel does the same on the device). A threshold between two
+    values is mid_down's: an f32 value goes to the same side of it as of the real midpoint
+    (scikit-learn's f64 threshold)."""
+    distinct = distinct_upto(values, n_bins)
+    if distinct is not None:
+        return [mid_down(a, b) for a, b in zip(distinct, distinct[1:])], distinct, distinct
+    m = len(values)
+    cuts = set()
+    for k in range(1, n_bins):
+        h = (m - 1) * k / n_bins
+        a, b = values[math.floor(h)], values[math.ceil(h)]
+        cuts.add(a if a == b else mid_down(a, b))
+    thresholds = sorted(cuts)
+    if thresholds[-1] >= values[-1]:  # the top bin must hold the largest value
+        thresholds.pop()
+        below = values[bisect_left(values, values[-1]) - 1]  # exists: > n_bins distinct values
+        if not thresholds or thresholds[-1] < below:
+            thresholds.append(mid_down(below, values[-1]))
+    # Bin j holds values[ends[j - 1]:ends[j]], the values above threshold j - 1 up to threshold j.
+    ends = [bisect_right(values, t) for t in thresholds] + [m]
+    lo, hi, start = [], [], 0
+    for j, end in enumerate(ends):
+        if end > start:
+            lo.append(values[start])
+            hi.append(values[end - 1])
+        else:  # a bin empty in the sample: its bounds stand in for its values
+            lo.append(thresholds[j - 1] if j else thresholds[0])
+            hi.append(thresholds[j] if j < len(thresholds) else thresholds[-1])
+        start = end
+    return thresholds, lo, hi
+
+
 @reference("forest", "thresholds")
 def thresholds(bufs, grid_, constants):
     P, samp, out = bufs
     s = BINS.unpack(P)
     m, SM, nb = s["m"], s["SM"], s["nbins"]
-    from ...forest.binning import feature_bins  # the CPU's thresholds, which this kernel repeats
     values, W = array("f", samp.tobytes()), 1 + 3 * nb
     for f in range(s["F"]):
         th, lo, hi = feature_bins(values[f * SM:f * SM + m], nb)

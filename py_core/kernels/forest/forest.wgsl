@@ -389,6 +389,7 @@ fn th_mid(a: u32, b: u32) -> u32 {  // feature_bins' cut between two sorted valu
 fn thresholds(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
               @builtin(local_invocation_index) lid: u32) {
   let f = linear(wid, nwg);  // uniform: a workgroup's feature
+  if (f >= bn.F) { return; }  // a 2-D grid's last row runs past the features
   let m = bn.m;
   let nb = bn.nbins;
   let base = f * bn.SM;
