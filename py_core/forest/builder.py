@@ -301,10 +301,10 @@ class Grower:
                          S_next=0, T_all=self.T, inv_scale=1.0, mid=0.0, xd=0, ye=0, ym_lo=0,
                          ym_hi=0, step=self.step, SM=SM, S_h=0, s_lo=0, small=0)
 
-    async def _upload_and_sort(self, X: array, y) -> list:
+    async def _upload_and_sort(self, X: array, y) -> tuple[array, array]:
         """Data up; finite checks, fixed-point regression targets and, on GPU backends, the
-        binning subsample sorted on the device (one submission, one readback). Returns each
-        feature's sorted sample."""
+        binning subsample sorted and each feature's bins picked from it on the device (one
+        submission, one readback). Returns the bins: (edges, fmeta), as edges_from_sorted."""
         b, spec, n, F, k, SM = self.b, self.spec, self.n, self.F, self.k, self.base["SM"]
         buf, clock = self._buf, self.clock
         if spec.crit == MSE:
