@@ -440,6 +440,29 @@ def test_random_state_none_differs_and_int_repeats(diabetes):
     assert fits[0] == fits[1] and fits[0] != fits[2]
 
 
+def test_bins_whose_records_do_not_fit_a_buffer_come_from_the_sorted_sample(native_backend, monkeypatch):
+    """Where the `thresholds` kernel's records (a feature's bins, up to 3 n_bins + 1 words) would
+    not fit a buffer but the sorted sample does, the sample comes back and the CPU picks the same
+    bins: the same forest."""
+    from py_core.forest import builder
+    X = [[float(i % 3), float(i * 7 % 20), float(i % 2)] for i in range(40)]
+    y = [float(i % 3 + i % 2 + (i * 7 % 20) // 4) for i in range(40)]
+    fit = lambda: run(RandomForestRegressor(n_estimators=3, max_depth=4, random_state=1,
+                                            backend=native_backend).fit(X, y)).to_dict()["trees"]
+    want = fit()
+    picked = []
+    real = builder.edges_from_sorted
+    monkeypatch.setattr(builder, "edges_from_sorted", lambda *a: picked.append(1) or real(*a))
+    limits = dict(native_backend.limits)
+    try:  # the sample: 3 x 64 + 1 words (772 bytes); the records: 3 x (1 + 3 x 40) + 1 (1,456)
+        native_backend.limits["maxStorageBufferBindingSize"] = 1400
+        assert fit() == want and picked
+    finally:
+        native_backend.limits.update(limits)
+    picked.clear()
+    assert fit() == want and not picked  # with room, the device picks them
+
+
 def test_a_forest_too_big_for_the_adapter_is_refused_clearly(native_backend):
     f = RandomForestRegressor(n_estimators=2, backend=native_backend, max_depth=6)
     native_backend_limits = dict(native_backend.limits)
