@@ -39,6 +39,18 @@ def main() -> None:
           f"kernels {sum(v for _, v in kernels):.2f} s")
     for name, seconds in kernels[:10]:
         print(f"  {name:16s} {seconds:8.3f} s")
+    print_levels(forest.timings_)
+
+
+def print_levels(timings: dict) -> None:
+    """A fit's profile level by level (kernel_times' kl_, kn_ and kLEVEL_KERNEL timings): seconds,
+    dispatches and the three costliest kernels of each level, over every batch."""
+    levels = sorted(int(k[3:]) for k in timings if k.startswith("kl_"))
+    for e in levels:
+        mine = sorted(((k.split("_", 1)[1], v) for k, v in timings.items() if k.startswith(f"k{e}_")),
+                      key=lambda kv: -kv[1])
+        top = ", ".join(f"{name} {v:.3f}" for name, v in mine[:3])
+        print(f"  level {e:2d}: {timings[f'kl_{e}']:7.3f} s in {int(timings[f'kn_{e}']):5d} dispatches ({top})")
 
 
 if __name__ == "__main__":

@@ -113,6 +113,7 @@ SMALL_ROWS = 2048  # a child of at most this many rows (small_rows: fewer where 
                    # cheap) is split from its listed rows (split_rows) rather than from histograms
                    # of every feature; the forest is the same either way
 MIN_SMALL = 256    # below this many, no node is (small_rows)
+LEVEL_MARK = "@"   # a level's dispatches are labelled kernel@level (kernel_times)
 
 READ_BEHIND = ("webgpu",)  # backends whose readbacks wait without blocking (the tab's mapAsync):
                           # there the forest's batches are read back while later ones grow
@@ -175,6 +176,16 @@ def fixed_point_scale(y) -> tuple[int, int, float]:
 
 
 @dataclass
+class Flight:
+    """A submission of levels not yet waited for (Grower._wait)."""
+    done: object     # awaitable: the work submitted up to it is done (backend.finish_soon)
+    levels: int      # levels it holds
+    where: tuple     # (first tree, trees, levels submitted of the batch) once it is done
+    finished: list   # [(first tree, trees)]: batches whose trees it finishes
+    t: float         # when it was submitted
+
+
+@dataclass
 class Grown:
     """A grown forest as read back, and its prediction arrays on the device."""
     trees: Trees
@@ -234,7 +245,8 @@ class Grower:
         fit = b.scope("forest fit").__enter__()  # current until `finally` closes it
         # Reading behind (READ_BEHIND): batches finished but not yet read, and those being read
         self.rb = b.name in READ_BEHIND
-        self.batches, self.finished, self.held, self.held_bytes = [], [], {}, 0
+        self.batches, self.held, self.held_bytes = [], {}, 0
+        self.flights, self.sizes = [], None  # submissions not yet waited for, sizes being read (_wait)
         if profile:
             b.profile_start()
         try:
@@ -245,7 +257,7 @@ class Grower:
             self._tree_buffers()
             self._fixed_plans()
             self.pacer = Pacer(GROUP_SECONDS)  # levels a submission, from the measured rate
-            self.pending = 0  # levels submitted since the GPU was last waited for
+            self.t_ready = self.clock()  # when the GPU was last seen to have finished its work
             self.levels_total = self.z.levels or max(1, math.ceil(math.log2(max(2, n))) + 4)
             live, every = 0.0, -(-self.T // LIVE_BATCHES)  # a redraw each `every` trees
             for done in range(0, self.T, self.z.Tb):
@@ -263,8 +275,8 @@ class Grower:
                 self.timings["live"] = live
             grown = await self._read_back()
             if profile:
-                for name, (seconds, count) in by_label(await b.profile_stop()).items():
-                    grown.timings["k_" + name.split(".")[-1]] = seconds
+                got = await b.profile_stop()
+                grown.timings.update(kernel_times(by_label(got)), span=got["span"])
                 profile = False
             for x in grown.device.buffers():
                 if outer is not None:
@@ -273,11 +285,7 @@ class Grower:
                     fit._forget(x)
             return grown
         finally:  # also when stopped or failed
-            for reads in self.held.values():  # every read started is awaited
-                for read in reads:
-                    if read is not None:
-                        with contextlib.suppress(Exception, asyncio.CancelledError):
-                            await read
+            await self._settle()
             if profile:
                 await b.profile_stop()
             fit.__exit__(None, None, None)
@@ -504,6 +512,7 @@ class Grower:
         h, parent = self.hist[e % 2], self.hist[1 - e % 2]
         fb, nodes, cand, xlogx = self.fb, self.nodes, self.cand, self.xlogx
         plan, ups = self.b.plan(), []
+        at = lambda kernel: f"{kernel.name}{LEVEL_MARK}{e}"  # noqa: E731 (profiles: a level's time)
         for s_lo in range(0, s_cur, z.S_h):
             sp = min(z.S_h, s_cur - s_lo)
             pp = dict(depth=e, S_cur=s_cur, S_next=s_next, s_lo=s_lo)
@@ -511,30 +520,31 @@ class Grower:
             ups.append((P, pp))
             g_clear, g_vary, g_scan, g_pick = self._split_grids(sp)
             build = [P, self.binned, fb, self.tgt, self.state, cur, h]
-            plan.dispatch(clear, [P, cur, h], g_clear)
+            plan.dispatch(clear, [P, cur, h], g_clear, at(clear))
             if self.groups and s_cur <= 2:  # a slot or two a tree: sums in workgroup memory first
                 G, gb = self.groups
                 plan.dispatch(k["hist_build_wg"], build + [gb],
-                              grid(wg_items("hist_build_wg", Tb, sp, self.F, 0, 0, n, G), wgs))
+                              grid(wg_items("hist_build_wg", Tb, sp, self.F, 0, 0, n, G), wgs),
+                              at(k["hist_build_wg"]))
             else:
-                plan.dispatch(k["hist_build"], build, self._grid(Tb * n))
-            plan.dispatch(vary, [P, fb, cur, h, nodes, cand, xlogx, parent], g_vary)
+                plan.dispatch(k["hist_build"], build, self._grid(Tb * n), at(k["hist_build"]))
+            plan.dispatch(vary, [P, fb, cur, h, nodes, cand, xlogx, parent], g_vary, at(vary))
             if self.base["small"]:
                 plan.dispatch(k["split_rows"], [P, fb, cur, self.tgt, nodes, cand, h, self.binned,
-                                                self.rows], grid(Tb * sp, wgs))
-            (plan.dispatch(scan, [P, fb, cur, h, nodes, cand, xlogx, parent], g_scan)
-             .dispatch(pick, [P, fb, cur, h, nodes, cand, xlogx, self.left], g_pick))
+                                                self.rows], grid(Tb * sp, wgs), at(k["split_rows"]))
+            (plan.dispatch(scan, [P, fb, cur, h, nodes, cand, xlogx, parent], g_scan, at(scan))
+             .dispatch(pick, [P, fb, cur, h, nodes, cand, xlogx, self.left], g_pick, at(pick)))
         P = ups[0][0]
         numbering = [P, cur, nodes, self.left, other, self.childmap, self.meta, self.counts]
         if s_cur > ALLOC_SLOTS:
-            (plan.dispatch(k["alloc_count"], numbering, self._grid(Tb * s_cur))
-             .dispatch(k["alloc_scan"], numbering, grid(Tb, wgs))
-             .dispatch(k["alloc_write"], numbering, self._grid(Tb * s_cur)))
+            (plan.dispatch(k["alloc_count"], numbering, self._grid(Tb * s_cur), at(k["alloc_count"]))
+             .dispatch(k["alloc_scan"], numbering, grid(Tb, wgs), at(k["alloc_scan"]))
+             .dispatch(k["alloc_write"], numbering, self._grid(Tb * s_cur), at(k["alloc_write"])))
         else:
-            plan.dispatch(k["alloc"], numbering, grid(Tb, wgs))
+            plan.dispatch(k["alloc"], numbering, grid(Tb, wgs), at(k["alloc"]))
         if not last:
             plan.dispatch(k["route_rows"], [P, self.binned, self.state, cur, nodes, self.childmap,
-                                            other, self.rows], self._grid(Tb * n))
+                                            other, self.rows], self._grid(Tb * n), at(k["route_rows"]))
         self.level_params.append(ups)
         self.level_plans[(e, s_cur)] = plan
         return plan
@@ -561,19 +571,18 @@ class Grower:
             d += g
             if d == z.levels and z.dense:
                 plans.append(self.final)
-            if not self.pending:
-                self.t_pending = self.clock()
             await b.run(plans)
-            self.pending += g
-            if d == z.levels and z.dense and self.rb:  # read at the next wait, once sized
-                self.finished.append((done, nt))
+            finished = [(done, nt)] if d == z.levels and z.dense and self.rb else []  # read once sized
+            self.flights.append(Flight(b.finish_soon(), g, (done, nt, d), finished, self.clock()))
             # The GPU is waited for once the work submitted since the last wait is a group's
             # worth: small batches (many trees) share a wait rather than each draining the queue.
-            # The fit's last group is always waited for (the fit waits then anyway), so progress
-            # ends at 1.
-            if self.pending >= pacer.next or d < self.head or done + nt == self.T:
-                await self._wait()
-                await self._between(done, nt, d, progress, should_stop, pause)
+            # A wait leaves the newest submission queued (ahead): the GPU works on it while the
+            # next is recorded, rather than idling from the wait to the next submission (0.2 s
+            # of a 1.6 s fit on the H200). The fit's last group is waited for whole, so
+            # progress ends at 1.
+            if sum(f.levels for f in self.flights) >= pacer.next or d < self.head or done + nt == self.T:
+                where = await self._wait(ahead=done + nt < self.T)
+                await self._between(*(where or (done, nt, d)), progress if where else None, should_stop, pause)
             elif should_stop is not None and should_stop():
                 await self._between(done, nt, d, None, should_stop, None)
         if z.dense:  # its trees went to the forest's arrays with the last group
@@ -591,19 +600,56 @@ class Grower:
                 await self._between(done, nt, d, progress, should_stop, pause)
         await self._chunk(done, nt, m_[2 * done:2 * (done + nt):2])
 
-    async def _wait(self) -> None:
-        """Wait for the GPU to finish what was submitted since the last wait; the pacer learns
-        its rate."""
-        if self.pending:
+    async def _wait(self, ahead: bool = False):
+        """Wait for the GPU to finish the work submitted (ahead: all but the newest submission,
+        which stays queued); the pacer learns its rate, and the sizes of the batches finished are
+        read (ahead: started, and taken at the next wait), their trees' reads started (_issue).
+        Returns (first tree, trees, levels) of the last submission waited for; None if none was."""
+        keep = 1 if ahead else 0
+        if len(self.flights) <= keep:
+            return None
+        waited, self.flights = self.flights[:len(self.flights) - keep], self.flights[len(self.flights) - keep:]
+        for f in waited:  # all done once the last is (ahead); else the whole queue
+            await f.done
+        if not ahead:
             await self.b.finish()
-            self.pacer.done(self.pending, self.clock() - self.t_pending)
-            self.pending = 0
-        if self.finished:  # the GPU is idle: the finished batches' sizes, and their reads started
-            last = self.finished[-1]
-            m_ = await self.b.read(self.meta, 2 * (last[0] + last[1]))
-            for done, nt in self.finished:
-                self._issue(done, m_[2 * done:2 * (done + nt):2])
-            self.finished = []
+        now = self.clock()
+        self.pacer.done(sum(f.levels for f in waited), now - max(self.t_ready, waited[0].t))
+        self.t_ready = now
+        await self._take_sizes()
+        finished = [x for f in waited for x in f.finished]
+        if finished:
+            last = finished[-1]
+            self.sizes = (self.b.read_soon([(self.meta, 0, 2 * (last[0] + last[1]))]), finished)
+            if not ahead:  # the GPU is idle: read them now
+                await self._take_sizes()
+        return waited[-1].where
+
+    async def _take_sizes(self) -> None:
+        """The node counts of the batches whose sizes are being read (_wait): their trees' reads
+        started (_issue)."""
+        if self.sizes is None:
+            return
+        (read, batches), self.sizes = self.sizes, None
+        m_ = await read
+        for done, nt in batches:
+            self._issue(done, m_[2 * done:2 * (done + nt):2])
+
+    async def _settle(self) -> None:
+        """Every wait and read the fit started, awaited (a failure or Stop: their errors dropped)."""
+        flights, self.flights = self.flights, []
+        for f in flights:
+            with contextlib.suppress(Exception, asyncio.CancelledError):
+                await f.done
+        if self.sizes is not None:
+            with contextlib.suppress(Exception, asyncio.CancelledError):
+                await self.sizes[0]
+            self.sizes = None
+        for reads in self.held.values():  # every read started is awaited
+            for read in reads:
+                if read is not None:
+                    with contextlib.suppress(Exception, asyncio.CancelledError):
+                        await read
 
     async def _between(self, done: int, nt: int, d: int, progress, should_stop, pause) -> None:
         """After a submission the GPU has finished: Stop, Pause, and progress with an estimate."""
@@ -750,6 +796,23 @@ class Grower:
 
     def _grid(self, threads):
         return grid(-(-threads // WG), self.b.limits["maxComputeWorkgroupsPerDimension"])
+
+
+def kernel_times(labels: dict) -> dict:
+    """A profile's {label: [seconds, dispatches]} (by_label) as timings: k_KERNEL, the kernel's
+    seconds over the fit; for a level's dispatches (labelled KERNEL@LEVEL), also kl_LEVEL and
+    kn_LEVEL, the level's seconds and dispatches over every batch, and kLEVEL_KERNEL. (The fit's
+    `span` beside them: its submissions' first start to last end, summed: the GPU's busy time
+    with the gaps between dispatches.)"""
+    out: dict = {}
+    for label, (seconds, count) in labels.items():
+        name, _, level = label.partition(LEVEL_MARK)
+        name = name.split(".")[-1]
+        out["k_" + name] = out.get("k_" + name, 0.0) + seconds
+        if level:
+            for key, v in ((f"kl_{level}", seconds), (f"kn_{level}", count), (f"k{level}_{name}", seconds)):
+                out[key] = out.get(key, 0) + v
+    return out
 
 
 def _importances(imp: array, counts: array, T: int, G: int, F: int) -> list[float]:

@@ -363,6 +363,12 @@ class Backend(abc.ABC):
     async def finish(self) -> None:
         """Wait until all submitted work is done (before reading a clock)."""
 
+    def finish_soon(self):
+        """An awaitable that is done once the work submitted so far is, whatever is submitted
+        after: on WebGPU the queue's onSubmittedWorkDone taken now. Here, a task that waits for
+        all submitted work (finish). Await it (on failure too)."""
+        return asyncio.ensure_future(self.finish())
+
     # -- profiling: the one mechanism (benchmarks, Trainer.profile, the forest's k_ timings) ------
     def profile_start(self) -> None:
         """From now on, time every dispatch `run` submits, by its label (Plan.label): on the GPU's

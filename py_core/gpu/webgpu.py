@@ -126,6 +126,16 @@ class WebGPUBackend(Backend):
         except Exception as exc:
             raise GPUError(str(exc)) from exc
 
+    def finish_soon(self):
+        promise = self.rt.finish()  # onSubmittedWorkDone, taken now
+
+        async def wait():
+            try:
+                await promise
+            except Exception as exc:
+                raise GPUError(str(exc)) from exc
+        return asyncio.ensure_future(wait())
+
     def _destroy(self, buf: Buffer) -> None:
         self.rt.destroyBuffer(buf.handle)
 
