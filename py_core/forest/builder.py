@@ -269,7 +269,9 @@ class Grower:
                     t_live = self.clock()
                     await on_trees(Partial(self, done + nt))
                     live += self.clock() - t_live
+            t_drain = self.clock()
             await b.finish()
+            self.timings["drain"] = self.clock() - t_drain  # a round trip: the GPU was done
             self.timings["levels"] = self.clock() - t1 - live
             if on_trees is not None:
                 self.timings["live"] = live
@@ -609,11 +611,14 @@ class Grower:
         if len(self.flights) <= keep:
             return None
         waited, self.flights = self.flights[:len(self.flights) - keep], self.flights[len(self.flights) - keep:]
+        t_wait = self.clock()
         for f in waited:  # all done once the last is (ahead); else the whole queue
             await f.done
         if not ahead:
             await self.b.finish()
         now = self.clock()
+        self.timings["waited"] = self.timings.get("waited", 0.0) + now - t_wait  # the host blocked
+        self.timings["waits"] = self.timings.get("waits", 0) + 1
         self.pacer.done(sum(f.levels for f in waited), now - max(self.t_ready, waited[0].t))
         self.t_ready = now
         await self._take_sizes()
@@ -691,6 +696,7 @@ class Grower:
         meta, imp, oob = array("I"), array("f"), array("f")
         small = [(self.meta, meta), (self.imp, imp)] + ([(self.oobb, oob)] if self.oobb else [])
         await self._read_into([p for x, sink in small for p in self._whole(x, sink.frombytes)])
+        self.timings["readback_sizes"] = clock() - t1  # sizes, importances, out-of-bag sums
         counts = meta[0::2]
         js = self.b.host_js  # the tab on WebGPU: the forest's host arrays stay in JavaScript
         trees = JSTrees.empty(K, counts, self.b.rt) if js else Trees.empty(K, counts)
