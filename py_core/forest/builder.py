@@ -701,6 +701,8 @@ class Grower:
         js = self.b.host_js  # the tab on WebGPU: the forest's host arrays stay in JavaScript
         trees = JSTrees.empty(K, counts, self.b.rt) if js else Trees.empty(K, counts)
         starts, pieces = trees.starts, []
+        t2 = clock()
+        waited = 0.0  # on reads started behind
         for done, nt in self.batches:
             mine = self._forest_pieces(done, counts[done:done + nt],
                                        lambda node, data, at=starts[done]: trees.put_nodes(at + node, data),
@@ -710,11 +712,17 @@ class Grower:
                 pieces += mine
                 continue
             for i, group in enumerate(self._groups(mine)):
-                self._put(group, await held[i], js)
+                t3 = clock()
+                data = await held[i]
+                waited += clock() - t3
+                self._put(group, data, js)
                 held[i] = None  # its pack goes once put
         self.held = {}
+        t3 = clock()
         await self._read_into(pieces, js)
         self.timings["readback"] = clock() - t1
+        self.timings.update(readback_alloc=t2 - t1 - self.timings["readback_sizes"], readback_behind=waited,
+                            readback_put=t3 - t2 - waited, readback_rest=clock() - t3)
         t1 = clock()
         importances = _importances(imp, counts, T, self.z.G, F)
         self.timings["host"] = clock() - t1
