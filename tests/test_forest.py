@@ -637,6 +637,55 @@ def test_a_forest_that_cannot_fit_is_refused_clearly_and_leaves_nothing_behind(n
         assert live() == {k: before[k] for k in ("buffers", "bytes")}
 
 
+def test_a_wait_leaves_the_newest_submission_queued(reference_backend, monkeypatch, diabetes):
+    """The host records the next group of levels while the GPU runs the one before (builder._wait,
+    ahead): but in the fit's last batch, whose groups are waited for whole, every wait finds a
+    submission made after the work it waits for, so the GPU's queue is not empty while the host
+    records; and every wait is awaited by the end. The forest is the one every backend grows
+    (test_same_seed_same_forest_on_reference_and_native), with the same waits."""
+    from py_core.forest import builder
+    X, y = diabetes
+    b = reference_backend
+    runs, markers, batches = [0], [], []
+    plan_sizes, run_, grow_batch = builder.plan_sizes, b.run, builder.Grower._grow_batch
+
+    def two_a_batch(*a):
+        z = plan_sizes(*a)
+        z.Tb = 2
+        return z
+
+    async def counted_run(*a, **kw):
+        runs[0] += 1
+        return await run_(*a, **kw)
+
+    class Marker:  # what finish_soon gives: records how many submissions there were when awaited
+        def __init__(self):
+            self.made, self.awaited = runs[0], None
+
+        def __await__(self):
+            if self.awaited is None:
+                self.awaited = runs[0]
+            return (yield from asyncio.sleep(0).__await__())
+
+    def finish_soon():
+        markers.append(Marker())
+        return markers[-1]
+
+    async def spy_batch(self, done, nt, *a):
+        batches.append((done, len(markers)))
+        return await grow_batch(self, done, nt, *a)
+    monkeypatch.setattr(builder, "plan_sizes", two_a_batch)
+    monkeypatch.setattr(builder.Grower, "_grow_batch", spy_batch)
+    monkeypatch.setattr(b, "run", counted_run)
+    monkeypatch.setattr(b, "finish_soon", finish_soon)
+    f = run(RandomForestRegressor(n_estimators=7, max_depth=6, random_state=3, backend=b).fit(X, y))
+    assert [d for d, _ in batches] == [0, 2, 4, 6] and len(f._forest.counts) == 7
+    last = batches[-1][1]  # markers of the last batch from here on
+    assert markers and all(m.awaited is not None for m in markers)  # none left behind
+    assert all(m.awaited > m.made for m in markers[:last])  # a later submission was queued
+    assert markers[:last] and len(markers) > last
+
+
 def test_progress_and_stop(diabetes):
     from py_core.errors import Stopped
     X, y = diabetes
