@@ -578,12 +578,14 @@ class Grower:
             self.flights.append(Flight(b.finish_soon(), g, (done, nt, d), finished, self.clock()))
             # The GPU is waited for once the work submitted since the last wait is a group's
             # worth: small batches (many trees) share a wait rather than each draining the queue.
-            # A wait leaves the newest submission queued (ahead): the GPU works on it while the
-            # next is recorded, rather than idling from the wait to the next submission (0.2 s
-            # of a 1.6 s fit on the H200). The fit's last group is waited for whole, so
-            # progress ends at 1.
+            # In a fit of bounded depth (dense), a wait leaves the newest submission queued
+            # (ahead): the GPU works on it while the next is recorded, rather than idling from
+            # the wait to the next submission (10 classes on the H200: 1.446 s against 1.510).
+            # Deep fits, whose later levels wait for each level anyway, wait for all: ahead,
+            # they measured 6% slower (bench/results/2026-11-27-h200-ahead.md). The fit's last
+            # group is waited for whole, so progress ends at 1.
             if sum(f.levels for f in self.flights) >= pacer.next or d < self.head or done + nt == self.T:
-                where = await self._wait(ahead=done + nt < self.T)
+                where = await self._wait(ahead=z.dense and done + nt < self.T)
                 await self._between(*(where or (done, nt, d)), progress if where else None, should_stop, pause)
             elif should_stop is not None and should_stop():
                 await self._between(done, nt, d, None, should_stop, None)
