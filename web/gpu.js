@@ -369,6 +369,12 @@ export class GPURuntime {
     this.check();
   }
 
+  // The queue's promise for the work submitted so far, taken now (py_core's finish_soon): it does
+  // not wait on what is submitted after it, and it does not reject (check() after awaiting it).
+  workDone() {
+    return this.device.queue.onSubmittedWorkDone();
+  }
+
   destroyBuffer(id) {
     const b = this.buffers.get(id);
     if (b) { this.bufferBytes -= b.size; b.destroy(); this.buffers.delete(id); }

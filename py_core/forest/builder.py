@@ -178,7 +178,8 @@ def fixed_point_scale(y) -> tuple[int, int, float]:
 @dataclass
 class Flight:
     """A submission of levels not yet waited for (Grower._wait)."""
-    done: object     # awaitable: the work submitted up to it is done (backend.finish_soon)
+    done: object     # awaitable: the work up to it is done (backend.finish_soon; not awaited by
+                     # a wait for all, which is one backend.finish)
     levels: int      # levels it holds
     where: tuple     # (first tree, trees, levels submitted of the batch) once it is done
     finished: list   # [(first tree, trees)]: batches whose trees it finishes
@@ -614,9 +615,9 @@ class Grower:
             return None
         waited, self.flights = self.flights[:len(self.flights) - keep], self.flights[len(self.flights) - keep:]
         t_wait = self.clock()
-        for f in waited:  # all done once the last is (ahead); else the whole queue
-            await f.done
-        if not ahead:
+        if ahead:  # the queue runs in order: the others are done once the last is
+            await waited[-1].done
+        else:  # one round trip for all, not one a submission
             await self.b.finish()
         now = self.clock()
         self.timings["waited"] = self.timings.get("waited", 0.0) + now - t_wait  # the host blocked
@@ -643,11 +644,9 @@ class Grower:
             self._issue(done, m_[2 * done:2 * (done + nt):2])
 
     async def _settle(self) -> None:
-        """Every wait and read the fit started, awaited (a failure or Stop: their errors dropped)."""
-        flights, self.flights = self.flights, []
-        for f in flights:
-            with contextlib.suppress(Exception, asyncio.CancelledError):
-                await f.done
+        """Every read the fit started, awaited (a failure or Stop: their errors dropped); the
+        submissions not waited for are let go (their awaitables run nothing unless awaited)."""
+        self.flights = []
         if self.sizes is not None:
             with contextlib.suppress(Exception, asyncio.CancelledError):
                 await self.sizes[0]

@@ -363,11 +363,11 @@ class Backend(abc.ABC):
     async def finish(self) -> None:
         """Wait until all submitted work is done (before reading a clock)."""
 
-    def finish_soon(self):
+    def finish_soon(self) -> "Soon":
         """An awaitable that is done once the work submitted so far is, whatever is submitted
-        after: on WebGPU the queue's onSubmittedWorkDone taken now. Here, a task that waits for
-        all submitted work (finish). Await it (on failure too)."""
-        return asyncio.ensure_future(self.finish())
+        after: on WebGPU the queue's onSubmittedWorkDone taken now. Here, all submitted work when
+        awaited (finish). Awaiting it is not required: nothing runs until then."""
+        return Soon(self.finish)
 
     # -- profiling: the one mechanism (benchmarks, Trainer.profile, the forest's k_ timings) ------
     def profile_start(self) -> None:
@@ -464,6 +464,16 @@ class Profile:
             for sub in subs:
                 self.b.free_plan(sub)
         return {"ops": self.ops, "span": self.span, "method": self.method}
+
+
+class Soon:
+    """An awaitable that calls `wait()` (a coroutine function) only when awaited (finish_soon)."""
+
+    def __init__(self, wait):
+        self.wait = wait
+
+    def __await__(self):
+        return self.wait().__await__()
 
 
 def by_label(profile: dict) -> dict:

@@ -10,7 +10,7 @@ import asyncio
 import json
 from array import array
 
-from .backend import TYPECODES, Backend, Buffer, Clear, Dispatch, GPUError, Kernel, Plan, shader_source
+from .backend import TYPECODES, Backend, Buffer, Clear, Dispatch, GPUError, Kernel, Plan, Soon, shader_source
 
 
 class WebGPUBackend(Backend):
@@ -126,15 +126,16 @@ class WebGPUBackend(Backend):
         except Exception as exc:
             raise GPUError(str(exc)) from exc
 
-    def finish_soon(self):
-        promise = self.rt.finish()  # onSubmittedWorkDone, taken now
+    def finish_soon(self) -> Soon:
+        promise = self.rt.workDone()  # onSubmittedWorkDone, taken now
 
         async def wait():
             try:
                 await promise
+                self.rt.check()
             except Exception as exc:
                 raise GPUError(str(exc)) from exc
-        return asyncio.ensure_future(wait())
+        return Soon(wait)
 
     def _destroy(self, buf: Buffer) -> None:
         self.rt.destroyBuffer(buf.handle)
