@@ -364,13 +364,9 @@ export class GPURuntime {
     return JSON.stringify({ ops, span });
   }
 
-  async finish() {
-    await this.device.queue.onSubmittedWorkDone();
-    this.check();
-  }
-
-  // The queue's promise for the work submitted so far, taken now (py_core's finish_soon): it does
-  // not wait on what is submitted after it, and it does not reject (check() after awaiting it).
+  // The queue's promise for the work submitted so far, taken now (py_core's finish and
+  // finish_soon): it does not wait on what is submitted after it, and it does not reject (py_core
+  // calls check() once it is done).
   workDone() {
     return this.device.queue.onSubmittedWorkDone();
   }

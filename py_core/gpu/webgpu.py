@@ -121,10 +121,7 @@ class WebGPUBackend(Backend):
         return out
 
     async def finish(self) -> None:
-        try:
-            await self.rt.finish()
-        except Exception as exc:
-            raise GPUError(str(exc)) from exc
+        await self.finish_soon()
 
     def finish_soon(self) -> Soon:
         promise = self.rt.workDone()  # onSubmittedWorkDone, taken now
