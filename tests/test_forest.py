@@ -286,6 +286,7 @@ def test_same_seed_same_forest_on_reference_and_native(native_backend, reference
 @pytest.mark.parametrize("kind, data, kw", [
     ("regression", "diabetes", dict(n_estimators=4, max_depth=7, max_features=0.6, oob_score=True)),
     ("classification", "wine", dict(n_estimators=3, criterion="entropy", min_samples_leaf=2)),
+    ("classification", "breast_cancer", dict(n_estimators=3, max_depth=6)),  # 16-bit bins
 ])
 def test_workgroup_kernels_and_levels_in_passes_grow_the_same_forest(
         native_backend, reference_backend, monkeypatch, kind, data, kw):
@@ -294,11 +295,13 @@ def test_workgroup_kernels_and_levels_in_passes_grow_the_same_forest(
     the default path, on the native and on the reference backend."""
     from py_core.forest import builder
     from py_core.forest import sizes as sizes_module
-    X, y = {"diabetes": load_diabetes, "wine": load_wine}[data](return_X_y=True)
+    X, y = {"diabetes": load_diabetes, "wine": load_wine, "breast_cancer": load_breast_cancer}[data](return_X_y=True)
+    if data == "breast_cancer":  # its first 4 features: 265-287 distinct values of 300 (16-bit bins)
+        X = X[:, :4]
     X, y = X[:300].tolist(), y[:300].tolist()
 
     sizes, plan_sizes = [], builder.plan_sizes
-    monkeypatch.setattr(builder, "plan_sizes", lambda *a: sizes.append(plan_sizes(*a)) or sizes[-1])
+    monkeypatch.setattr(builder, "plan_sizes", lambda *a, **k: sizes.append(plan_sizes(*a, **k)) or sizes[-1])
 
     def trees(backend, parallel_bins=None):
         f = run(_forest(kind, random_state=7, backend=backend, **kw).fit(X, y, parallel_bins=parallel_bins))
@@ -345,8 +348,8 @@ def test_the_gpus_kernels_on_wide_and_on_deep_levels_grow_the_same_forest(native
     seed = rng.randrange(2**32)
     plan_sizes, plans = builder.plan_sizes, []
 
-    def four_a_batch(*a):
-        z = plan_sizes(*a)
+    def four_a_batch(*a, **k):
+        z = plan_sizes(*a, **k)
         z.Tb = min(z.Tb, 4)
         plans.append(z)
         return z
@@ -468,8 +471,9 @@ def test_a_forest_too_big_for_the_adapter_is_refused_clearly(native_backend):
     native_backend_limits = dict(native_backend.limits)
     try:
         native_backend.limits["maxStorageBufferBindingSize"] = 2**13  # less than one node's histogram
-        with pytest.raises(LimitError, match=r"one node's histogram needs 12.0 KiB \(768 bins x 4 "
-                                             r"channels\) but at most 8.0 KiB fit in a buffer here"):
+        with pytest.raises(LimitError, match=r"one node's histogram needs 18.8 KiB \(1200 bins x 4 "
+                                             r"channels\) but at most 8.0 KiB fit in a buffer here: "
+                                             r"lower n_bins or exact_bins"):  # 400 values a feature
             run(f.fit([[float(i), float(i * 7 % 400), float(i * 13 % 400)] for i in range(400)],
                       [float(i) for i in range(400)]))
     finally:
@@ -566,8 +570,8 @@ def test_batches_read_back_while_later_ones_grow_are_the_same_forest(
     T = 9
     plan_sizes = builder.plan_sizes
 
-    def two_a_batch(*a):
-        z = plan_sizes(*a)
+    def two_a_batch(*a, **k):
+        z = plan_sizes(*a, **k)
         z.Tb = 2
         return z
     monkeypatch.setattr(builder, "plan_sizes", two_a_batch)
@@ -649,8 +653,8 @@ def test_a_wait_leaves_the_newest_submission_queued(reference_backend, monkeypat
     runs, markers, batches = [0], [], []
     plan_sizes, run_, grow_batch = builder.plan_sizes, b.run, builder.Grower._grow_batch
 
-    def two_a_batch(*a):
-        z = plan_sizes(*a)
+    def two_a_batch(*a, **k):
+        z = plan_sizes(*a, **k)
         z.Tb = 2
         return z
 

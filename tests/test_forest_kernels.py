@@ -188,15 +188,16 @@ def _tree_bytes(forest) -> list:
     return [bytes(memoryview(a)) for a in (t.counts, t.feature, t.threshold, t.left)]
 
 
-@pytest.mark.parametrize("crit", [fk.MSE, fk.GINI])
-def test_hist_build_wg_sums_runs_of_rows_as_hist_build(native_backend, rng, crit):
+@pytest.mark.parametrize("crit, b16", [(fk.MSE, 0), (fk.GINI, 0), (fk.MSE, 1)])
+def test_hist_build_wg_sums_runs_of_rows_as_hist_build(native_backend, rng, crit, b16):
     """hist_build_wg over several runs of HB_ROWS rows and several feature groups (the replay
-    above has at most 120 rows): the same words as hist_build, 64-bit carries included."""
+    above has at most 120 rows): the same words as hist_build, 64-bit carries included; b16:
+    16-bit bins, features of up to 700."""
     from py_core.kernels.forest.cases import _data, _params
     n, F, T, S = 2 * fk.HB_ROWS + rng.randrange(1, 999), rng.randint(5, 12), 2, 2
     K = 1 if crit == fk.MSE else rng.randint(2, 15)
     C = 4 if crit == fk.MSE else K + 1
-    fmeta, binned, target, NB, FW = _data(rng, n, F, crit, K)
+    fmeta, binned, target, NB, FW = _data(rng, n, F, crit, K, b16)
     if crit == fk.MSE:  # large targets and weights: the low words carry often
         target = array("I", array("i", [rng.choice([-1, 1]) * rng.randint(2**22, 2**23 - 1)
                                         for _ in range(n)]).tobytes())
@@ -204,7 +205,7 @@ def test_hist_build_wg_sums_runs_of_rows_as_hist_build(native_backend, rng, crit
     slots = array("I", [0, fk.OPEN | fk.BUILT, 0, 0, 0, fk.OPEN, 0, 0] * T)
     groups = fk.hist_groups(fmeta, C)
     assert groups is not None and groups[0] >= 1
-    P = _params(n=n, F=F, FW=FW, NB=NB, C=C, K=K, crit=crit, T=T, S=S, S_cur=S)
+    P = _params(n=n, F=F, FW=FW, NB=NB, C=C, K=K, crit=crit, T=T, S=S, S_cur=S, b16=b16)
 
     def hist(entry):
         b = native_backend
@@ -313,7 +314,7 @@ def _sorted_columns(rng):
     import struct
     tiny = [struct.unpack("<f", struct.pack("<I", b))[0] for b in (1, 2, 3, 0x7FFFFF, 0x800000)]
     cols = [[1.5], [2.0, 2.0], [-1.0, 1.0], [0.0] * 7 + tiny + [-t for t in tiny]]
-    for d in (2, 15, 16, 17, 255, 256, 257, 300):
+    for d in (2, 15, 16, 17, 255, 256, 257, 300, 1024, 1025):
         cols.append([float(rng.randrange(d) - d // 3) for _ in range(rng.randrange(d, 3 * d + 50))])
     cols.append([1.0] * 5000 + [i / 1000 for i in range(300)])  # the top bin: most values the max
     cols.append([0.0] * 900 + [rng.gauss(0, 1) for _ in range(400)])  # runs across the cuts
@@ -322,11 +323,13 @@ def _sorted_columns(rng):
     return [sorted(v + 0.0 for v in array("f", col)) for col in cols]
 
 
-@pytest.mark.parametrize("nbins", [2, 3, 16, 255, 256])
-def test_thresholds_on_the_device_are_binnings(native_backend, reference_backend, rng, nbins):
+@pytest.mark.parametrize("nbins, exact", [(2, 0), (3, 0), (16, 0), (255, 0), (256, 0), (16, 300),
+                                          (256, 1024), (3, 2**16)])
+def test_thresholds_on_the_device_are_binnings(native_backend, reference_backend, rng, nbins, exact):
     """`thresholds` (each feature's bins from its sorted sample, on the device) gives the bits
     binning.feature_bins gives on the CPU, for columns of every shape, those of one length at
-    once, padded with +inf as `sample` pads them; so does its reference."""
+    once, padded with +inf as `sample` pads them; so does its reference. With `exact`, a column
+    of up to that many distinct values gets a bin each, thousands of them (16-bit bins)."""
     from py_core.forest.binning import feature_bins
     by_length = {500: [sorted(array("f", [rng.random() for _ in range(500)])) for _ in range(3)]}
     for col in _sorted_columns(rng):
@@ -335,16 +338,17 @@ def test_thresholds_on_the_device_are_binnings(native_backend, reference_backend
     for (m, cols), b in itertools.product(by_length.items(), (native_backend, reference_backend)):
         k = run(b.kernel("forest", "thresholds"))
         SM = 1 << (m - 1).bit_length()
-        F, W = len(cols), 1 + 3 * nbins
+        F, W = len(cols), fk.record_words(nbins, exact, m)
         samp = array("f", [v for c in cols for v in c + [fk.INF] * (SM - m)])
-        P = b.buffer("u32", uniform=True, data=fk.BINS.pack(m=m, SM=SM, F=F, nbins=nbins))
+        P = b.buffer("u32", uniform=True, data=fk.BINS.pack(m=m, SM=SM, F=F, nbins=nbins, exact=exact))
         sb = b.buffer("u32", data=memoryview(samp).cast("B").cast("I"))
         out = b.buffer("u32", data=array("I", [spare]) * ((F + 1) * W))
         run(b.run(b.plan().dispatch(k, [P, sb, out], fk.grid(F, 2))))  # 2-D: F odd has a spare
         got = run(b.read(out))
         assert set(got[F * W:]) == {spare}
         for f, col in enumerate(cols):
-            th, lo, hi = feature_bins(col, nbins)
+            th, lo, hi = feature_bins(col, nbins, exact)
+            assert len(th) + 1 == (len(set(col)) if len(set(col)) <= max(nbins, exact) else len(th) + 1)
             want = array("f", [v for j in range(len(th) + 1) for v in (th[j] if j < len(th) else fk.INF, lo[j], hi[j])])
             assert got[f * W] == len(th) + 1, (m, f, nbins)
             assert got[f * W + 1:f * W + 1 + len(want)].tobytes() == want.tobytes(), (m, f, nbins)

@@ -1,7 +1,9 @@
 """Quantile bins of each feature, from a sorted subsample of its values; rows are binned on the GPU.
 
-A feature with at most `n_bins` distinct values gets one bin per value and thresholds halfway
-between neighbours, so small data sees exactly scikit-learn's candidate splits. Otherwise the
+A feature with at most max(n_bins, exact_bins) distinct values (exact_bins: 1024 by default) gets
+one bin per value and thresholds halfway between neighbours, so small data sees exactly
+scikit-learn's candidate splits; beyond 256 bins a feature takes 16 bits of the binned matrix
+rather than 8 (`b16`: two bins a word, for every feature of that fit). Otherwise the
 thresholds are the midpoint percentiles of (a subsample of) the values, as scikit-learn's
 HistGradientBoosting does. Everything is in f32, the precision the GPU compares in: a row goes
 to bin j when exactly j of the feature's thresholds are below its value, so `x <= threshold[j]`
@@ -45,7 +47,7 @@ def sorted_columns(X: array, n: int, n_features: int) -> list:
     return out
 
 
-def edges_from_sorted(columns, n_bins: int) -> tuple[array, array, list[list[float]]]:
+def edges_from_sorted(columns, n_bins: int, exact: int = 0) -> tuple[array, array, list[list[float]]]:
     """(edges, fmeta, thresholds) for the kernels from each feature's sorted values.
 
     edges: f32 (NB, 3): per global bin its upper threshold (inf for a feature's last bin), its
@@ -53,7 +55,7 @@ def edges_from_sorted(columns, n_bins: int) -> tuple[array, array, list[list[flo
     """
     edges, fmeta, all_thresholds = array("f"), array("I"), []
     for values in columns:
-        thresholds, lo, hi = feature_bins(values, n_bins)
+        thresholds, lo, hi = feature_bins(values, n_bins, exact)
         fmeta.extend((len(edges) // 3, len(thresholds) + 1))
         for j in range(len(thresholds) + 1):
             edges.extend((thresholds[j] if j < len(thresholds) else INF, lo[j], hi[j]))
@@ -61,6 +63,7 @@ def edges_from_sorted(columns, n_bins: int) -> tuple[array, array, list[list[flo
     return edges, fmeta, all_thresholds
 
 
-def bin_edges(X: array, n: int, n_features: int, n_bins: int) -> tuple[array, array, list[list[float]]]:
+def bin_edges(X: array, n: int, n_features: int, n_bins: int,
+              exact: int = 0) -> tuple[array, array, list[list[float]]]:
     """`edges_from_sorted` of X's sorted subsample (X: array('f'/'d'), row-major)."""
-    return edges_from_sorted(sorted_columns(X, n, n_features), n_bins)
+    return edges_from_sorted(sorted_columns(X, n, n_features), n_bins, exact)

@@ -83,6 +83,7 @@ from ..kernels.forest import (
     grid,
     half_bits,
     hist_groups,
+    record_words,
     wg_items,
 )
 from .binning import edges_from_sorted, sample_shape, sorted_columns
@@ -310,7 +311,7 @@ class Grower:
                          max_depth=NONE_DEPTH if spec.max_depth is None else spec.max_depth,
                          mf=spec.max_features, hb=half_bits(F), S=0, NC=0, depth=0, S_cur=1,
                          S_next=0, T_all=self.T, inv_scale=1.0, mid=0.0, xd=0, ye=0, ym_lo=0,
-                         ym_hi=0, step=self.step, SM=SM, S_h=0, s_lo=0, small=0)
+                         ym_hi=0, step=self.step, SM=SM, S_h=0, s_lo=0, small=0, b16=0)
 
     async def _upload_and_sort(self, X: array, y) -> tuple[array, array]:
         """Data up; finite checks, fixed-point regression targets and, on GPU backends, the
@@ -334,9 +335,9 @@ class Grower:
         else:
             self.tgt = buf("u32", data=y)
         device_sort = b.name in DEVICE_SORT
-        nb, m = self.spec.n_bins, self.m
+        nb, exact, m = self.spec.n_bins, self.spec.exact_bins, self.m
         nbm = min(nb, m)  # the same bins (m values have at most m distinct ones)
-        W = 1 + 3 * nbm  # a feature's record: its bins, then (threshold, lo, hi) a bin
+        W = record_words(nbm, exact, m)  # a feature's record: its bins, then (threshold, lo, hi) a bin
         # Each feature's bins picked on the device (`thresholds`), unless their records do not
         # fit a buffer (tens of thousands of features): then the sorted samples come back whole
         on_device = device_sort and 4 * (F * W + 1) <= cap_bytes(b)
@@ -350,7 +351,7 @@ class Grower:
             back = samp
             if on_device:
                 back = buf("u32", F * W + 1)
-                Pb = buf("u32", uniform=True, data=BINS.pack(m=m, SM=SM, F=F, nbins=nbm))
+                Pb = buf("u32", uniform=True, data=BINS.pack(m=m, SM=SM, F=F, nbins=nbm, exact=exact))
                 prep.dispatch(k["thresholds"], [Pb, samp, back],
                               grid(F, b.limits["maxComputeWorkgroupsPerDimension"]))
             prep.copy(flags, back, 1, dst_offset=back.length - 1)
@@ -374,7 +375,7 @@ class Grower:
                 columns = [values[f * SM:f * SM + m] for f in range(F)]
             else:
                 columns = sorted_columns(X, n, F)
-            edges, fmeta, _ = edges_from_sorted(columns, nb)
+            edges, fmeta, _ = edges_from_sorted(columns, nb, exact)
         self.timings["sort"] = clock() - self.t0 - self.timings["upload"]  # checks, fixed point, bins
         return edges, fmeta
 
@@ -383,11 +384,12 @@ class Grower:
         b, n = self.b, self.n
         self.timings["thresholds"] = self.clock() - self.t0
         NB = sum(fmeta[1::2])
-        z = self.z = plan_sizes(b, n, self.F, NB, self.spec, b.memory_room())
+        b16 = max(fmeta[1::2]) > 256  # 16-bit bins (a feature of more than 256 values, exact_bins)
+        z = self.z = plan_sizes(b, n, self.F, NB, self.spec, b.memory_room(), b16=b16)
         if self.live is not None:  # several batches, each a redraw of the live plots
             z.Tb = min(z.Tb, -(-self.T // LIVE_BATCHES))
         deep = z.levels is None or z.levels > DEEP_LEVELS  # grown a level a submission
-        self.base.update(NB=NB, C=z.C, T=z.Tb, S=z.S, NC=z.NC, S_h=z.S_h,
+        self.base.update(NB=NB, FW=z.FW, b16=int(b16), C=z.C, T=z.Tb, S=z.S, NC=z.NC, S_h=z.S_h,
                          small=small_rows(NB, z.C, self.F, self.spec.max_features, self.spec.crit, deep))
         b.write(self.P0, PARAMS.pack(**self.base))
         self.eb = self._buf("f32", data=edges)

@@ -8,6 +8,11 @@
 `__init__` only stores its arguments; `fit` validates them and the data and returns self;
 learned attributes end in `_`. Fitting and prediction run on `backend` (a Backend or its name);
 the same data, parameters and random_state give the same trees on every backend.
+
+Beyond scikit-learn's parameters: `n_bins` (256, at most 256), the quantile bins of a feature with
+many distinct values, and `exact_bins` (1024, at most 65,536): a feature of at most
+max(n_bins, exact_bins) distinct values gets a bin per value, so its candidate splits are
+scikit-learn's (py_core/forest/binning.py); exact_bins=0 keeps every feature within n_bins bins.
 """
 from __future__ import annotations
 
@@ -19,6 +24,8 @@ from array import array
 from ..kernels.forest import CRITERIA, MAXK
 from . import builder, export, trees
 from .sizes import GrowSpec
+
+EXACT_BINS_MAX = 2**16  # bins of 16 bits in the binned matrix
 
 
 def as_matrix(X, n_features: int | None = None) -> tuple[array, int, int]:
@@ -60,7 +67,7 @@ class _Forest:
 
     def __init__(self, n_estimators=100, *, criterion=None, max_depth=None, min_samples_split=2,
                  min_samples_leaf=1, max_features="default", bootstrap=True, oob_score=False,
-                 random_state=None, n_bins=256, backend="reference"):
+                 random_state=None, n_bins=256, exact_bins=1024, backend="reference"):
         self.n_estimators = n_estimators
         self.criterion = criterion if criterion is not None else self._default_criterion
         self.max_depth = max_depth
@@ -71,10 +78,11 @@ class _Forest:
         self.oob_score = oob_score
         self.random_state = random_state
         self.n_bins = n_bins
+        self.exact_bins = exact_bins
         self.backend = backend
 
     PARAMS = ("n_estimators", "criterion", "max_depth", "min_samples_split", "min_samples_leaf",
-              "max_features", "bootstrap", "oob_score", "random_state", "n_bins", "backend")
+              "max_features", "bootstrap", "oob_score", "random_state", "n_bins", "exact_bins", "backend")
 
     def get_params(self, deep: bool = True) -> dict:
         return {name: getattr(self, name) for name in self.PARAMS}
@@ -120,6 +128,9 @@ class _Forest:
         whole("n_bins", 2)
         if self.n_bins > 256:
             raise ValueError(f"n_bins must be at most 256, got {self.n_bins}")
+        whole("exact_bins", 0)
+        if self.exact_bins > EXACT_BINS_MAX:
+            raise ValueError(f"exact_bins must be at most {EXACT_BINS_MAX} (16-bit bins), got {self.exact_bins}")
         mf = self.max_features
         if mf is None:
             k = F
@@ -147,7 +158,7 @@ class _Forest:
             raise ValueError(f"random_state must be None or an integer, got {rs!r}")
         return GrowSpec(CRITERIA[self.criterion], n_classes, self.n_estimators,
                                 self.max_depth, mss, msl, k, bool(self.bootstrap), seed,
-                                self.n_bins, bool(self.oob_score))
+                                self.n_bins, bool(self.oob_score), self.exact_bins)
 
     async def fit(self, X, y, *, n_features: int | None = None, progress=None, should_stop=None,
                   pause=None, profile: bool = False, parallel_bins: bool | None = None,

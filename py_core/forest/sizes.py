@@ -66,13 +66,14 @@ class GrowSpec:
     seed: int               # u32
     n_bins: int
     oob: bool
+    exact_bins: int = 0     # a feature of at most max(n_bins, this) distinct values: a bin each
 
 
 @dataclass
 class Sizes:
     n: int
     F: int
-    FW: int
+    FW: int       # words a row of the binned matrix: four 8-bit bins a word, or two 16-bit (b16)
     NB: int
     C: int
     K: int
@@ -132,7 +133,7 @@ def cap_bytes(backend) -> int:
 
 
 def plan_sizes(backend, n: int, F: int, NB: int, spec: GrowSpec, room: int | None = None,
-               data: int = 0) -> Sizes:
+               data: int = 0, b16: bool = False) -> Sizes:
     """Buffer sizes from the data and the parameters, checked against the adapter's limits; room:
     the bytes of `memory_budget` left (None: no budget) for `data` bytes still to go up and the
     trees, which may make batches smaller. Raises LimitError naming the limit and what would make
@@ -148,7 +149,7 @@ def plan_sizes(backend, n: int, F: int, NB: int, spec: GrowSpec, room: int | Non
     if per_slot > hcap:
         raise LimitError(
             f"one node's histogram needs {size_text(per_slot)} ({NB} bins x {C} channels) but at "
-            f"most {size_text(hcap)} fit in a buffer here: lower n_bins or use fewer features")
+            f"most {size_text(hcap)} fit in a buffer here: lower n_bins or exact_bins, or use fewer features")
 
     def passes(div: int) -> tuple[int, int, dict]:
         """(S_h, Tb, one tree's buffers) where a tree's passes hold at most a div-th of the
@@ -206,7 +207,7 @@ def plan_sizes(backend, n: int, F: int, NB: int, spec: GrowSpec, room: int | Non
                 S_h, Tb = wide_S_h, wide_Tb
         except LimitError:  # larger passes do not fit: keep these
             pass
-    return Sizes(n, F, -(-F // 4), NB, C, K, S, S_h, NC, Tb, D, dense, tree_nodes, G)
+    return Sizes(n, F, -(-F // (2 if b16 else 4)), NB, C, K, S, S_h, NC, Tb, D, dense, tree_nodes, G)
 
 
 def check_fits(backend, n: int, F: int, spec: GrowSpec, data_bytes: int = 0) -> Sizes:

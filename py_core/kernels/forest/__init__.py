@@ -23,13 +23,15 @@ PARAMS = Struct(
     "n:u32 F:u32 FW:u32 NB:u32 C:u32 K:u32 crit:u32 T:u32 "
     "tree0:u32 seed:u32 boot:u32 mss:u32 msl:u32 max_depth:u32 mf:u32 hb:u32 "
     "S:u32 NC:u32 depth:u32 S_cur:u32 S_next:u32 T_all:u32 inv_scale:f32 mid:f32 "
-    "xd:u32 ye:i32 ym_lo:u32 ym_hi:u32 step:u32 SM:u32 S_h:u32 s_lo:u32 small:u32")
+    "xd:u32 ye:i32 ym_lo:u32 ym_hi:u32 step:u32 SM:u32 S_h:u32 s_lo:u32 small:u32 b16:u32")
 # xd: X is f64 (pairs of words); ye, ym_lo/ym_hi: regression y as fixed point round(y 2^ye) - ym;
 # step, SM: every step-th row sampled into SM values a feature (binning); S_h, s_lo: the slots a
 # histogram buffer holds and the first slot of this pass; small: a child of at most this many rows
-# is split from its rows (SMALL: split_rows), 0 never.
+# is split from its rows (SMALL: split_rows), 0 never; b16: the binned matrix holds two 16-bit bins
+# a word (a feature has more than 256 bins), else four of 8 bits (bin_word, bin_in).
 SORT = Struct("j:u32 k:u32 len:u32 count:u32")  # sort_pass's own parameters
-BINS = Struct("m:u32 SM:u32 F:u32 nbins:u32")   # thresholds': m sorted values of SM a feature
+BINS = Struct("m:u32 SM:u32 F:u32 nbins:u32 exact:u32")  # thresholds': m sorted values of SM a
+# feature; a feature of at most `exact` distinct values gets a bin each, others nbins quantiles
 
 LEAF = 0xFFFFFFFF  # no feature: a leaf; also "none"
 DONE = 0xFFFFFF    # a row's slot once it rests in a leaf
@@ -294,13 +296,20 @@ def distinct_upto(values, limit: int) -> list[float] | None:
     return out
 
 
-def feature_bins(values, n_bins: int) -> tuple[list[float], list[float], list[float]]:
+def record_words(n_bins: int, exact: int, m: int) -> int:
+    """Words of a feature's record from `thresholds` (its bins, then (threshold, lo, hi) a bin)
+    for m sorted values: at most max(n_bins, exact) bins, and at most m."""
+    return 1 + 3 * min(max(n_bins, exact), m)
+
+
+def feature_bins(values, n_bins: int, exact: int = 0) -> tuple[list[float], list[float], list[float]]:
     """(thresholds, lo, hi) of one feature from its sorted f32 values (a list or an array):
     len(thresholds) + 1 bins, lo/hi the smallest and largest value in each (py_core.forest.binning
-    says how; the `thresholds` kernel does the same on the device). A threshold between two
-    values is mid_down's: an f32 value goes to the same side of it as of the real midpoint
-    (scikit-learn's f64 threshold)."""
-    distinct = distinct_upto(values, n_bins)
+    says how; the `thresholds` kernel does the same on the device). A feature of at most
+    max(n_bins, exact) distinct values gets a bin per value; others n_bins quantile bins. A
+    threshold between two values is mid_down's: an f32 value goes to the same side of it as of
+    the real midpoint (scikit-learn's f64 threshold)."""
+    distinct = distinct_upto(values, max(n_bins, exact))
     if distinct is not None:
         return [mid_down(a, b) for a, b in zip(distinct, distinct[1:])], distinct, distinct
     m = len(values)
@@ -333,10 +342,10 @@ def feature_bins(values, n_bins: int) -> tuple[list[float], list[float], list[fl
 def thresholds(bufs, grid_, constants):
     P, samp, out = bufs
     s = BINS.unpack(P)
-    m, SM, nb = s["m"], s["SM"], s["nbins"]
-    values, W = array("f", samp.tobytes()), 1 + 3 * nb
+    m, SM, nb, exact = s["m"], s["SM"], s["nbins"], s["exact"]
+    values, W = array("f", samp.tobytes()), record_words(nb, exact, m)
     for f in range(s["F"]):
-        th, lo, hi = feature_bins(values[f * SM:f * SM + m], nb)
+        th, lo, hi = feature_bins(values[f * SM:f * SM + m], nb, exact)
         rec = array("f", [v for j in range(len(th) + 1) for v in (th[j] if j < len(th) else INF, lo[j], hi[j])])
         out[f * W] = len(th) + 1
         out[f * W + 1:f * W + 1 + len(rec)] = array("I", rec.tobytes())
@@ -369,7 +378,7 @@ def bin_features(bufs, grid_, constants):
         off, nb = fmeta[2 * f], fmeta[2 * f + 1]
         thresholds = edges[3 * off:3 * (off + nb - 1):3].tolist()
         col = x[f:n * F:F].tolist()
-        shift, w = 8 * (f % 4), f // 4
+        w, shift, _ = bin_place(f, p["b16"])
         bins = [bisect_left(thresholds, x) << shift for x in col]
         words[w::FW] = [a | b for a, b in zip(words[w::FW], bins)]
     binned[:n * FW] = array("I", words)
@@ -429,9 +438,19 @@ def hist_clear(bufs, grid_, constants):
                 hist[h:h + W] = zeros
 
 
-def _row_bins(binned, r, FW, F):
+def bin_place(f: int, b16: int) -> tuple[int, int, int]:
+    """Where feature f's bin lies in a row of the binned matrix: (word, shift, mask), four 8-bit
+    bins a word, or two 16-bit ones (b16): the shader's bin_word and bin_in."""
+    return f >> (2 - b16), (8 << b16) * (f & ((4 >> b16) - 1)), (1 << (8 << b16)) - 1
+
+
+def _row_bins(binned, r, FW, F, b16):
     words = binned[r * FW:(r + 1) * FW]
-    return [(words[f >> 2] >> ((f & 3) << 3)) & 255 for f in range(F)]
+    out = []
+    for f in range(F):
+        w, shift, mask = bin_place(f, b16)
+        out.append((words[w] >> shift) & mask)
+    return out
 
 
 @reference("forest", "hist_build")
@@ -450,7 +469,7 @@ def hist_build(bufs, grid_, constants):
             if not w or slot not in built:
                 continue
             base = hist_slot(p, t, slot) * NB
-            rows.append(([base + off + b for off, b in zip(offs, _row_bins(binned, r, FW, F))], target[r], w))
+            rows.append(([base + off + b for off, b in zip(offs, _row_bins(binned, r, FW, F, p["b16"]))], target[r], w))
         _add_rows(p, hist, rows)
 
 
@@ -648,7 +667,7 @@ def split_rows(bufs, grid_, constants):
             continue
         end = t * n + slots[(t * p["S"] + s) * 4 + 3]
         rows = [(e >> SLOT_SHIFT, e & COUNT_MASK) for e in lst[end - tot[C - 1]:end]]
-        bins = [_row_bins(binned, r, FW, F) for r, _ in rows]
+        bins = [_row_bins(binned, r, FW, F, p["b16"]) for r, _ in rows]
         key = hash3(p["seed"], 2 * (p["tree0"] + t) + 1, node)
         out, varying = [0, 0, LEAF, 0] * F, []
         for f in range(F):
@@ -866,7 +885,8 @@ def route_rows(bufs, grid_, constants):
                 to = DONE
             else:
                 f, b, cl, cr = rule
-                bin_ = (binned[r * FW + (f >> 2)] >> ((f & 3) << 3)) & 255
+                w_, shift, mask = bin_place(f, p["b16"])
+                bin_ = (binned[r * FW + w_] >> shift) & mask
                 to = cr if bin_ > b else cl
             state[t * n + r] = (to << SLOT_SHIFT) | w
             e = (t * S + to) * 4

@@ -6,19 +6,21 @@ from __future__ import annotations
 from array import array
 
 from ..cases import case
-from . import ENTROPY, GINI, MSE, PARAMS, WG, grid, half_bits
+from . import ENTROPY, GINI, MSE, PARAMS, WG, bin_place, grid, half_bits
 
 
-def _data(rng, n, F, crit, K):
-    nb = [rng.randint(1, 40) for _ in range(F)]
+def _data(rng, n, F, crit, K, b16=0):
+    """Random bins (b16: 16-bit ones, a feature of up to 700), targets and the bins' fmeta."""
+    nb = [rng.randint(1, 700 if b16 and f % 2 else 40) for f in range(F)]
     fmeta = array("I")
     for b in nb:
         fmeta.extend((len(fmeta) and fmeta[-2] + fmeta[-1], b))
-    FW = -(-F // 4)
+    FW = -(-F // (2 if b16 else 4))
     binned = array("I", [0] * (n * FW))
     for r in range(n):
         for f in range(F):
-            binned[r * FW + f // 4] |= rng.randrange(nb[f]) << (8 * (f % 4))
+            w, shift, _ = bin_place(f, b16)
+            binned[r * FW + w] |= rng.randrange(nb[f]) << shift
     if crit == MSE:
         target = array("I", array("i", [rng.randint(-2**23 + 1, 2**23 - 1) for _ in range(n)]).tobytes())
     else:
@@ -29,7 +31,7 @@ def _data(rng, n, F, crit, K):
 def _params(**kw):
     base = dict(n=0, F=0, FW=0, NB=0, C=0, K=1, crit=0, T=0, tree0=0, seed=0, boot=1, mss=2, msl=1,
                 max_depth=6, mf=0, hb=1, S=0, NC=0, depth=0, S_cur=1, S_next=0, T_all=0,
-                inv_scale=1.0, mid=0.0, xd=0, ye=0, ym_lo=0, ym_hi=0, step=1, SM=0, S_h=0, s_lo=0, small=0)
+                inv_scale=1.0, mid=0.0, xd=0, ye=0, ym_lo=0, ym_hi=0, step=1, SM=0, S_h=0, s_lo=0, small=0, b16=0)
     base.update(kw)
     base["S_h"] = base["S_h"] or base["S"]  # a level's histograms in one pass
     return PARAMS.pack(**base)
@@ -53,9 +55,9 @@ def _histogram_case(n, F, T, S):
     return setup
 
 
-def _two_levels_case(n, F, T, crit, K, max_features):
+def _two_levels_case(n, F, T, crit, K, max_features, b16=0):
     async def setup(backend, rng):
-        fmeta, binned, target, NB, FW = _data(rng, n, F, crit, K)
+        fmeta, binned, target, NB, FW = _data(rng, n, F, crit, K, b16)
         C = 4 if crit == MSE else K + 1
         S, NC = 4, 15  # two levels: at most 2 slots below the root; 7 nodes
         names = ("bootstrap", "init_trees", "hist_clear", "hist_build", "split_vary", "split_rows",
@@ -63,7 +65,7 @@ def _two_levels_case(n, F, T, crit, K, max_features):
         k = {name: await backend.kernel("forest", name) for name in names}
         common = dict(n=n, F=F, FW=FW, NB=NB, C=C, K=K, crit=crit, T=T, seed=rng.randrange(2**32),
                       mss=2, msl=rng.randint(1, 3), max_depth=2, mf=max_features, hb=half_bits(F),
-                      S=S, NC=NC, T_all=T, small=n // 2)  # the smaller child: split from its rows
+                      S=S, NC=NC, T_all=T, small=n // 2, b16=b16)  # the smaller child: split from its rows
         P = [backend.buffer("u32", uniform=True, data=_params(**common, depth=d, S_cur=1 if d == 0 else 2,
                                                               S_next=2 if d == 0 else 0))
              for d in (0, 1)]
@@ -110,3 +112,5 @@ case("forest two levels, gini, 3 of 9 features", unit="G row-features/s")(
     _two_levels_case(1500, 9, 4, GINI, 3, 3))
 case("forest two levels, entropy", unit="G row-features/s")(
     _two_levels_case(800, 5, 3, ENTROPY, 4, 5))
+case("forest two levels, gini, 16-bit bins", unit="G row-features/s")(
+    _two_levels_case(1500, 6, 3, GINI, 3, 6, b16=1))

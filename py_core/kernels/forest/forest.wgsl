@@ -16,7 +16,7 @@
 // Shapes (u32 unless said): X (rows, F) f32, or f64 as two words (lo, hi) when p.xd = 1: read
 // through x_at, which rounds an f64 to f32 exactly as the CPU does · edges f32 (NB, 3): per bin
 // its upper threshold, smallest and largest value · fmeta (F, 2): first global bin, bins · binned
-// (n, FW): four 8-bit bins a word · target (n): i32 fixed-point y or class · state (T, n):
+// (n, FW): four 8-bit bins a word, or two 16-bit ones (p.b16: bin_word, bin_in) · target (n): i32 fixed-point y or class · state (T, n):
 // slot << SLOT_SHIFT | bootstrap count · hist (T, S_h, NB, C): the slots [s_lo, s_lo + S_h) of the level
 // (S_h = S: all of them) · slots (T, S, 4): node, flags, parent slot, end of its rows' list
 // (SMALL) · list (T, n): rows of SMALL slots, row << SLOT_SHIFT | count · childmap (T, S, 2)
@@ -291,6 +291,15 @@ fn x_bits(r: u32, f: u32) -> u32 {
 
 fn x_at(r: u32, f: u32) -> f32 { return bitcast<f32>(x_bits(r, f)); }
 
+// ---- the binned matrix: a row's bins in FW words, four of 8 bits a word, or two of 16 (p.b16,
+// where a feature has more than 256 bins) --------------------------------------------------------
+fn bin_word(f: u32) -> u32 { return f >> (2u - p.b16); }  // feature f's word in its row
+
+fn bin_in(word: u32, f: u32) -> u32 {  // feature f's bin from its word
+  let bits = 8u << p.b16;
+  return (word >> (bits * (f & ((4u >> p.b16) - 1u)))) & ((1u << bits) - 1u);
+}
+
 // ---- check_finite: flags |= 1 when some X value is NaN or infinite (as f32) ------------------
 // 1 X · 2 flags (1) atomic. Thread per value.
 @group(0) @binding(2) var<storage, read_write> cf_flags: array<atomic<u32>>;
@@ -351,11 +360,12 @@ fn sort_pass(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: ve
 
 // ---- thresholds: each feature's bins from its sorted sample (binning.py's feature_bins) -----
 // 0 Bins · 1 samp (F, SM) f32 bits, each feature's first m sorted (finite, -0 made +0) · 2 out
-// (F, 1 + 3 nbins): per feature its number of bins, then per bin its upper threshold (+inf for
+// (F, record_words): per feature its number of bins, then per bin its upper threshold (+inf for
 // the last), smallest and largest value, as f32 bits. Workgroup per feature (nbins <= 256: a
 // thread a bin). Values are compared as bits (order_key), so subnormals count as on the CPU.
-// The same bits as feature_bins: at most nbins distinct values, a bin each with thresholds at
-// their midpoints (mid_down); else the cuts at the (m - 1) k / nbins quantiles (k = 1 .. nbins
+// The same bits as feature_bins: at most max(nbins, exact) distinct values, a bin each with
+// thresholds at their midpoints (mid_down: each written by the thread that finds the next value,
+// however many); else the cuts at the (m - 1) k / nbins quantiles (k = 1 .. nbins
 // - 1; a value where its two neighbours agree, else their midpoint), non-decreasing in k so that
 // dropping repeats is Python's sorted(set(...)), the top bin kept for the largest value.
 @group(0) @binding(0) var<uniform> bn: Bins;
@@ -363,7 +373,7 @@ fn sort_pass(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: ve
 @group(0) @binding(2) var<storage, read_write> th_out: array<u32>;
 
 var<workgroup> th_cnt: array<u32, 256>;  // boundaries (value changes) in each thread's chunk, then their prefix
-var<workgroup> th_cut: array<u32, 256>;  // the thresholds (or the distinct values), f32 bits
+var<workgroup> th_cut: array<u32, 256>;  // the quantile cuts, f32 bits
 var<workgroup> th_end: array<u32, 256>;  // each bin's end in the sorted values
 var<workgroup> th_n: u32;
 
@@ -412,26 +422,26 @@ fn thresholds(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: v
     th_n = total + 1u;  // distinct values
   }
   let distinct = workgroupUniformLoad(&th_n);
-  let out0 = f * (1u + 3u * nb);
-  if (distinct <= nb) {  // a bin per value
-    if (lid == 0u) { th_cut[0] = th_samp[base]; }
+  let out0 = f * (1u + 3u * min(max(nb, bn.exact), m));  // record_words
+  if (distinct <= max(nb, bn.exact)) {  // a bin per value: value a (from 0) starts where the
+    if (lid == 0u) {                     // sample changes for the a-th time
+      let v = th_samp[base];
+      th_out[out0] = distinct;
+      th_out[out0 + 2u] = v;
+      th_out[out0 + 3u] = v;
+      th_out[out0 + 1u + 3u * (distinct - 1u)] = 0x7F800000u;  // the last bin's: +inf
+    }
     var at = 1u + th_cnt[lid];
     for (var i = c0; i < c1; i++) {
-      if (th_samp[base + i] != th_samp[base + i - 1u]) {
-        th_cut[at] = th_samp[base + i];
+      let u = th_samp[base + i - 1u];
+      let v = th_samp[base + i];
+      if (v != u) {
+        th_out[out0 + 1u + 3u * (at - 1u)] = th_mid(u, v);  // the value before's threshold
+        th_out[out0 + 2u + 3u * at] = v;
+        th_out[out0 + 3u + 3u * at] = v;
         at++;
       }
     }
-    workgroupBarrier();
-    if (lid < distinct) {
-      let v = th_cut[lid];
-      var t = 0x7F800000u;
-      if (lid + 1u < distinct) { t = th_mid(v, th_cut[lid + 1u]); }
-      th_out[out0 + 1u + 3u * lid] = t;
-      th_out[out0 + 2u + 3u * lid] = v;
-      th_out[out0 + 3u + 3u * lid] = v;
-    }
-    if (lid == 0u) { th_out[out0] = distinct; }
     return;
   }
   if (lid + 1u < nb) {  // cut k = lid + 1
@@ -499,8 +509,9 @@ fn bin_features(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg:
   let r = i / p.FW;
   let wd = i % p.FW;
   var word = 0u;
-  for (var q = 0u; q < 4u; q++) {
-    let f = wd * 4u + q;
+  let per = 4u >> p.b16;  // bins a word
+  for (var q = 0u; q < per; q++) {
+    let f = wd * per + q;
     if (f >= p.F) { break; }
     let x = x_at(r, f);
     let off = bf_fmeta[2u * f];
@@ -510,7 +521,7 @@ fn bin_features(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg:
       let m = (lo + hi) / 2u;
       if (bf_edges[3u * (off + m)] < x) { lo = m + 1u; } else { hi = m; }
     }
-    word |= lo << (8u * q);
+    word |= lo << ((8u << p.b16) * q);
   }
   bf_binned[i] = word;
 }
@@ -669,7 +680,7 @@ fn hist_build(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: v
   let tv = hb_target[r];
   let wy = weighted_target(tv, w);
   for (var f = 0u; f < p.F; f++) {
-    let b = (hb_binned[r * p.FW + f / 4u] >> (8u * (f % 4u))) & 255u;
+    let b = bin_in(hb_binned[r * p.FW + bin_word(f)], f);
     add_row((base + hb_fmeta[2u * f] + b) * p.C, tv, w, wy);
   }
 }
@@ -727,7 +738,7 @@ fn hist_build_wg(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg
     let lo = wy.x;
     let hi = wy.y;
     for (var f = f0; f < f1; f++) {
-      let b = (hb_binned[r * p.FW + f / 4u] >> (8u * (f % 4u))) & 255u;
+      let b = bin_in(hb_binned[r * p.FW + bin_word(f)], f);
       let h = (hb_fmeta[2u * f] - w0 + b) * p.C;
       if (p.crit == MSE) {
         let old = atomicAdd(&hb_wg[h], lo);
@@ -1067,6 +1078,12 @@ fn split_scan(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: v
   let t = i / p.F / sp;
   let s = p.s_lo + i / p.F % sp;
   if ((sp_slots[(t * p.S + s) * 4u + 1u] & OPEN) == 0u || !scans(t, s, f)) { return; }
+  scan_feature(t, s, f);
+}
+
+// Feature f's best split in slot s of tree t (a feature it scans) into its candidate, by one
+// thread: split_scan's, and split_scan_wg's for a feature of more bins than its workgroup holds.
+fn scan_feature(t: u32, s: u32, f: u32) {
   // One thread, every bin. Regression: the running sums of its three lanes in registers.
   // Classes: the feature's bins made running sums in place, each candidate scored from them,
   // then the bins made raw again (exact: integers mod 2^32). No per-bin arrays: a CPU adapter
@@ -1173,7 +1190,7 @@ fn split_pick(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: v
 // same ties, so the same forest. (CPU adapters run the looping versions: barriers cost more
 // than loops there.)
 const PW: u32 = 64u;   // threads a workgroup
-const BPT: u32 = 4u;   // bins a thread: PW * BPT = 256, the most bins a feature has
+const BPT: u32 = 4u;   // bins a thread: PW * BPT = 256, the most bins of 8 bits (more: one thread)
 const CH: u32 = 12u;   // lanes split_scan_wg sums along the bins at once (more: in chunks)
 
 var<workgroup> wg_flags: u32;
@@ -1384,6 +1401,10 @@ fn split_scan_wg(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg
   let fw = feature_words(t, s, f);
   let h0 = fw.x;
   let nb = fw.y;
+  if (nb > PW * BPT) {  // 16-bit bins, more than the workgroup holds (small data): one thread
+    if (lid == 0u) { scan_feature(t, s, f); }
+    return;
+  }
   let j0 = lid * BPT;
   let cc = p.C - 1u;
   var occ = 0u;  // bit q: bin j0 + q holds rows (an empty bin is zero in every lane: skipped)
@@ -1532,7 +1553,7 @@ fn split_pick_wg(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg
 var<workgroup> sr_sel: array<u32, PW>;  // the features of a run of ranks whose bins are summed
 var<workgroup> sr_m: u32;               // how many
 
-fn row_bin(r: u32, f: u32) -> u32 { return (sr_binned[r * p.FW + f / 4u] >> (8u * (f % 4u))) & 255u; }
+fn row_bin(r: u32, f: u32) -> u32 { return bin_in(sr_binned[r * p.FW + bin_word(f)], f); }
 
 @compute @workgroup_size(64)
 fn split_rows(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
@@ -1909,7 +1930,7 @@ fn route_rows(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: v
     let rec = (t * p.NC + pa_slots[sl]) * (4u + p.C);
     let f = pa_nodes[rec];
     if (f != LEAF) {
-      let b = (pa_binned[r * p.FW + f / 4u] >> (8u * (f % 4u))) & 255u;
+      let b = bin_in(pa_binned[r * p.FW + bin_word(f)], f);
       next = pa_childmap[(t * p.S + slot) * 2u + select(0u, 1u, b > pa_nodes[rec + 1u])];
     }
   }
