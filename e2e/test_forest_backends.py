@@ -16,6 +16,9 @@ SMALL_BENCHMARKS = [  # the benchmark configurations (web/suites/forest-classes.
     ("synthetic:blobs?n_samples=1500&n_features=50&centers=10&cluster_std=12&seed=0", "y",
      {"n_estimators": 2, "max_depth": 14, "parallel_bins": True}),  # the kernels GPUs run
     ("wine", "target", {"n_estimators": 6, "max_depth": 5, "criterion": "entropy"}),
+    # diabetes' s2 has 269 values in the training rows: a bin each, 16-bit bins, and the kernels
+    # GPUs run scan it in one thread (split_scan_wg); the first job above scans it in the loops
+    ("diabetes", "target", {"n_estimators": 3, "max_depth": 10, "parallel_bins": True}),
     # live plots: eight batches, each read back while the next ones grow (builder._issue): trees
     # of bounded depth (one set of arrays, read once sized at a wait) and unbounded (a set a batch)
     ("wine", "target", {"n_estimators": 8, "max_depth": 6, "live": True}),
@@ -24,7 +27,7 @@ SMALL_BENCHMARKS = [  # the benchmark configurations (web/suites/forest-classes.
 
 
 @pytest.mark.parametrize("dataset, target, params", SMALL_BENCHMARKS,
-                         ids=["diabetes", "1Mx20", "classes", "wine", "live-bounded", "live-deep"])
+                         ids=["diabetes", "1Mx20", "classes", "wine", "wide-bins", "live-bounded", "live-deep"])
 def test_same_forest_in_the_page_as_on_the_reference_and_native_backends(shared_page, server, dataset, target, params):
     """webgpu (the page, SwiftShader), native (lavapipe) and reference (plain Python) build the same
     trees from the same seed: the same feature, threshold and children at every node; leaf values
