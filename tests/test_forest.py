@@ -562,9 +562,8 @@ def test_batches_read_back_while_later_ones_grow_are_the_same_forest(
     and reference backends, with batches of two trees, packs of a few nodes and READ_BEHIND_BYTES
     holding the first two batches only: the same forest, predictions and out-of-bag score as one
     readback at the end, the held batches those the budget allows, for trees of bounded depth
-    (one set of prediction arrays, put into the forest's arrays at the next wait: the budget then
-    goes to later batches) and unbounded (a set a batch, held to the end). Stopped in the middle,
-    the fit leaves no buffer behind."""
+    (one set of prediction arrays) and unbounded (a set a batch). Stopped in the middle, the fit
+    leaves no buffer behind."""
     from py_core.errors import Stopped
     from py_core.forest import builder
     X, y = diabetes
@@ -579,8 +578,8 @@ def test_batches_read_back_while_later_ones_grow_are_the_same_forest(
     monkeypatch.setattr(builder, "PACK_BYTES", 2**12)
     held, read_back = [], builder.Grower._read_back
 
-    async def spy(self):  # (batches put into the arrays during the fit, batches held to the end)
-        held.append((sorted(self.put_early), sorted(self.held)))
+    async def spy(self):
+        held.append(sorted(self.held))
         return await read_back(self)
     monkeypatch.setattr(builder.Grower, "_read_back", spy)
 
@@ -591,19 +590,13 @@ def test_batches_read_back_while_later_ones_grow_are_the_same_forest(
 
     for backend in (native_backend, reference_backend):
         f, want = fit(backend)
-        assert held[-1] == ([], [])  # not where a readback blocks
+        assert held[-1] == []  # not where a readback blocks
         monkeypatch.setattr(builder, "READ_BEHIND", (backend.name,))
         monkeypatch.setattr(builder, "READ_BEHIND_BYTES", 4 * (3 + 1) * sum(f._forest.counts[:4]))
         assert fit(backend)[1] == want, backend.name
-        early, late = held[-1]
-        if max_depth is None:  # held to the end; the batches past the budget read at the end
-            assert (early, late) == ([], [0, 2])
-        else:  # put at a wait, and the budget goes to later batches, read behind too
-            assert early[:2] == [0, 2] and len(early + late) > 2 and late != [0, 2, 4, 6, 8]
+        assert held[-1] == [0, 2]  # the batches after them past the budget: read at the end
         monkeypatch.setattr(builder, "READ_BEHIND_BYTES", 2**30)
-        assert fit(backend)[1] == want
-        early, late = held[-1]
-        assert sorted(early + late) == [0, 2, 4, 6, 8] and (early == []) == (max_depth is None)
+        assert fit(backend)[1] == want and held[-1] == [0, 2, 4, 6, 8]
         before = backend.memory()
         calls = []
         with pytest.raises(Stopped):

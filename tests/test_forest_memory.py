@@ -119,12 +119,11 @@ def test_trees_held_in_javascript_give_the_same_trees_words_and_predictions(nati
     f = run(cls(n_estimators=4, random_state=random.randrange(2**32), backend=native_backend)
             .fit(X.tolist(), y.tolist()))
     trees, N = f._forest, len(f._forest.feature)
-    js = JSTrees.empty(trees.K, array("I", [N + 37]), FakeRuntime())  # made at a capacity, as
-    for lo in range(0, N, 999):  # packs of 999 nodes                      # a dense fit's are
+    js = JSTrees.empty(trees.K, trees.counts, FakeRuntime())
+    for lo in range(0, N, 999):  # packs of 999 nodes
         hi = min(N, lo + 999)
         js.put_nodes(lo, memoryview(trees.words(lo, hi)).cast("B"))
         js.put_values(lo, trees.values(lo, hi).cast("B"))
-    js = js.first(trees.counts)
     assert js.dicts() == trees.dicts()
     lo, hi = sorted(random.sample(range(N), 2))
     assert js.words(lo, hi) == trees.words(lo, hi) and js.values(lo, hi) == array("f", trees.values(lo, hi))

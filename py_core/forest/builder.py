@@ -89,7 +89,6 @@ from ..kernels.forest import (
 from .binning import edges_from_sorted, sample_shape, sorted_columns
 from .sizes import (
     DEEP_LEVELS,
-    EARLY_BYTES,
     PACK_BYTES,
     READ_BEHIND_BYTES,
     GrowSpec,
@@ -434,17 +433,6 @@ class Grower:
             self.chunks = [Chunk(0, T, buf("u32", 3 * T * NC), buf("f32", K * T * NC))]
         else:
             self.offs, self.chunks = buf("u32", T), []
-        # A dense forest read behind: its host arrays at the forest's capacity (T x NC nodes),
-        # made now, so that each batch read behind is put there at the next wait, while the GPU
-        # grows later ones (_put_held), rather than all after the last; the forest is their first
-        # nodes (`Trees.first`: in the tab views, no copy). 10 classes on the H200: 0.12 s of the
-        # 1.5 s fit.
-        self.early = None
-        if self.rb and z.dense and forest_bytes(T, NC, K) <= EARLY_BYTES:
-            cap = array("I", [T * NC])
-            self.early = JSTrees.empty(K, cap, self.b.rt) if self.b.host_js else Trees.empty(K, cap)
-        self.node0, self.next_node = {}, 0  # each batch's first node in the forest, once sized
-        self.put_early = set()  # batches put into self.early at a wait
 
     def _fixed_plans(self) -> None:
         """The plans every batch runs as they are: `init` (bootstrap, roots) and, for a dense
@@ -638,12 +626,6 @@ class Grower:
         self.timings["waits"] = self.timings.get("waits", 0) + 1
         self.pacer.done(sum(f.levels for f in waited), now - max(self.t_ready, waited[0].t))
         self.t_ready = now
-        if self.early is not None:  # the batches read since the last wait: into the arrays now
-            t_put = self.clock()
-            for done in list(self.held):
-                await self._put_held(done, self.early, self.node0[done])
-                self.put_early.add(done)
-            self.timings["readback_early"] = self.timings.get("readback_early", 0.0) + self.clock() - t_put
         await self._take_sizes()
         finished = [x for f in waited for x in f.finished]
         if finished:
@@ -661,10 +643,7 @@ class Grower:
         (read, batches), self.sizes = self.sizes, None
         m_ = await read
         for done, nt in batches:
-            counts = m_[2 * done:2 * (done + nt):2]
-            self.node0[done] = self.next_node  # batches are sized in order
-            self.next_node += sum(counts)
-            self._issue(done, counts)
+            self._issue(done, m_[2 * done:2 * (done + nt):2])
 
     async def _settle(self) -> None:
         """Every read the fit started, awaited (a failure or Stop: their errors dropped); the
@@ -674,7 +653,7 @@ class Grower:
             with contextlib.suppress(Exception, asyncio.CancelledError):
                 await self.sizes[0]
             self.sizes = None
-        for _, reads in self.held.values():  # every read started is awaited
+        for reads in self.held.values():  # every read started is awaited
             for read in reads:
                 if read is not None:
                     with contextlib.suppress(Exception, asyncio.CancelledError):
@@ -705,25 +684,8 @@ class Grower:
         if self.held_bytes + nbytes > READ_BEHIND_BYTES:
             return
         self.held_bytes += nbytes
-        self.held[done] = (counts, [self.b.read_soon([x[:3] for x in group], self.b.host_js)
-                                    for group in self._groups(self._forest_pieces(done, counts, None, None))])
-
-    async def _put_held(self, done: int, trees, at: int) -> float:
-        """Batch `done`'s reads started behind (`_issue`), each put into `trees` from node `at` on
-        as it comes and then let go (held no more); returns the seconds spent waiting for them."""
-        counts, reads = self.held[done]
-        mine = self._forest_pieces(done, counts, lambda node, data: trees.put_nodes(at + node, data),
-                                   lambda node, data: trees.put_values(at + node, data))
-        waited = 0.0
-        for i, group in enumerate(self._groups(mine)):
-            t = self.clock()
-            data = await reads[i]
-            waited += self.clock() - t
-            reads[i] = None  # its pack goes once put (on a failure, _settle awaits the others)
-            self._put(group, data, self.b.host_js)
-            self.held_bytes -= 4 * sum(piece[2] for piece in group)
-        del self.held[done]
-        return waited
+        self.held[done] = [self.b.read_soon([x[:3] for x in group], self.b.host_js)
+                           for group in self._groups(self._forest_pieces(done, counts, None, None))]
 
     async def _read_back(self) -> Grown:
         """The fit's readback: tree sizes, importances and out-of-bag sums, then the forest's
@@ -740,20 +702,25 @@ class Grower:
         self.timings["readback_sizes"] = clock() - t1  # sizes, importances, out-of-bag sums
         counts = meta[0::2]
         js = self.b.host_js  # the tab on WebGPU: the forest's host arrays stay in JavaScript
-        if self.early is not None:  # the arrays made at the start, most batches already put
-            trees, self.early = self.early.first(counts), None
-        else:
-            trees = JSTrees.empty(K, counts, self.b.rt) if js else Trees.empty(K, counts)
+        trees = JSTrees.empty(K, counts, self.b.rt) if js else Trees.empty(K, counts)
         starts, pieces = trees.starts, []
         t2 = clock()
         waited = 0.0  # on reads started behind
         for done, nt in self.batches:
-            if done in self.held:
-                waited += await self._put_held(done, trees, starts[done])
-            elif done not in self.put_early:  # not read behind
-                pieces += self._forest_pieces(done, counts[done:done + nt],
-                                              lambda node, data, at=starts[done]: trees.put_nodes(at + node, data),
-                                              lambda node, data, at=starts[done]: trees.put_values(at + node, data))
+            mine = self._forest_pieces(done, counts[done:done + nt],
+                                       lambda node, data, at=starts[done]: trees.put_nodes(at + node, data),
+                                       lambda node, data, at=starts[done]: trees.put_values(at + node, data))
+            held = self.held.get(done)
+            if held is None:
+                pieces += mine
+                continue
+            for i, group in enumerate(self._groups(mine)):
+                t3 = clock()
+                data = await held[i]
+                waited += clock() - t3
+                self._put(group, data, js)
+                held[i] = None  # its pack goes once put
+        self.held = {}
         t3 = clock()
         await self._read_into(pieces, js)
         self.timings["readback"] = clock() - t1

@@ -50,10 +50,6 @@ READ_BEHIND_BYTES = 256 * 2**20  # a forest's batches read back while later ones
                                  # held as read until the fit's end, when the forest's arrays are
                                  # made (their size known), so the host holds the forest and at
                                  # most this much more; the batches past it are read at the end
-                                 # (a dense forest into arrays made at the start: each is put at
-                                 # the next wait and held no more)
-EARLY_BYTES = 512 * 2**20  # a dense forest read behind in the tab whose arrays at its capacity (T x
-                           # NC nodes) take at most this are made at the start (builder: early)
 
 
 @dataclass

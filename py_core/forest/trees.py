@@ -42,15 +42,6 @@ class Trees:
         return cls(len(counts), K, counts, array("i", [0]) * N, array("f", [0.0]) * N,
                    array("i", [0]) * N, array("f", [0.0]) * (N * K))
 
-    def first(self, counts) -> "Trees":
-        """Arrays made at a capacity (a fit's dense forest, put batch by batch as it grows) as the
-        trees of these node counts, its first nodes: cut in place."""
-        N = sum(counts)
-        for a in (self.feature, self.threshold, self.left):
-            del a[N:]
-        del self.value[self.K * N:]
-        return Trees(len(counts), self.K, counts, self.feature, self.threshold, self.left, self.value)
-
     @property
     def starts(self) -> list[int]:
         """Each tree's first node."""
@@ -130,12 +121,6 @@ class JSTrees(Trees):
         N = sum(counts)
         return cls(len(counts), K, counts, rt.hostArray("i32", N), rt.hostArray("f32", N),
                    rt.hostArray("i32", N), rt.hostArray("f32", N * K), rt)
-
-    def first(self, counts) -> "JSTrees":
-        """As Trees.first, the arrays' views (no copy)."""
-        N = sum(counts)
-        return JSTrees(len(counts), self.K, counts, self.feature.subarray(0, N), self.threshold.subarray(0, N),
-                       self.left.subarray(0, N), self.value.subarray(0, self.K * N), self.rt)
 
     def put_nodes(self, node: int, words) -> None:
         self.rt.putNodes(words, node, self.feature, self.threshold, self.left)
