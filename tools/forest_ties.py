@@ -7,9 +7,10 @@ SEEDS seeds:
 - scikit-learn's (a DecisionTreeClassifier a tree, our draws as sample weights) against itself
   under another random_state: what tie choices alone do;
 - ours (native backend) against scikit-learn's;
-and, for car/Chile (a feature of 436 distinct values, binned by us into 256), scikit-learn's
-forest at the corpus's default max_features on its raw values against the same forest on our
-bin indices, over CHILE_SEEDS seeds: what binning alone costs there.
+and, for car/Chile (a feature of 436 distinct values: 256 quantile bins with exact_bins=0, a bin
+a value by default), scikit-learn's forest at the corpus's default max_features on its raw values
+against the same forest on 256 bins' indices, over CHILE_SEEDS seeds: what such binning alone
+would cost there (exact_bins, 1024 by default, avoids it).
 
 Run: `python tools/forest_ties.py [SEEDS] [CHILE_SEEDS]` (defaults 3 and 36; a few minutes on
 two cores). Accuracy gaps are in points (100 x accuracy difference).

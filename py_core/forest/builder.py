@@ -6,7 +6,9 @@ The method (kernels in `py_core/kernels/forest/forest.wgsl`):
    `check_finite` refuses NaN and infinities, `targets` turns regression y into exact fixed point,
    and `sample` + `sort_pass` sort a subsample of each feature on the device, `thresholds` picks
    each feature's bins from it there (as `binning.py` does on the CPU, for the reference backend)
-   and only those come back; `bin_features` bins the rows.
+   and only those come back (a bin per value for a feature of at most max(n_bins, exact_bins)
+   values); `bin_features` bins the rows, four 8-bit bins a word, or two 16-bit ones where a
+   feature has more than 256 bins (`b16`: then `split_scan_wg` scans that feature in one thread).
 2. Trees grow in batches sized to the adapter's limits. For a batch, `bootstrap` counts n draws
    with replacement per tree into each row's state (slot << 8 | count), from a hash RNG.
 3. Level by level, all trees of the batch at once, a plan recorded once per level runs:

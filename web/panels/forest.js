@@ -22,7 +22,7 @@ const FIELDS = [
   ["min_samples_split", "Min samples to split", "number", 2],
   ["min_samples_leaf", "Min samples per leaf", "number", 1],
   ["max_features", "Max features (sqrt, log2, fraction, count; empty: task default)", "text", ""],
-  ["n_bins", "Bins per feature (≤ 256)", "number", 256],
+  ["n_bins", "Bins per feature (≤ 256; a feature of ≤ 1,024 values gets one a value)", "number", 256],
   ["random_state", "Seed", "number", 0],
 ];
 
