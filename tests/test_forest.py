@@ -44,7 +44,8 @@ def test_init_only_stores_and_defaults_follow_sklearn():
     (dict(n_estimators=0), "n_estimators"), (dict(max_depth=0), "max_depth"),
     (dict(min_samples_split=1), "min_samples_split"), (dict(min_samples_leaf=0), "min_samples_leaf"),
     (dict(max_features="half"), "max_features"), (dict(max_features=99), "max_features"),
-    (dict(n_bins=257), "n_bins"), (dict(criterion="gini"), "criterion"),
+    (dict(n_bins=257), "n_bins"), (dict(exact_bins=-1), "exact_bins"),
+    (dict(exact_bins=2**16 + 1), "exact_bins"), (dict(criterion="gini"), "criterion"),
     (dict(oob_score=True, bootstrap=False), "oob_score"), (dict(random_state="x"), "random_state"),
 ])
 def test_fit_validates_parameters(kw, match):
@@ -106,16 +107,15 @@ def test_binning_small_data_has_sklearn_midpoints():
 
 @pytest.mark.parametrize("task", ["regression", "classification"])
 def test_one_tree_without_bootstrap_is_sklearns_tree(task):
-    """Small data (at most n_bins distinct values a feature), all features, no bootstrap: the same
-    splits and thresholds as scikit-learn (up to ties, which it breaks at random)."""
+    """Small data (at most max(n_bins, exact_bins) distinct values a feature: diabetes' s2 has 302,
+    breast_cancer's widest 547, on 16-bit bins), all features, no bootstrap: the same splits and
+    thresholds as scikit-learn (up to ties, which it breaks at random)."""
     if task == "regression":
         X, y = load_diabetes(return_X_y=True)
-        X, y = X[:250], y[:250]
         sk = DecisionTreeRegressor(max_depth=4, random_state=0).fit(X, y)
         ours = RandomForestRegressor(n_estimators=1, max_depth=4, bootstrap=False, random_state=0)
     else:
         X, y = load_breast_cancer(return_X_y=True)
-        X, y = X[:250], y[:250]
         sk = DecisionTreeClassifier(max_depth=3, random_state=0).fit(X, y)
         ours = RandomForestClassifier(n_estimators=1, max_depth=3, bootstrap=False, max_features=None,
                                       random_state=0)
