@@ -18,9 +18,9 @@ The method (kernels in `py_core/kernels/forest/forest.wgsl`):
    in the node's random permutation and whether it varies in the node), `split_rows` (the same
    for SMALL slots, nodes of at most `small_rows` rows, from their listed rows: and only the bins
    of the features the node scans, summed from those rows), `split_scan` (the best split of each
-   of the first max_features varying features of the node's random permutation, as
-   scikit-learn draws them: those features' bins summed along, an f32 gain per candidate,
-   correctly rounded), `split_pick` (per slot: the best over its random feature subset, and the
+   feature that varies among the first max_features of the node's random permutation, or of the
+   first that varies if none of those does, as scikit-learn's splitter draws them: those
+   features' bins summed along, an f32 gain per candidate, correctly rounded), `split_pick` (per slot: the best over its random feature subset, and the
    left child's totals), `alloc` (per tree, a prefix sum numbers the children and gives the open
    ones slots of the next level, and SMALL ones room in the tree's list of rows: counts, prefix
    sums, records) and `route_rows` (each row moves to its child's slot; into a SMALL one, it is

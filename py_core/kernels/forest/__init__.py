@@ -679,10 +679,18 @@ def split_rows(bufs, grid_, constants):
         e = 4 * hist_slot(p, t, s) * F
         cand[e:e + 4 * F] = array("I", out)
         base = hist_slot(p, t, s) * NB
-        for _, f in sorted(varying)[:p["mf"]]:  # the features split_scan scans: their bins alone
+        for _, f in scanned(sorted(varying), p["mf"]):  # the features split_scan scans: their bins alone
             h0, h1 = _feature_range(p, fmeta, base, f)
             hist[h0:h1] = array("I", bytes(4 * (h1 - h0)))
             _add_rows(p, hist, [([base + fmeta[2 * f] + b[f]], target[r], w) for b, (r, w) in zip(bins, rows)])
+
+
+def scanned(varying: list, mf: int) -> list:
+    """The features a node scans, as scikit-learn's splitter draws them (sklearn/tree/
+    _splitter.pyx): of its random order, the first max_features features, constant ones counted,
+    those that vary; where none of them varies, the first that does (it draws on only until one
+    varies). varying: the (rank, feature) pairs of the features that vary, sorted."""
+    return [x for x in varying if x[0] < mf] or varying[:1]
 
 
 @reference("forest", "split_scan_wg")
@@ -701,7 +709,7 @@ def split_scan(bufs, grid_, constants):
         words = cand[e + 3:e + 4 * F:4].tolist()
         varying = sorted((w >> RANK_SHIFT, f) for f, w in enumerate(words) if w & VARIES)
         slot = _Slot(p, hist, fmeta, xl, hist_slot(p, t, s) * p["NB"], tot)
-        for _, f in varying[:p["mf"]]:  # the first max_features that vary, in the node's order
+        for _, f in scanned(varying, p["mf"]):
             got = slot.scan(f)
             if got is not None:
                 top, b, b2 = got

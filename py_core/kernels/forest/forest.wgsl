@@ -790,8 +790,10 @@ fn hist_build_wg(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg
 // root's totals (feature 0's bins summed) go into its node record, where alloc puts every other
 // node's: from here on a node's totals are read there.
 // split_scan: the same grid. For a node that may split (rows, depth, purity: its record), the
-// first max_features features of the permutation that vary in the node (scikit-learn draws
-// features until it has max_features non-constant ones). Candidates: a split after each
+// features that vary in the node among the first max_features of the permutation, constant ones
+// counted; if none of those varies, the first that does (scikit-learn's splitter counts every
+// feature it draws, constant or not, and draws past max_features only until one varies:
+// sklearn/tree/_splitter.pyx). Candidates: a split after each
 // non-empty bin b with rows after it, the right side starting at the next non-empty bin b2
 // (only such splits differ). From the left side's sums over bins 0..b and the node's totals, a
 // score (larger is better, f32 in this order):
@@ -978,17 +980,17 @@ fn split_vary(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: v
   finish_vary(t, s, f, select(0u, 1u, nonempty >= 2u));
 }
 
-// Is a feature of rank r among the first mf features of the node's permutation that vary in it?
-// (scikit-learn draws features until it has max_features non-constant ones.)
+// Is a feature of rank r that varies in the node one it scans? Its rank is below mf (the first
+// max_features of the node's permutation, constant features counted), or no feature before it
+// varies (none of the first mf does: scikit-learn then draws on until one varies).
 fn selected(t: u32, s: u32, r: u32) -> bool {
-  if (p.mf >= p.F) { return true; }
+  if (r < p.mf) { return true; }
   let cbase = hist_slot(t, s) * p.F;
-  var before = 0u;
   for (var g = 0u; g < p.F; g++) {
     let w = sp_cand[4u * (cbase + g) + 3u];
-    if ((w & VARIES) != 0u && (w >> RANK_SHIFT) < r) { before += 1u; }
+    if ((w & VARIES) != 0u && (w >> RANK_SHIFT) < r) { return false; }
   }
-  return before < p.mf;
+  return true;
 }
 
 // Does split_scan scan feature f of open slot s? The node may split, f varies and is selected.
@@ -1138,7 +1140,8 @@ fn scan_feature(t: u32, s: u32, f: u32) {
 // The slot's split among its features' candidates, written to its node record: (feature, bin,
 // next bin), LEAF: none. Ties: the feature first in the node's random permutation, as
 // scikit-learn keeps the first best in its random order of features. The features scanned were
-// the first max_features of that order that vary in the node; none varies: a leaf.
+// those that vary among the first max_features of that order (or the first that varies, as
+// `selected`); none varies: a leaf.
 fn pick(t: u32, s: u32) -> vec4u {
   let none = vec4u(LEAF, 0u, 0u, 0u);
   if ((sp_slots[(t * p.S + s) * 4u + 1u] & OPEN) == 0u) { return none; }
@@ -1274,11 +1277,12 @@ fn best_in_workgroup(bs: f32, bb: u32, lid: u32) {
 // split_scan_wg's workgroups a slot: one per feature the node may scan (max_features of them).
 fn scan_width() -> u32 { return min(p.mf, p.F); }
 
-// The i-th feature (from 0) split_scan_wg scans in slot s (node wg_node): the i-th of the node's
-// permutation that varies in it, as `selected` counts them (every varying feature when mf >= F:
-// feature i, if it varies); LEAF: none. The permutation is walked backwards (rank_feature), a
-// run of PW ranks at once, rather than every feature's workgroup counting the ranks before its
-// own. Called by the whole workgroup.
+// The i-th feature (from 0) split_scan_wg scans in slot s (node wg_node): the i-th that varies
+// in it among the first mf of the node's permutation, or for i = 0 where none of those does, the
+// first that varies, as `selected` (every varying feature when mf >= F: feature i, if it
+// varies); LEAF: none. The permutation is walked backwards (rank_feature), a run of PW ranks at
+// once, rather than every feature's workgroup counting the ranks before its own. Called by the
+// whole workgroup.
 fn scanned_feature(t: u32, s: u32, i: u32, lid: u32) -> u32 {
   let vary = 4u * hist_slot(t, s) * p.F + 3u;  // word 3 of feature 0's candidate
   if (lid == 0u) { wg_feat = LEAF; }
@@ -1288,9 +1292,10 @@ fn scanned_feature(t: u32, s: u32, i: u32, lid: u32) -> u32 {
   }
   let key = hash3(p.seed, 2u * (p.tree0 + t) + 1u, wg_node);
   var seen = 0u;  // thread 0: varying features of the ranks walked so far
-  for (var r0 = 0u; r0 < p.F; r0 += PW) {
+  let end = select(p.mf, p.F, i == 0u);  // ranks past mf: only for the first, if none before varies
+  for (var r0 = 0u; r0 < end; r0 += PW) {
     var f = LEAF;
-    if (r0 + lid < p.F) {
+    if (r0 + lid < end) {
       f = rank_feature(key, r0 + lid);
       if ((sp_cand[vary + 4u * f] & VARIES) == 0u) { f = LEAF; }
     }
@@ -1544,7 +1549,8 @@ fn split_pick_wg(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg
 // (n, FW) · 8 list (T, n). A workgroup per (tree, slot of the pass). For a SMALL open slot whose
 // node may split, what split_vary does for the others: each feature's candidate reset, its rank
 // in the node's permutation and VARIES (two bins among its rows); then the histograms of the
-// features split_scan scans there (the first max_features that vary, in the node's order), those
+// features split_scan scans there (those that vary among the first max_features of the node's
+// order, or the first that varies: `selected`), those
 // alone, summed from the slot's rows as hist_build sums them: the same words, so split_scan and
 // split_pick find the same split. A node of a few dozen rows costs its rows, not the clear, build
 // and parent - sibling of NB x C words for every feature.
@@ -1591,8 +1597,8 @@ fn split_rows(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: v
     sp_cand[e + 3u] = (feature_rank(key, f) << RANK_SHIFT) | v;
   }
   storageBarrier();
-  var seen = 0u;  // features chosen so far
-  for (var r0 = 0u; r0 < p.F && seen < p.mf; r0 += PW) {  // ranks r0 .. r0 + PW - 1
+  var seen = 0u;  // features chosen so far: those of ranks below mf that vary, or the first that does
+  for (var r0 = 0u; r0 < p.F && (r0 < p.mf || seen == 0u); r0 += PW) {  // ranks r0 .. r0 + PW - 1
     var f = LEAF;
     if (r0 + lid < p.F) {
       f = r0 + lid;  // every varying feature when mf >= F (scanned_feature)
@@ -1604,10 +1610,11 @@ fn split_rows(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: v
     if (lid == 0u) {
       var m = 0u;
       for (var j = 0u; j < PW; j++) {
-        if (wg_rb[j] != LEAF && seen + m < p.mf) {
-          sr_sel[m] = wg_rb[j];
-          m += 1u;
-        }
+        if (wg_rb[j] == LEAF) { continue; }
+        if (r0 + j >= p.mf && seen + m > 0u) { break; }
+        sr_sel[m] = wg_rb[j];
+        m += 1u;
+        if (r0 + j >= p.mf) { break; }  // the first that varies, none of the first mf varying
       }
       sr_m = m;
     }
