@@ -161,7 +161,7 @@ def _plain_tree(X, y, classes: int, seed: int = 0):
     ("leaf",)."""
     from fractions import Fraction
 
-    from py_core.kernels.forest import feature_rank, half_bits, hash3, mid_down
+    from py_core.kernels.forest import feature_rank, hash3, mid_down, perm_rounds
 
     F = len(X[0])
 
@@ -181,7 +181,7 @@ def _plain_tree(X, y, classes: int, seed: int = 0):
         key = hash3(seed, 1, node)
         best = None
         for f in range(F):
-            rank = feature_rank(key, f, half_bits(F), F)
+            rank = feature_rank(key, f, perm_rounds(F), F)
             order = sorted(rows, key=lambda r: X[r][f])
             for i in range(1, len(order)):
                 a, b = X[order[i - 1]][f], X[order[i]][f]

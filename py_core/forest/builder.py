@@ -83,8 +83,8 @@ from ..kernels.forest import (
     SORT,
     WG,
     grid,
-    half_bits,
     hist_groups,
+    perm_rounds,
     record_words,
     wg_items,
 )
@@ -311,7 +311,7 @@ class Grower:
                          tree0=0, seed=spec.seed, boot=int(spec.bootstrap),
                          mss=spec.min_samples_split, msl=spec.min_samples_leaf,
                          max_depth=NONE_DEPTH if spec.max_depth is None else spec.max_depth,
-                         mf=spec.max_features, hb=half_bits(F), S=0, NC=0, depth=0, S_cur=1,
+                         mf=spec.max_features, pr=perm_rounds(F), S=0, NC=0, depth=0, S_cur=1,
                          S_next=0, T_all=self.T, inv_scale=1.0, mid=0.0, xd=0, ye=0, ym_lo=0,
                          ym_hi=0, step=self.step, SM=SM, S_h=0, s_lo=0, small=0, b16=0)
 

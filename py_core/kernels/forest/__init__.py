@@ -21,7 +21,7 @@ from ..family import Family
 
 PARAMS = Struct(
     "n:u32 F:u32 FW:u32 NB:u32 C:u32 K:u32 crit:u32 T:u32 "
-    "tree0:u32 seed:u32 boot:u32 mss:u32 msl:u32 max_depth:u32 mf:u32 hb:u32 "
+    "tree0:u32 seed:u32 boot:u32 mss:u32 msl:u32 max_depth:u32 mf:u32 pr:u32 "
     "S:u32 NC:u32 depth:u32 S_cur:u32 S_next:u32 T_all:u32 inv_scale:f32 mid:f32 "
     "xd:u32 ye:i32 ym_lo:u32 ym_hi:u32 step:u32 SM:u32 S_h:u32 s_lo:u32 small:u32 b16:u32")
 # xd: X is f64 (pairs of words); ye, ym_lo/ym_hi: regression y as fixed point round(y 2^ye) - ym;
@@ -125,25 +125,32 @@ def hash3(a: int, b: int, c: int) -> int:
     return pcg((pcg((pcg(a) + b) & M32) + c) & M32)
 
 
-def feistel(key: int, x: int, hb: int) -> int:
-    mask = (1 << hb) - 1
-    left, right = x >> hb, x & mask
-    for i in range(4):
-        left, right = right, left ^ (pcg(right ^ ((key + i) & M32)) & mask)
-    return (left << hb) | right
+def swap_or_not(key: int, i: int, x: int, n: int) -> int:
+    """Round i of the features' permutation (the shader's): x paired with (k - x) mod n, swapped
+    or not by a bit of the pair; its own inverse."""
+    h = pcg((key + i) & M32)
+    y = (h % n + n - x) % n
+    return y if pcg(h ^ max(x, y)) & 1 else x
 
 
-def feature_rank(key: int, f: int, hb: int, n_features: int) -> int:
-    x = feistel(key, f, hb)
-    while x >= n_features:
-        x = feistel(key, x, hb)
-    return x
+def feature_rank(key: int, f: int, rounds: int, n_features: int) -> int:
+    """Feature f's rank in the random permutation of `key` (a node's): `rounds` of swap-or-not."""
+    for i in range(rounds):
+        f = swap_or_not(key, i, f, n_features)
+    return f
 
 
-def half_bits(n_features: int) -> int:
-    """Half the bits of the Feistel domain, 2^(2 hb) >= n_features."""
-    bits = max(1, (n_features - 1).bit_length())
-    return (bits + 1) // 2
+def rank_feature(key: int, r: int, rounds: int, n_features: int) -> int:
+    """The inverse of feature_rank: the feature of rank r."""
+    for i in reversed(range(rounds)):
+        r = swap_or_not(key, i, r, n_features)
+    return r
+
+
+def perm_rounds(n_features: int) -> int:
+    """Rounds of the features' permutation: enough that every feature is as likely as another
+    among a node's first max_features (tests/test_forest_kernels.py measures it)."""
+    return max(24, 3 * n_features.bit_length())
 
 
 def f32(values) -> list:
@@ -650,7 +657,7 @@ def split_vary(bufs, grid_, constants):
         for f in range(F):  # rank in the node's permutation; VARIES: two or more bins hold rows
             h0, h1 = _feature_range(p, fmeta, hbase, f)
             varies = sum(1 for r in hist[h0 + C - 1:h1:C] if r) >= 2
-            out[4 * f + 3] = (feature_rank(key, f, p["hb"], F) << RANK_SHIFT) | (VARIES if varies else 0)
+            out[4 * f + 3] = (feature_rank(key, f, p["pr"], F) << RANK_SHIFT) | (VARIES if varies else 0)
         e = 4 * hist_slot(p, t, s) * F
         cand[e:e + 4 * F] = array("I", out)
 
@@ -671,7 +678,7 @@ def split_rows(bufs, grid_, constants):
         key = hash3(p["seed"], 2 * (p["tree0"] + t) + 1, node)
         out, varying = [0, 0, LEAF, 0] * F, []
         for f in range(F):
-            rank = feature_rank(key, f, p["hb"], F)
+            rank = feature_rank(key, f, p["pr"], F)
             varies = len({b[f] for b in bins}) >= 2
             out[4 * f + 3] = (rank << RANK_SHIFT) | (VARIES if varies else 0)
             if varies:

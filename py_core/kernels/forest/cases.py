@@ -6,7 +6,7 @@ from __future__ import annotations
 from array import array
 
 from ..cases import case
-from . import ENTROPY, GINI, MSE, PARAMS, WG, bin_place, grid, half_bits
+from . import ENTROPY, GINI, MSE, PARAMS, WG, bin_place, grid, perm_rounds
 
 
 def _data(rng, n, F, crit, K, b16=0):
@@ -30,7 +30,7 @@ def _data(rng, n, F, crit, K, b16=0):
 
 def _params(**kw):
     base = dict(n=0, F=0, FW=0, NB=0, C=0, K=1, crit=0, T=0, tree0=0, seed=0, boot=1, mss=2, msl=1,
-                max_depth=6, mf=0, hb=1, S=0, NC=0, depth=0, S_cur=1, S_next=0, T_all=0,
+                max_depth=6, mf=0, pr=24, S=0, NC=0, depth=0, S_cur=1, S_next=0, T_all=0,
                 inv_scale=1.0, mid=0.0, xd=0, ye=0, ym_lo=0, ym_hi=0, step=1, SM=0, S_h=0, s_lo=0, small=0, b16=0)
     base.update(kw)
     base["S_h"] = base["S_h"] or base["S"]  # a level's histograms in one pass
@@ -64,7 +64,7 @@ def _two_levels_case(n, F, T, crit, K, max_features, b16=0):
                  "split_scan", "split_pick", "alloc_count", "alloc_scan", "alloc_write", "route_rows")
         k = {name: await backend.kernel("forest", name) for name in names}
         common = dict(n=n, F=F, FW=FW, NB=NB, C=C, K=K, crit=crit, T=T, seed=rng.randrange(2**32),
-                      mss=2, msl=rng.randint(1, 3), max_depth=2, mf=max_features, hb=half_bits(F),
+                      mss=2, msl=rng.randint(1, 3), max_depth=2, mf=max_features, pr=perm_rounds(F),
                       S=S, NC=NC, T_all=T, small=n // 2, b16=b16)  # the smaller child: split from its rows
         P = [backend.buffer("u32", uniform=True, data=_params(**common, depth=d, S_cur=1 if d == 0 else 2,
                                                               S_next=2 if d == 0 else 0))

@@ -849,42 +849,26 @@ fn slot_rec(t: u32, s: u32) -> u32 {  // the node record of slot s of tree t (of
   return (t * p.NC + sp_slots[(t * p.S + s) * 4u]) * (4u + p.C);
 }
 
-// A bijection of [0, 2^(2 hb)) (4-round Feistel), walked until it lands below F: a random
-// permutation of the features per key, with O(1) state.
-fn feistel(key: u32, x: u32) -> u32 {
-  let mask = (1u << p.hb) - 1u;
-  var l = x >> p.hb;
-  var r = x & mask;
-  for (var i = 0u; i < 4u; i++) {
-    let nl = r;
-    r = l ^ (pcg(r ^ (key + i)) & mask);
-    l = nl;
-  }
-  return (l << p.hb) | r;
-}
-
-fn feature_rank(key: u32, f: u32) -> u32 {
-  var x = feistel(key, f);
-  while (x >= p.F) { x = feistel(key, x); }
+// A random permutation of the features per key, with O(1) state: p.pr rounds of swap-or-not
+// (Hoang, Morris and Rogaway) on [0, F). Round i pairs x with (k_i - x) mod F and swaps the pair
+// or not by a bit of the pair; each round is its own inverse. (A 4-round Feistel network walked
+// down to F drew some features up to 1.6x as often as others among a node's first max_features.)
+fn swap_or_not(key: u32, i: u32, x: u32) -> u32 {
+  let h = pcg(key + i);
+  let y = (h % p.F + p.F - x) % p.F;
+  if ((pcg(h ^ max(x, y)) & 1u) == 1u) { return y; }
   return x;
 }
 
-// The inverse: the feature of rank r in the node's permutation (the rounds undone, last first).
-fn feistel_inv(key: u32, x: u32) -> u32 {
-  let mask = (1u << p.hb) - 1u;
-  var l = x >> p.hb;
-  var r = x & mask;
-  for (var i = 4u; i > 0u; i--) {
-    let pl = r ^ (pcg(l ^ (key + i - 1u)) & mask);
-    r = l;
-    l = pl;
-  }
-  return (l << p.hb) | r;
+fn feature_rank(key: u32, f: u32) -> u32 {  // feature f's rank in the node's permutation
+  var x = f;
+  for (var i = 0u; i < p.pr; i++) { x = swap_or_not(key, i, x); }
+  return x;
 }
 
-fn rank_feature(key: u32, r: u32) -> u32 {
-  var x = feistel_inv(key, r);
-  while (x >= p.F) { x = feistel_inv(key, x); }
+fn rank_feature(key: u32, r: u32) -> u32 {  // the inverse: the feature of rank r (rounds undone)
+  var x = r;
+  for (var i = p.pr; i > 0u; i--) { x = swap_or_not(key, i - 1u, x); }
   return x;
 }
 
