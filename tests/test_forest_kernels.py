@@ -446,3 +446,14 @@ def test_exact_division_and_midpoints_are_the_cpus_bits(native_backend, rng):
         t = struct.unpack("<f", struct.pack("<I", want[2 * i + 1]))[0]
         mid = (Fraction(a) + Fraction(b)) / 2
         assert a <= t < b and Fraction(t) <= mid
+
+
+def test_a_node_scans_the_features_scikit_learn_draws():
+    """scikit-learn's splitter counts every feature it draws, constant or not, and draws past
+    max_features only until one varies (sklearn/tree/_splitter.pyx): of a node's order (ranks),
+    the varying features among the first mf, or the first varying one if none of those varies."""
+    varying = [(1, 4), (3, 0), (5, 2)]  # (rank, feature) of the features that vary, sorted
+    assert fk.scanned(varying, 2) == [(1, 4)]  # ranks 0 and 1 drawn: rank 0 is constant
+    assert fk.scanned(varying, 4) == [(1, 4), (3, 0)]
+    assert fk.scanned(varying[1:], 2) == [(3, 0)]  # ranks 0, 1 constant: drawn on to rank 3
+    assert fk.scanned(varying, 6) == varying and fk.scanned([], 3) == []
