@@ -50,7 +50,7 @@ def test_diabetes_forest_in_the_page_on_webgpu(shared_page, server):
     m = run["metrics"]
     assert {"mse", "mae", "r2"} <= set(m) and m["n_test"] == 89
     # One forest of ours against scikit-learn's spread over seeds: on this split its own forests
-    # range over 3425-3641 (10 seeds), ours over 3493-3639 (mean 3559 against 3549).
+    # range over 3425-3641 (these 10 seeds), ours (seed 0) is 3639.
     reference = sklearn_mse_on_the_same_split(server)
     bound = statistics.mean(reference) + 3 * statistics.stdev(reference)
     assert m["mse"] <= bound, (m["mse"], reference)

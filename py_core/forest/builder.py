@@ -20,10 +20,10 @@ The method (kernels in `py_core/kernels/forest/forest.wgsl`):
    of the features the node scans, summed from those rows), `split_scan` (the best split of each
    feature that varies among the first max_features of the node's random permutation, or of the
    first that varies if none of those does, as scikit-learn's splitter draws them: those
-   features' bins summed along, an f32 gain per candidate, correctly rounded), `split_pick` (per slot: the best over its random feature subset, and the
-   left child's totals), `alloc` (per tree, a prefix sum numbers the children and gives the open
-   ones slots of the next level, and SMALL ones room in the tree's list of rows: counts, prefix
-   sums, records) and `route_rows` (each row moves to its child's slot; into a SMALL one, it is
+   features' bins summed along, an f32 gain per candidate, correctly rounded), `split_pick` (per
+   slot: the best over its random feature subset, and the left child's totals), `alloc` (per
+   tree, a prefix sum numbers the children and gives the open ones slots of the next level, and
+   SMALL ones room in the tree's list of rows: counts, prefix sums, records) and `route_rows` (each row moves to its child's slot; into a SMALL one, it is
    listed there).
    Histograms stay raw: only the few scanned features of a node are ever summed along their
    bins, and a SMALL node has only those. On GPUs the three split kernels run as their `_wg`
