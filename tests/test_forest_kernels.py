@@ -45,8 +45,8 @@ class CapturingBackend(ReferenceBackend):
             await super()._run(sub, 1)
 
 
-def random_data(rng, task):
-    n, F = rng.randint(20, 120), rng.randint(1, 9)
+def random_data(rng, task, F=None, n=None):
+    n, F = n or rng.randint(20, 120), F or rng.randint(1, 9)
     X = [[rng.choice([rng.gauss(0, 1), float(rng.randint(0, 4))]) for _ in range(F)] for _ in range(n)]
     if task == "regression":
         y = [sum(r) * rng.uniform(-3, 3) + rng.gauss(0, 0.5) for r in X]
@@ -58,10 +58,10 @@ def random_data(rng, task):
     return X, y
 
 
-def random_forest(rng, task, backend, monkeypatch, bootstrap=None):
+def random_forest(rng, task, backend, monkeypatch, bootstrap=None, small=None, **over):
     # Nodes split from their listed rows (split_rows) up to a random size: none, a few, all; alloc
     # in three dispatches, or in one.
-    small = rng.choice([0, 3, 20, 2048])
+    small = rng.choice([0, 3, 20, 2048]) if small is None else small
     monkeypatch.setattr(builder, "small_rows", lambda *_: small)
     monkeypatch.setattr(builder, "ALLOC_SLOTS", rng.choice([0, 1024]))
     kw = dict(n_estimators=rng.randint(1, 6), random_state=rng.randrange(2**32),
@@ -71,6 +71,7 @@ def random_forest(rng, task, backend, monkeypatch, bootstrap=None):
               n_bins=rng.choice([256, 256, 7, 3]), max_features=rng.choice([None, "sqrt", 0.5, 1]),
               backend=backend)
     kw["oob_score"] = kw["bootstrap"]
+    kw.update(over)
     if task == "regression":
         return RandomForestRegressor(**kw)
     return RandomForestClassifier(criterion=task, **kw)
@@ -94,11 +95,38 @@ PER_LEVEL = {"hist_build", "hist_build_wg", "split_vary", "split_rows", "split_s
 def test_kernel_matches_reference(native_backend, rng, entry, task, monkeypatch):
     if entry == "targets" and task != "regression":
         pytest.skip("regression targets only")
-    X, y = random_data(rng, task)
+    _replay_matches(native_backend, rng, entry, task, monkeypatch, *random_data(rng, task))
+
+
+@pytest.mark.parametrize("entry", ["split_rows", "split_scan_wg", "split_vary_wg"])
+def test_wide_data_finds_ranks_by_undoing_the_rounds(native_backend, rng, entry, monkeypatch):
+    """2,400 features: more a thread (38 of 64 threads' share) than the permutation's 36 rounds, so
+    rank_run finds each rank's feature by undoing the rounds (rank_feature) rather than putting
+    each feature in its rank's place from the candidates, as it does for every narrower data set
+    the test above draws. Either way the reference's features. And split_vary_wg's workgroups
+    take several features each (vary_features: 2,400 a slot is over WG_TREE), their ranks a
+    thread each."""
+    F = 2400
+    assert -(-F // 64) > fk.perm_rounds(F)
+    for _ in range(5):  # until the captured dispatch had a node to split (its candidates written)
+        task = rng.choice(["regression", "gini"])
+        before, after = _replay_matches(
+            native_backend, rng, entry, task, monkeypatch, *random_data(rng, task, F=F, n=20),
+            occurrence=1 if entry == "split_rows" else 0, max_features=rng.choice(["sqrt", 0.01]),
+            small=2048 if entry == "split_rows" else 0)  # every node below the root split from its rows, or none
+        if before[5] != after[5]:  # binding 5: the candidates, in all three kernels
+            return
+    pytest.fail(f"no {entry} dispatch split a node")
+
+
+def _replay_matches(native_backend, rng, entry, task, monkeypatch, X, y, occurrence=None, **forest_kw):
+    """Grow a random forest on the reference, capture a dispatch of `entry` (the occurrence-th, or
+    a random one), replay it on the native backend and the reference and compare what they write.
+    Returns the captured buffers' contents before and after (the reference's)."""
     for attempt in range(5):  # a small random forest may never reach the chosen dispatch
-        ref = CapturingBackend(VARIANTS.get(entry, entry),
-                               rng.randrange(6) if entry in PER_LEVEL and attempt < 3 else 0)
-        forest = random_forest(rng, task, ref, monkeypatch, bootstrap=True if entry == "oob" else None)
+        nth = rng.randrange(6) if entry in PER_LEVEL and attempt < 3 else 0
+        ref = CapturingBackend(VARIANTS.get(entry, entry), nth if occurrence is None else occurrence)
+        forest = random_forest(rng, task, ref, monkeypatch, bootstrap=True if entry == "oob" else None, **forest_kw)
         if entry.startswith("alloc"):  # the one the entry is: three dispatches, or one
             monkeypatch.setattr(builder, "ALLOC_SLOTS", 0 if entry != "alloc" else 2**32)
         run(forest.fit(X, y))
@@ -145,6 +173,7 @@ def test_kernel_matches_reference(native_backend, rng, entry, task, monkeypatch)
             diff = [j for j, (a, b) in enumerate(zip(g, w)) if a != b]
             assert not diff, f"{entry} binding {i}: {len(diff)} words differ, first at {diff[0]}: " \
                              f"native {g[diff[0]]}, reference {w[diff[0]]}"
+    return [data for _, _, data in bufs], want
 
 
 @pytest.mark.parametrize("task", ["regression", "gini", "entropy"])

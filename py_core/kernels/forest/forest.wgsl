@@ -898,15 +898,19 @@ fn root_totals(t: u32, s: u32, c0: u32, step: u32) {
   }
 }
 
+// The key of the node in slot s of tree t: its permutation of the features (feature_rank).
+fn node_key(t: u32, s: u32) -> u32 {
+  return hash3(p.seed, 2u * (p.tree0 + t) + 1u, sp_slots[(t * p.S + s) * 4u]);
+}
+
 // Feature f of open slot s, its bins final: its candidate reset (no split yet) and its rank in
-// the node's permutation, with VARIES when v = 1 (it varies in the node).
-fn finish_vary(t: u32, s: u32, f: u32, v: u32) {
-  let key = hash3(p.seed, 2u * (p.tree0 + t) + 1u, sp_slots[(t * p.S + s) * 4u]);
+// the node's permutation (`rank`: feature_rank's), with VARIES when v = 1 (it varies in the node).
+fn finish_vary(t: u32, s: u32, f: u32, v: u32, rank: u32) {
   let e = 4u * (hist_slot(t, s) * p.F + f);
   sp_cand[e] = 0u;
   sp_cand[e + 1u] = 0u;
   sp_cand[e + 2u] = LEAF;
-  sp_cand[e + 3u] = (feature_rank(key, f) << RANK_SHIFT) | select(0u, VARIES, v == 1u);
+  sp_cand[e + 3u] = (rank << RANK_SHIFT) | select(0u, VARIES, v == 1u);
 }
 
 // A feature's words e0, e0 + step, .. below e1 (from word `me` of sp_hist) made parent -
@@ -961,7 +965,7 @@ fn split_vary(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: v
     nonempty = count_nonempty(fw.x, fw.y, 0u, 1u);
     if (p.depth == 0u && f == 0u) { root_totals(t, s, 0u, 1u); }
   }
-  finish_vary(t, s, f, select(0u, 1u, nonempty >= 2u));
+  finish_vary(t, s, f, select(0u, 1u, nonempty >= 2u), feature_rank(node_key(t, s), f));
 }
 
 // Is a feature of rank r that varies in the node one it scans? Its rank is below mf (the first
@@ -1215,7 +1219,22 @@ fn split_vary_wg(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg
   }
   let flags = workgroupUniformLoad(&wg_flags);
   if ((flags & OPEN) == 0u || (flags & SMALL) != 0u) { return; }  // SMALL: split_rows
-  for (var f = id % groups * fg; f < min(p.F, (id % groups + 1u) * fg); f++) {
+  let f0 = id % groups * fg;
+  let f1 = min(p.F, f0 + fg);
+  // The features' ranks, a thread each (a chain of 2 p.pr hashes: not thread 0's, feature by
+  // feature), through workgroup memory to thread 0.
+  let key = node_key(t, s);
+  for (var c0 = f0; c0 < f1; c0 += PW) {
+    if (c0 + lid < f1) { wg_rb[lid] = feature_rank(key, c0 + lid); }
+    workgroupBarrier();
+    if (lid == 0u) {
+      for (var f = c0; f < min(f1, c0 + PW); f++) {
+        sp_cand[4u * (hist_slot(t, s) * p.F + f) + 3u] = wg_rb[f - c0];
+      }
+    }
+    workgroupBarrier();
+  }
+  for (var f = f0; f < f1; f++) {
     if (lid == 0u) { atomicStore(&wg_any, 0u); }
     workgroupBarrier();
     let fw = feature_words(t, s, f);
@@ -1231,7 +1250,10 @@ fn split_vary_wg(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg
     }
     if (nonempty != 0u) { atomicAdd(&wg_any, nonempty); }
     workgroupBarrier();
-    if (lid == 0u) { finish_vary(t, s, f, select(0u, 1u, atomicLoad(&wg_any) >= 2u)); }
+    if (lid == 0u) {
+      let v = select(0u, 1u, atomicLoad(&wg_any) >= 2u);
+      finish_vary(t, s, f, v, sp_cand[4u * (hist_slot(t, s) * p.F + f) + 3u]);
+    }
   }
 }
 
@@ -1261,12 +1283,38 @@ fn best_in_workgroup(bs: f32, bb: u32, lid: u32) {
 // split_scan_wg's workgroups a slot: one per feature the node may scan (max_features of them).
 fn scan_width() -> u32 { return min(p.mf, p.F); }
 
+// The features of ranks r0 .. r0 + PW - 1 (below `end`) into wg_rb in rank order, LEAF for one
+// that does not vary in the node; `cand`: word 3 of the slot's feature 0 candidate (its rank and
+// VARIES, finish_vary's). Where a thread's share of the features is at most the permutation's
+// rounds, each feature is put in its rank's place (a read a thread for 64 features); otherwise
+// each rank's feature is found by undoing the rounds (rank_feature: 2 hashes a round). The same
+// wg_rb either way. Called by the whole workgroup; ends on a barrier.
+fn rank_run(key: u32, cand: u32, r0: u32, end: u32, lid: u32) {
+  let hi = min(end, r0 + PW);
+  if ((p.F + PW - 1u) / PW <= p.pr) {
+    wg_rb[lid] = LEAF;
+    workgroupBarrier();
+    for (var f = lid; f < p.F; f += PW) {
+      let w = sp_cand[cand + 4u * f];
+      let r = w >> RANK_SHIFT;
+      if ((w & VARIES) != 0u && r >= r0 && r < hi) { wg_rb[r - r0] = f; }
+    }
+  } else {
+    var f = LEAF;
+    if (r0 + lid < hi) {
+      f = rank_feature(key, r0 + lid);
+      if ((sp_cand[cand + 4u * f] & VARIES) == 0u) { f = LEAF; }
+    }
+    wg_rb[lid] = f;
+  }
+  workgroupBarrier();
+}
+
 // The i-th feature (from 0) split_scan_wg scans in slot s (node wg_node): the i-th that varies
 // in it among the first mf of the node's permutation, or for i = 0 where none of those does, the
 // first that varies, as `selected` (every varying feature when mf >= F: feature i, if it
-// varies); LEAF: none. The permutation is walked backwards (rank_feature), a run of PW ranks at
-// once, rather than every feature's workgroup counting the ranks before its own. Called by the
-// whole workgroup.
+// varies); LEAF: none. A run of PW ranks at once (rank_run), rather than every feature's
+// workgroup counting the ranks before its own. Called by the whole workgroup.
 fn scanned_feature(t: u32, s: u32, i: u32, lid: u32) -> u32 {
   let vary = 4u * hist_slot(t, s) * p.F + 3u;  // word 3 of feature 0's candidate
   if (lid == 0u) { wg_feat = LEAF; }
@@ -1278,13 +1326,7 @@ fn scanned_feature(t: u32, s: u32, i: u32, lid: u32) -> u32 {
   var seen = 0u;  // thread 0: varying features of the ranks walked so far
   let end = select(p.mf, p.F, i == 0u);  // ranks past mf: only for the first, if none before varies
   for (var r0 = 0u; r0 < end; r0 += PW) {
-    var f = LEAF;
-    if (r0 + lid < end) {
-      f = rank_feature(key, r0 + lid);
-      if ((sp_cand[vary + 4u * f] & VARIES) == 0u) { f = LEAF; }
-    }
-    wg_rb[lid] = f;
-    workgroupBarrier();
+    rank_run(key, vary, r0, end, lid);
     if (lid == 0u) {
       for (var j = 0u; j < PW; j++) {
         if (wg_rb[j] == LEAF) { continue; }
@@ -1563,7 +1605,7 @@ fn split_rows(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: v
   if (workgroupUniformLoad(&wg_elig) == 0u) { return; }
   let rows = sp_nodes[slot_rec(t, s) + 4u + p.C - 1u];
   let first = t * p.n + sp_slots[sl + 3u] - rows;  // the slot's rows: sr_list[first, first + rows)
-  let key = hash3(p.seed, 2u * (p.tree0 + t) + 1u, sp_slots[sl]);
+  let key = node_key(t, s);
   let cbase = 4u * hist_slot(t, s) * p.F;
   for (var f = lid; f < p.F; f += PW) {
     let b0 = row_bin(sr_list[first] >> SLOT_SHIFT, f);
@@ -1583,14 +1625,14 @@ fn split_rows(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: v
   storageBarrier();
   var seen = 0u;  // features chosen so far: those of ranks below mf that vary, or the first that does
   for (var r0 = 0u; r0 < p.F && (r0 < p.mf || seen == 0u); r0 += PW) {  // ranks r0 .. r0 + PW - 1
-    var f = LEAF;
-    if (r0 + lid < p.F) {
-      f = r0 + lid;  // every varying feature when mf >= F (scanned_feature)
-      if (p.mf < p.F) { f = rank_feature(key, r0 + lid); }
-      if ((sp_cand[cbase + 4u * f + 3u] & VARIES) == 0u) { f = LEAF; }
+    if (p.mf < p.F) {
+      rank_run(key, cbase + 3u, r0, p.F, lid);
+    } else {  // every varying feature (scanned_feature)
+      var f = LEAF;
+      if (r0 + lid < p.F && (sp_cand[cbase + 4u * (r0 + lid) + 3u] & VARIES) != 0u) { f = r0 + lid; }
+      wg_rb[lid] = f;
+      workgroupBarrier();
     }
-    wg_rb[lid] = f;
-    workgroupBarrier();
     if (lid == 0u) {
       var m = 0u;
       for (var j = 0u; j < PW; j++) {
