@@ -855,8 +855,12 @@ fn slot_rec(t: u32, s: u32) -> u32 {  // the node record of slot s of tree t (of
 // down to F drew some features up to 1.6x as often as others among a node's first max_features.)
 fn swap_or_not(key: u32, i: u32, x: u32) -> u32 {
   let h = pcg(key + i);
-  let y = (h % p.F + p.F - x) % p.F;
-  if ((pcg(h ^ max(x, y)) & 1u) == 1u) { return y; }
+  return swap_round(vec2u(h, h % p.F), x);
+}
+
+fn swap_round(h: vec2u, x: u32) -> u32 {  // h: the round's hash, and that mod F
+  let y = (h.y + p.F - x) % p.F;
+  if ((pcg(h.x ^ max(x, y)) & 1u) == 1u) { return y; }
   return x;
 }
 
@@ -1197,6 +1201,26 @@ var<workgroup> wg_mask: array<atomic<u32>, 8>;  // split_scan_wg: the non-empty 
 var<workgroup> wg_cnt: u32;                     // how many
 var<workgroup> wg_bin: array<u32, PW>;          // the sparse scan's bins, in order
 
+// A node's rounds (swap_or_not's hash of each, and that mod F) for a workgroup of its features'
+// ranks: computed once, not in every feature's chain. Called by the whole workgroup; ends on a
+// barrier.
+const MAX_ROUNDS: u32 = 96u;  // perm_rounds: 3 rounds a bit of F (32 bits at most)
+var<workgroup> wg_round: array<vec2u, MAX_ROUNDS>;
+
+fn node_rounds(key: u32, lid: u32) {
+  for (var i = lid; i < p.pr; i += PW) {
+    let h = pcg(key + i);
+    wg_round[i] = vec2u(h, h % p.F);
+  }
+  workgroupBarrier();
+}
+
+fn feature_rank_wg(f: u32) -> u32 {  // feature_rank from the rounds node_rounds wrote
+  var x = f;
+  for (var i = 0u; i < p.pr; i++) { x = swap_round(wg_round[i], x); }
+  return x;
+}
+
 // Features a workgroup of split_vary_wg takes in turn: one, or more where the pass has more than
 // WG_TREE (slot, feature) items a tree (a deep level's pass: most of its slots SMALL or closed, so
 // most workgroups would only find that out). As wg_items' vary_features.
@@ -1221,11 +1245,11 @@ fn split_vary_wg(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg
   if ((flags & OPEN) == 0u || (flags & SMALL) != 0u) { return; }  // SMALL: split_rows
   let f0 = id % groups * fg;
   let f1 = min(p.F, f0 + fg);
-  // The features' ranks, a thread each (a chain of 2 p.pr hashes: not thread 0's, feature by
+  // The features' ranks, a thread each (a chain of p.pr rounds: not thread 0's, feature by
   // feature), through workgroup memory to thread 0.
-  let key = node_key(t, s);
+  node_rounds(node_key(t, s), lid);
   for (var c0 = f0; c0 < f1; c0 += PW) {
-    if (c0 + lid < f1) { wg_rb[lid] = feature_rank(key, c0 + lid); }
+    if (c0 + lid < f1) { wg_rb[lid] = feature_rank_wg(c0 + lid); }
     workgroupBarrier();
     if (lid == 0u) {
       for (var f = c0; f < min(f1, c0 + PW); f++) {
@@ -1606,6 +1630,7 @@ fn split_rows(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: v
   let rows = sp_nodes[slot_rec(t, s) + 4u + p.C - 1u];
   let first = t * p.n + sp_slots[sl + 3u] - rows;  // the slot's rows: sr_list[first, first + rows)
   let key = node_key(t, s);
+  node_rounds(key, lid);
   let cbase = 4u * hist_slot(t, s) * p.F;
   for (var f = lid; f < p.F; f += PW) {
     let b0 = row_bin(sr_list[first] >> SLOT_SHIFT, f);
@@ -1620,7 +1645,7 @@ fn split_rows(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: v
     sp_cand[e] = 0u;
     sp_cand[e + 1u] = 0u;
     sp_cand[e + 2u] = LEAF;
-    sp_cand[e + 3u] = (feature_rank(key, f) << RANK_SHIFT) | v;
+    sp_cand[e + 3u] = (feature_rank_wg(f) << RANK_SHIFT) | v;
   }
   storageBarrier();
   var seen = 0u;  // features chosen so far: those of ranks below mf that vary, or the first that does
