@@ -13,6 +13,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tools.slowest_first import keep_order, slowest_first
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # bench/ (the benchmark harness) is a folder of the checkout
 CHROMIUM_FLAGS = [
@@ -22,23 +24,17 @@ CHROMIUM_FLAGS = [
 ]
 
 
-# `make test` runs these files on two workers, a file at a time each (--dist loadfile): a worker
-# about to run out of tests takes the next file. xdist would order the files by their number of
-# tests, which left one- and two-test files of a minute or more (bench, transformer) to the end,
-# one worker running them while the other stood idle. The slow files go first instead, slowest
-# first (a worker's seconds on CI), the others after them in name order: the last files are short
-# and the two workers end close together.
+# The slowest files first, slowest first (a worker's seconds on CI): tools/slowest_first.py.
 SLOWEST_FIRST = ("test_control.py", "test_forest.py", "test_forest_backends.py", "test_robust_gpu.py",
                  "test_transformer.py", "test_bench.py", "test_foundation.py", "test_page.py", "test_runs.py")
 
 
 def pytest_configure(config):
-    config.option.loadscopereorder = False  # xdist keeps the order pytest_collection_modifyitems gives
+    keep_order(config)
 
 
 def pytest_collection_modifyitems(items):
-    rank = {name: i for i, name in enumerate(SLOWEST_FIRST)}
-    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: a file's tests keep their order
+    slowest_first(items, SLOWEST_FIRST)
 
 
 def _free_port() -> int:

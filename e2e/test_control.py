@@ -30,10 +30,13 @@ def _compute(page, job):
     return page.evaluate("(job) => window.playground.compute(job).done", job)
 
 
-def test_ten_runs_of_each_kind_leave_gpu_memory_where_it_started(shared_page):
-    """Ten forests, ten self-tests and ten transformers in one tab: afterwards the live buffers,
+def test_runs_of_each_kind_one_after_another_leave_gpu_memory_where_it_started(shared_page):
+    """Ten forests, three self-tests and ten transformers in one tab: afterwards the live buffers,
     bytes and plans (py_core's count and the JS runtime's) are where they started, but for the one
-    kept transformer (its weights and sampler: the bytes it states), which the next run frees."""
+    kept transformer (its weights and sampler: the bytes it states), which the next run frees.
+    The self-test runs every kernel family's cases, each in a scope of its own: the first run
+    compiles, the next two run from the page's compiled pipelines (on SwiftShader a self-test
+    costs CI ten seconds or more, so three, not ten)."""
     page = shared_page
     start = _memory(page)
     assert start["runtime"]["buffers"] == start["buffers"] and start["runtime"]["plans"] == start["plans"]
@@ -41,7 +44,7 @@ def test_ten_runs_of_each_kind_leave_gpu_memory_where_it_started(shared_page):
         res = _compute(page, FOREST)
         assert res["metrics"]["r2"] > 0
         assert _live(_memory(page)) == _live(start), f"forest run {i}"
-    for i in range(10):  # every kernel family, each case's buffers and plans
+    for i in range(3):  # every kernel family, each case's buffers and plans
         assert _compute(page, {"kind": "selftest"})["metrics"]["all_ok"]
         assert _live(_memory(page)) == _live(start), f"self-test run {i}"
     kept = set()

@@ -13,7 +13,7 @@ SMALL_BENCHMARKS = [  # the benchmark configurations (web/suites/forest-classes.
     ("diabetes", "target", {"n_estimators": 6, "max_depth": 16}),
     ("synthetic:regression?n_samples=3000&n_features=20&n_informative=10&noise=10&seed=0", "y",
      {"n_estimators": 3, "max_depth": 12, "max_features": 0.33}),
-    ("synthetic:blobs?n_samples=1500&n_features=50&centers=10&cluster_std=12&seed=0", "y",
+    ("synthetic:blobs?n_samples=800&n_features=50&centers=10&cluster_std=12&seed=0", "y",
      {"n_estimators": 2, "max_depth": 14, "parallel_bins": True}),  # the kernels GPUs run
     ("wine", "target", {"n_estimators": 6, "max_depth": 5, "criterion": "entropy"}),
     # diabetes' s2 has 269 values in the training rows: a bin each, 16-bit bins, and the kernels

@@ -19,6 +19,24 @@ with warnings.catch_warnings():
 
 from server.app import create_app
 from server.settings import Settings
+from tools.slowest_first import keep_order, slowest_first
+
+# The slowest files first, slowest first (a worker's seconds on CI): tools/slowest_first.py.
+SLOWEST_FIRST = (
+    "test_forest.py", "test_forest_corpus.py", "test_transformer_parity.py", "test_forest_corpus_classes.py",
+    "test_comparisons.py", "test_forest_memory.py", "test_gpu_backends.py", "test_forest_kernels.py",
+    "test_data_corpus.py", "test_forest_accuracy.py", "test_server_hardening.py", "test_forest_corpus_trees.py",
+    "test_server_runs.py", "test_data_pyodide.py", "test_robust_uploads.py", "test_server_upload_memory.py",
+    "test_server_runs_bounded.py", "test_data_summary.py", "test_robust_load.py", "test_matmul_f16.py")
+
+
+def pytest_configure(config):
+    keep_order(config)
+
+
+def pytest_collection_modifyitems(items):
+    slowest_first(items, SLOWEST_FIRST)
+
 
 
 @pytest.fixture

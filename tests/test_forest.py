@@ -331,13 +331,13 @@ def test_the_gpus_kernels_on_wide_and_on_deep_levels_grow_the_same_forest(native
     feature with more than 64 non-empty bins in the node over the whole workgroup and one with
     fewer a bin a thread (scan_sparse); hist_clear_wg and split_vary_wg take a slot's words, or
     its features, in fewer, larger items where a pass has more than WG_TREE of them a tree (deep
-    levels, the grids recorded for a batch's four trees, the last batch two). On 6,000 rows of 12
+    levels, the grids recorded for a batch's four trees, the last batch two). On 3,000 rows of 12
     continuous features (256 bins), trees grown to their leaves in batches of four have both kinds
     of level; either gives the trees of the looping kernels
     (split_scan and the others, a thread per item), node for node."""
     from py_core.forest import builder
     from py_core.kernels import forest as fk
-    n, F = 6000, 12
+    n, F = 3000, 12
     X = [[rng.gauss(0, 1) for _ in range(F)] for _ in range(n)]
     if task == "regression":
         y = [r[0] * 2 + r[1] * r[2] + rng.gauss(0, 0.3) for r in X]

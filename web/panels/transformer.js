@@ -297,8 +297,9 @@ export function mountTransformerPanel(root, playground) {
   stopBtn.addEventListener("click", () => { playground.stop(); status.textContent = "Stopping…"; });
 
   sampleBtn.addEventListener("click", async () => {
+    // The note says "Sampling…" until the last character is in and the button is back.
     sampleBtn.disabled = true;
-    sampleNote.textContent = "Sampled from the trained model:";
+    sampleNote.textContent = "Sampling from the trained model…";
     output.textContent = prompt.value;
     try {
       await playground.call("sample_text", [prompt.value, Number(length.value), Number(temperature.value),
@@ -306,6 +307,7 @@ export function mountTransformerPanel(root, playground) {
         onProgress: (p) => { if (p.char !== undefined) output.textContent += p.char; } });
     } catch (e) { output.textContent += `\n[${e.message}]`; }
     sampleBtn.disabled = false;
+    sampleNote.textContent = "Sampled from the trained model:";
   });
   download.addEventListener("click", async () => {
     const { safetensors } = await playground.call("export_transformer");
