@@ -13,6 +13,11 @@ from array import array
 from .backend import TYPECODES, Backend, Buffer, Clear, Dispatch, GPUError, Kernel, Plan, Soon, shader_source
 
 
+def js_message(exc: Exception) -> str:
+    """A JavaScript error's message without the "Error: " its name puts before it in Python."""
+    return str(exc).removeprefix("Error: ")
+
+
 class WebGPUBackend(Backend):
     name = "webgpu"
     host_js = True
@@ -30,7 +35,7 @@ class WebGPUBackend(Backend):
         try:
             return fn(*args)
         except Exception as exc:  # a JsException: name the operation
-            raise GPUError(f"WebGPU {what} failed: {exc}") from exc
+            raise GPUError(f"WebGPU {what} failed: {js_message(exc)}") from exc
 
     def _create(self, buf: Buffer):
         return self._call("buffer creation", self.rt.createBuffer, buf.nbytes, buf.uniform)
@@ -62,7 +67,7 @@ class WebGPUBackend(Backend):
             try:
                 got = await promise
             except Exception as exc:
-                raise GPUError(f"WebGPU readback failed: {exc}") from exc
+                raise GPUError(f"WebGPU readback failed: {js_message(exc)}") from exc
             if js:
                 return got
             out = array("I", [0]) * sum(words for _, _, words in parts)
@@ -153,6 +158,6 @@ class _GPUProfile:
         try:
             got = json.loads(await self.b.rt.profileStop())
         except Exception as exc:
-            raise GPUError(f"WebGPU profile readback failed: {exc}") from exc
+            raise GPUError(f"WebGPU profile readback failed: {js_message(exc)}") from exc
         return {"ops": [(name, ns * 1e-9) for name, ns in got["ops"]], "span": got["span"] * 1e-9,
                 "method": self.method}
