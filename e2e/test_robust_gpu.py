@@ -10,8 +10,6 @@ worker opens the GPU: patch `navigator.gpu`, GPUAdapter, GPUSupportedLimits) or 
 """
 from __future__ import annotations
 
-import re
-
 import httpx
 import pytest
 
@@ -129,16 +127,16 @@ def test_model_larger_than_the_adapter_limits(faulty_page, server):
 
 
 def test_validation_error_is_named_and_nothing_posted(faulty_page, server):
-    page, _ = faulty_page(after=at_plan_run(3, INVALID_BUFFER))
+    # The 2nd plan run is the first case's timed run, which the queue's wait follows: the error,
+    # reported by the device after the submission, is met there (a later call could meet it first).
+    page, _ = faulty_page(after=at_plan_run(2, INVALID_BUFFER))
     before = runs(server, "selftest")
     page.click("#tab-gpu")
     page.click("#check-gpu")
     page.wait_for_function("() => document.querySelector('#selftest-status').classList.contains('error')",
                            timeout=120_000)
     status = page.locator("#selftest-status").inner_text()
-    # Named at the operation that met it (a submission, a readback or the wait for the queue)
-    assert re.match(r"Self-test failed: GPUError: (WebGPU \w+ failed: )?WebGPU validation error: Buffer usages",
-                    status), status
+    assert status.startswith("Self-test failed: GPUError: WebGPU validation error: Buffer usages"), status
     assert 'CreateBuffer([BufferDescriptor ""injected""])' in status  # the whole message, one line
     assert page.locator("#check-gpu").is_enabled()
     assert runs(server, "selftest") == before

@@ -38,7 +38,6 @@ def pytest_collection_modifyitems(items):
     slowest_first(items, SLOWEST_FIRST)
 
 
-
 @pytest.fixture
 def settings(tmp_path) -> Settings:
     """Settings for a test server: tmp data dir, CPU device, empty tmp static folders."""
