@@ -15,10 +15,13 @@ def test_train_tiny_preset_loss_falls_and_samples(page, server, tmp_path):
     assert page.locator("#tf-preset").input_value() == "tiny"
     page.wait_for_function("() => document.querySelector('#tf-estimate').textContent.startsWith('Estimated time: ')")
     assert page.locator("#tf-n_layer").input_value() == "4" and page.locator("#tf-n_embd").input_value() == "128"
-    # A short run of the tiny architecture; a small batch keeps SwiftShader's CPU time down.
+    assert page.locator("#tf-eval_interval").input_value() == "250" and page.locator("#tf-eval_steps").input_value() == "20"
+    # A short run of the tiny architecture; a small batch and 2 validation batches, not 20, keep
+    # SwiftShader's CPU time down (a validation batch costs about a third of a step).
     page.fill("#tf-steps", "12")
     page.fill("#tf-batch_size", "2")
-    page.dispatch_event("#tf-batch_size", "change")
+    page.fill("#tf-eval_steps", "2")
+    page.dispatch_event("#tf-eval_steps", "change")
     page.click("#tf-train")
     page.wait_for_function("() => /^(Done|Training failed)/.test(document.querySelector('#tf-status').textContent)",
                            timeout=600_000)
@@ -30,6 +33,7 @@ def test_train_tiny_preset_loss_falls_and_samples(page, server, tmp_path):
     runs = httpx.get(f"{server}/api/runs", params={"kind": "transformer"}).json()["runs"]
     run = httpx.get(f"{server}/api/runs/{runs[0]['id']}").json()  # the list holds summaries
     assert run["backend"] == "webgpu" and run["config"]["params"]["steps"] == 12
+    assert run["config"]["params"]["eval_steps"] == 2 and run["config"]["params"]["eval_interval"] == 250
     curve = run["metrics"]["loss_curve"]
     assert len(curve) >= 2 and curve[-1][1] < curve[0][1], curve
     assert run["timings"]["step"] > 0 and run["timings"]["tokens_per_s"] > 0

@@ -41,7 +41,10 @@ const NO_RUN_YET = `# Train a model: its weights download as safetensors with na
 
 const FIELDS = [["n_layer", "Layers"], ["n_head", "Heads"], ["n_embd", "Embedding width"],
   ["block_size", "Context (characters)"], ["batch_size", "Batch"], ["steps", "Steps"],
-  ["lr", "Learning rate"], ["seed", "Seed"]];
+  ["lr", "Learning rate"], ["seed", "Seed"],
+  // The validation loss: estimated every this many steps and at the end, over this many batches
+  // (nanoGPT's eval_interval and eval_iters); the estimate of Train's time counts them.
+  ["eval_interval", "Validate every (steps)"], ["eval_steps", "Validation batches"]];
 
 export function mountTransformerPanel(root, playground) {
   const textSelect = el("select", { id: "text-select", "aria-label": "Text" });
