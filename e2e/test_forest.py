@@ -54,7 +54,8 @@ def test_diabetes_forest_in_the_page_on_webgpu(shared_page, server):
     m = run["metrics"]
     assert {"mse", "mae", "r2"} <= set(m) and m["n_test"] == 89
     # One forest of ours against scikit-learn's spread over seeds: on this split its own forests
-    # range over 3425-3641 (these 10 seeds), ours (seed 0) is 3639.
+    # range over 3361-3627 (these 10 seeds; bound 3797), ours (seed 0) is 3711.5 (on lavapipe;
+    # every backend grows the same trees).
     reference = sklearn_mse_on_the_same_split(server)
     bound = statistics.mean(reference) + 3 * statistics.stdev(reference)
     assert m["mse"] <= bound, (m["mse"], reference)
