@@ -59,8 +59,8 @@ lint: test-deps
 # Chromium, a server or a subprocess leaves one free. TEST_WORKERS=1 runs them in this process.
 TEST_WORKERS ?= 2
 test: test-deps lint
-	$(BIN)/pytest tests -q -n $(TEST_WORKERS) --dist loadfile
-	$(BIN)/pytest e2e -q -n $(TEST_WORKERS) --dist loadfile
+	$(BIN)/pytest tests -q -n $(TEST_WORKERS) --dist loadfile --durations=12
+	$(BIN)/pytest e2e -q -n $(TEST_WORKERS) --dist loadfile --durations=12
 
 bench: test-deps
 	$(BIN)/python -m bench --suite $(SUITE) $(BENCH_ARGS)
