@@ -1,6 +1,6 @@
 """The Random forest tab as a person uses it: diabetes, the "scikit-learn defaults" preset (100
-trees, full depth), trained in the page on WebGPU (SwiftShader on CI); as accurate as scikit-learn on the same rows;
-metrics, plots and the server's side-by-side comparison shown. Then jobs through the automation
+trees, full depth), trained in the page on WebGPU (SwiftShader on CI); as accurate as scikit-learn
+on the same rows; metrics, plots and the server's side-by-side comparison shown. Then jobs through the automation
 API: two classes, scikit-learn's defaults, and a failure on the way back that leaves the worker
 running the next job.
 
@@ -50,6 +50,7 @@ def test_diabetes_forest_in_the_page_on_webgpu(shared_page, server):
     newest = httpx.get(f"{server}/api/runs", params={"kind": "random_forest"}).json()["runs"][0]
     run = httpx.get(f"{server}/api/runs/{newest['id']}").json()  # the list holds summaries
     assert run["backend"] == "webgpu" and run["config"]["params"]["n_estimators"] == 100
+    assert run["config"]["params"].get("max_depth") is None  # grown to its leaves
     assert run["timings"]["fit"] > 0 and run["timings"]["predict"] > 0
     m = run["metrics"]
     assert {"mse", "mae", "r2"} <= set(m) and m["n_test"] == 89

@@ -304,13 +304,17 @@ export function mountTransformerPanel(root, playground) {
     sampleBtn.disabled = true;
     sampleNote.textContent = "Sampling from the trained model…";
     output.textContent = prompt.value;
+    let done = "Sampled from the trained model:";
     try {
       await playground.call("sample_text", [prompt.value, Number(length.value), Number(temperature.value),
         Number(topk.value), Math.floor(Math.random() * 2 ** 31)], {
         onProgress: (p) => { if (p.char !== undefined) output.textContent += p.char; } });
-    } catch (e) { output.textContent += `\n[${e.message}]`; }
+    } catch (e) {
+      output.textContent += `\n[${e.message}]`;
+      done = "Sampling failed (what came before the error, then its message):";
+    }
     sampleBtn.disabled = false;
-    sampleNote.textContent = "Sampled from the trained model:";
+    sampleNote.textContent = done;
   });
   download.addEventListener("click", async () => {
     const { safetensors } = await playground.call("export_transformer");
