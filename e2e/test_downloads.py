@@ -35,7 +35,8 @@ def test_downloads_load_elsewhere_as_their_snippets_say(page, server, tmp_path, 
     """One page (a Pyodide start is the dearest part here): a forest, then a transformer."""
     page.goto("/?tab=forest&tf.preset=micro&tf.steps=3")
     wait_ready(page)
-    _forest_onnx(page, server)
+    session = _forest_onnx(page, server)
+    _forest_json_snippet(page, session, tmp_path)
     page.click("#tab-transformer")
     _transformer_safetensors(page, server, tmp_path, monkeypatch)
 
@@ -69,6 +70,26 @@ def _forest_onnx(page, server):
     assert len(tabs) == len(X)
     np.testing.assert_allclose(pred[:, 0], tabs, rtol=1e-4)
     assert page.locator("#forest-onnx-status").inner_text() == f"Downloaded {name}."
+    return session
+
+
+def _forest_json_snippet(page, session, tmp_path):
+    """The JSON snippet's text as the page shows it, run next to the JSON download, prints what
+    the ONNX download predicts for its example row (the training medians)."""
+    import ast
+    import os
+    import subprocess
+    with page.expect_download(timeout=60_000) as download:
+        page.click("#forest-download")
+    shutil.copy(download.value.path(), tmp_path / download.value.suggested_filename)
+    page.locator("#forest-snippet summary").click()
+    (tmp_path / "snippet.py").write_text(page.locator("#forest-snippet pre").text_content(), encoding="utf-8")
+    done = subprocess.run([sys.executable, "snippet.py"], cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                          env=dict(os.environ, PYTHONPATH=str(TESTS.parent)))
+    assert done.returncode == 0, done.stderr
+    medians = json.loads(session.get_modelmeta().custom_metadata_map["data"])["medians"]
+    (onnx,) = session.run(None, {"X": np.float32([medians])})
+    np.testing.assert_allclose(ast.literal_eval(done.stdout.strip()), onnx[:, 0], rtol=1e-5)
 
 
 def _transformer_safetensors(page, server, tmp_path, monkeypatch):

@@ -15,15 +15,18 @@ run's job: the same rows, parameters and seed give the page's trees (py_core-ref
 executable specification of the page's kernels). The job is checked against the caps of
 server/jobcost.py first, then runs in a process of its own (server/runners/task.py `run_alone`)
 under the comparison jobs' limits (--job-timeout, --job-memory-mb), one export at a time. The
-file is kept under <data_dir>/exports/<run id>.onnx, and removed with its run.
+file is kept under <data_dir>/exports/<run id>.v2.onnx (the graph's version), and removed with its
+run.
 
 The ONNX graph takes "X": float32 [rows, features], the features in the run's order after the
 page's own preprocessing (categories as codes, missing values as the training medians: the
 model's "data" description, kept in the ONNX metadata as JSON), and gives
     regression       "variable": float32 [rows, 1], the mean over trees of the leaf values
     classification   "label": [rows], the class (int64 when the classes are integers, string
-                     when they are strings, else the index into metadata "classes") and
+                     when they are strings, else the index into metadata "classes") of the
+                     largest probability, the first of equals, as py_core predicts; and
                      "probabilities": float32 [rows, classes], the mean leaf class fractions
+The leaf values are summed in f32 and divided by the number of trees, as py_core does.
 A split sends x[feature] <= threshold left (BRANCH_LEQ), as py_core does; py_core compares x
 rounded to f32 with an f32 threshold, as onnxruntime does with its f32 input.
 """
@@ -86,23 +89,38 @@ def forest_to_onnx(model: dict) -> bytes:
                 w_tree.append(t)
                 w_node.append(node)
                 w_id.append(k)
-                w_val.append(float(v) / n_trees)  # the sum over trees is then their mean
+                w_val.append(float(v))
+    # The ensemble sums the leaf values in f32 and a Div takes their mean, as py_core does (its
+    # sums of class fractions are then exact where the leaves are pure, and so are its ties).
+    count = helper.make_tensor("n_trees", TensorProto.FLOAT, [], [float(n_trees)])
     X = helper.make_tensor_value_info("X", TensorProto.FLOAT, [None, F])
     if classify:
-        labels, label_type = _class_labels(model.get("classes") or list(range(K)))
-        outputs = [helper.make_tensor_value_info("label", label_type, [None]),
+        labels = _class_labels(model.get("classes") or list(range(K)))
+        classes = _labels_tensor(labels)
+        outputs = [helper.make_tensor_value_info("label", classes.data_type, [None]),
                    helper.make_tensor_value_info("probabilities", TensorProto.FLOAT, [None, K])]
-        node = helper.make_node(
-            "TreeEnsembleClassifier", ["X"], ["label", "probabilities"], domain="ai.onnx.ml",
-            class_treeids=w_tree, class_nodeids=w_node, class_ids=w_id, class_weights=w_val,
-            post_transform="NONE", **labels, **attrs)
+        nodes = [
+            helper.make_node(
+                "TreeEnsembleClassifier", ["X"], ["ensemble_label", "sums"], domain="ai.onnx.ml",
+                class_treeids=w_tree, class_nodeids=w_node, class_ids=w_id, class_weights=w_val,
+                post_transform="NONE", **labels, **attrs),
+            helper.make_node("Div", ["sums", "n_trees"], ["probabilities"]),
+            # The ensemble's own label is not py_core's: with two classes onnxruntime takes the
+            # second whenever its score is above 0. The label is the first class of the largest
+            # probability (ArgMax keeps the first of equals), as py_core's predict.
+            helper.make_node("ArgMax", ["probabilities"], ["index"], axis=1, keepdims=0),
+            helper.make_node("Gather", ["classes", "index"], ["label"], axis=0)]
+        initializers = [count, classes]
     else:
         outputs = [helper.make_tensor_value_info("variable", TensorProto.FLOAT, [None, 1])]
-        node = helper.make_node(
-            "TreeEnsembleRegressor", ["X"], ["variable"], domain="ai.onnx.ml", n_targets=1,
-            target_treeids=w_tree, target_nodeids=w_node, target_ids=w_id, target_weights=w_val,
-            aggregate_function="SUM", post_transform="NONE", **attrs)
-    graph = helper.make_graph([node], "playground_forest", [X], outputs)
+        nodes = [
+            helper.make_node(
+                "TreeEnsembleRegressor", ["X"], ["sums"], domain="ai.onnx.ml", n_targets=1,
+                target_treeids=w_tree, target_nodeids=w_node, target_ids=w_id,
+                target_weights=w_val, aggregate_function="SUM", post_transform="NONE", **attrs),
+            helper.make_node("Div", ["sums", "n_trees"], ["variable"])]
+        initializers = [count]
+    graph = helper.make_graph(nodes, "playground_forest", [X], outputs, initializer=initializers)
     onnx_model = helper.make_model(graph, producer_name="webgpu-playground", opset_imports=[
         helper.make_opsetid("", 17), helper.make_opsetid("ai.onnx.ml", 3)])
     onnx_model.ir_version = 8  # onnxruntime 1.17+ reads it
@@ -115,15 +133,25 @@ def forest_to_onnx(model: dict) -> bytes:
     return onnx_model.SerializeToString()
 
 
-def _class_labels(classes: list) -> tuple[dict, int]:
-    """The classifier's label attribute and the "label" output's type: the classes themselves
-    when all are integers or all strings, else their indices."""
-    from onnx import TensorProto
+def _class_labels(classes: list) -> dict:
+    """The classifier's label attribute: the classes themselves when all are integers or all
+    strings, else their indices."""
     if all(isinstance(c, int) and not isinstance(c, bool) for c in classes):
-        return {"classlabels_int64s": list(classes)}, TensorProto.INT64
+        return {"classlabels_int64s": list(classes)}
     if all(isinstance(c, str) for c in classes):
-        return {"classlabels_strings": list(classes)}, TensorProto.STRING
-    return {"classlabels_int64s": list(range(len(classes)))}, TensorProto.INT64
+        return {"classlabels_strings": list(classes)}
+    return {"classlabels_int64s": list(range(len(classes)))}
+
+
+def _labels_tensor(labels: dict):
+    """The labels as the constant "classes" that the label output gathers from."""
+    from onnx import TensorProto, helper
+    if "classlabels_strings" in labels:
+        values = labels["classlabels_strings"]
+        return helper.make_tensor("classes", TensorProto.STRING, [len(values)],
+                                  [v.encode() for v in values])
+    values = labels["classlabels_int64s"]
+    return helper.make_tensor("classes", TensorProto.INT64, [len(values)], values)
 
 
 # -- the rebuild, in a job process ---------------------------------------------------------------
@@ -195,8 +223,14 @@ async def _run_of(request: Request) -> dict:
     return json.loads(row["body"])
 
 
-def onnx_path(data_dir, run_id: str) -> Path:
-    return Path(data_dir) / "exports" / f"{run_id}.onnx"
+# The graph's version, in the kept file's name: a file written by an earlier graph is not served
+# (version 1, <run id>.onnx, took onnxruntime's own label: wrong for two classes).
+GRAPH_VERSION = 2
+
+
+def onnx_path(data_dir, run_id: str, version: int = GRAPH_VERSION) -> Path:
+    name = f"{run_id}.onnx" if version == 1 else f"{run_id}.v{version}.onnx"
+    return Path(data_dir) / "exports" / name
 
 
 async def get_onnx(request: Request) -> FileResponse:
@@ -258,7 +292,8 @@ async def lifespan(app):
     app.state.exports_lock = asyncio.Lock()
 
     def forget(run_id: str) -> None:  # a deleted (or retired) run's export goes with it
-        onnx_path(app.state.settings.data_dir, run_id).unlink(missing_ok=True)
+        for version in range(1, GRAPH_VERSION + 1):
+            onnx_path(app.state.settings.data_dir, run_id, version).unlink(missing_ok=True)
 
     app.state.on_run_deleted.append(forget)
     try:

@@ -6,6 +6,7 @@
                     names and its GPTConfig in the metadata (py_core/transformer/safetensors.py)
 
 <id> is the run id's first 8 characters. Each text runs as it is, next to its file (tests do).
+Whatever a run holds goes in as a Python literal (repr), never into a comment (issue 31.2).
 """
 from __future__ import annotations
 
@@ -34,21 +35,21 @@ def _classifies(run: dict) -> bool:
 
 def forest(run: dict) -> str:
     if _classifies(run):
-        predict = ('labels, proba = session.run(None, {"X": X})  # [rows] classes, '
-                   '[rows, classes] probabilities\n'
-                   'print(labels, proba, json.loads(meta["classes"]))  # proba\'s columns: '
-                   'these classes\n')
+        predict = ('classes = json.loads(meta["classes"])  # the columns of proba, in order\n'
+                   'labels, proba = session.run(None, {"X": X})\n'
+                   'print(labels.tolist())  # each row\'s class\n'
+                   'print(proba.tolist())  # each row\'s probability of each class\n')
     else:
         predict = ('(pred,) = session.run(None, {"X": X})  # [rows, 1]: the mean of the trees\' '
                    'leaf values\n'
-                   'print(pred[:, 0])\n')
+                   'print(pred[:, 0].tolist())\n')
     return f'''# The forest of run {run["id"][:8]} outside the playground: pip install onnxruntime numpy
 import json
 
 import numpy as np
 import onnxruntime as ort
 
-session = ort.InferenceSession("{file_name(run)}")
+session = ort.InferenceSession({file_name(run)!r})
 meta = session.get_modelmeta().custom_metadata_map
 data = json.loads(meta["data"])  # the features in order, their categories, training medians
 # A row a sample, its columns in the order of data["features"]: a category as its index in
@@ -68,7 +69,7 @@ from safetensors.torch import load_file
 
 from model import GPT, GPTConfig
 
-path = "{file_name(run)}"
+path = {file_name(run)!r}
 with safe_open(path, "pt") as f:
     meta = f.metadata()
 model = GPT(GPTConfig(**json.loads(meta["gpt_config"])))

