@@ -75,6 +75,7 @@ from server.errors import ClientError
 from server.jsonbody import read_json
 from server.runners import RUNNERS, runners_for
 from server.runs import UUID_RE
+from server.settings import default_job_memory_mb
 
 log = logging.getLogger(__name__)
 
@@ -107,7 +108,7 @@ SPEED_TIMING = {"random_forest": "fit", "transformer": "step"}  # what `speedup`
 @dataclass
 class Limits:
     timeout_s: float = 1800.0    # a job's wall clock, enforced in the worker
-    memory_mb: float = 16384.0   # a job's resident memory, enforced in the worker
+    memory_mb: float = field(default_factory=default_job_memory_mb)  # resident, in the worker
     retries: int = 2             # a job whose worker died runs again at most this often
     client_queue: int = 50       # jobs queued or running for one client
     queue: int = 1000            # jobs queued or running in all
@@ -268,14 +269,14 @@ class Queue:
         """The job's estimate; OverCap when it breaks a cap."""
         return jobcost.check(run.get("config"), self.data_dir, self.limits.caps)
 
-    async def admit(self, run: dict) -> dict | jobcost.OverCap | None:
+    async def admit(self, run: dict) -> dict | jobcost.Refused | None:
         """The run's job against the caps: its estimate, the OverCap it breaks, or None for a
         run whose config is not a job (job_problem says why)."""
         if job_problem(run) is not None:
             return None
         try:
             return await asyncio.to_thread(self.check_caps, run)
-        except jobcost.OverCap as exc:
+        except jobcost.Refused as exc:
             return exc
 
     async def check_room(self, client: str, jobs: int) -> None:
@@ -311,7 +312,7 @@ class Queue:
         if exists:
             return
         client, admitted = client_of(request), await self.admit(run)
-        if not isinstance(admitted, jobcost.OverCap):
+        if not isinstance(admitted, jobcost.Refused):
             await self.check_room(client, len(self.queueable(run)))
         self._admitted[run["id"]] = (client, admitted)
 
@@ -328,7 +329,7 @@ class Queue:
         problem = job_problem(run)
         if problem is None and admitted is None:
             admitted = admitted_then if admitted_then is not None else await self.admit(run)
-        over = str(admitted) if isinstance(admitted, jobcost.OverCap) else None
+        over = str(admitted) if isinstance(admitted, jobcost.Refused) else None
         cost = admitted.get("cost") if isinstance(admitted, dict) else None
         rows = []
         for r in chosen:
@@ -622,7 +623,7 @@ async def post_comparisons(request: Request) -> JSONResponse:
         raise ClientError(404, "no run with this id", field="id")
     run = json.loads(row["body"])
     admitted = await queue.admit(run)
-    if isinstance(admitted, jobcost.OverCap):  # the message its rows got at POST /api/runs
+    if isinstance(admitted, jobcost.Refused):  # the message its rows got at POST /api/runs
         raise ClientError(422, str(admitted), field=admitted.field)
     client = client_of(request)
     active = {r[0] for r in await request.app.state.store.read(lambda conn: conn.execute(

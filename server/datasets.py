@@ -7,7 +7,8 @@
                                   KB, more than MAX_PARTS parts, a field over 1 KB), answered
                                   before the rest of the body is read; 413 once the file passes
                                   max_upload_mb (with or without a Content-Length)
-    GET  /api/datasets            built-ins first, then uploads, newest first
+    GET  /api/datasets            built-ins first, then uploads, newest first (from the rows'
+                                  columns: no summary is read)
     GET  /api/datasets/{id}       the summary: name, rows, columns with types and stats, preview
     GET  /api/datasets/{id}/file  the CSV bytes as stored (text/csv)
 
@@ -34,7 +35,7 @@ import sqlite3
 import sys
 import time
 import uuid
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, closing
 from datetime import datetime, timezone
 from functools import lru_cache
 from pathlib import Path
@@ -45,11 +46,12 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse
 from starlette.routing import Route
 
-from py_core.data import parse_csv
+from py_core.data import DataError, parse_csv
+from py_core.data.reader import resolve_delimiter
 from server.builtins import BUILTINS, builtin_path, export_builtins
 from server.datadir import remove_orphans
 from server.errors import ClientError
-from server.settings import PROJECT_ROOT
+from server.settings import DB_NAME, PROJECT_ROOT
 
 try:  # python-multipart >= 0.0.13 renamed its package
     from python_multipart.multipart import MultipartParseError, MultipartParser, parse_options_header
@@ -89,6 +91,29 @@ def dataset_path(data_dir: Path | str, dataset_id: str) -> Path:
         if path.is_file():
             return path
     raise LookupError(f"no data set {dataset_id!r}")
+
+
+def dataset_shape(data_dir: Path | str, dataset_id: str) -> tuple[int, int]:
+    """(rows, columns) of a data set as its own parse counted them: an upload's from its row
+    (the summary's, recorded at upload), a built-in's from its summary. What the caps cost a job
+    on (server/jobcost.py): counting line endings instead would count a file with CR-only lines
+    as 0 rows, and quoted newlines as rows. LookupError when there is no such data set;
+    RuntimeError when its file is there but its row cannot be read."""
+    path = dataset_path(data_dir, dataset_id)
+    if dataset_id in BUILTINS:
+        st = path.stat()
+        summary = _describe_cached(str(path), st.st_mtime_ns, st.st_size, dataset_id)
+        return summary["rows"], len(summary["columns"])
+    uri = f"{(Path(data_dir) / DB_NAME).resolve().as_uri()}?mode=ro"
+    try:  # read-only, its own connection: a job's process or a worker thread calls this
+        with closing(sqlite3.connect(uri, uri=True, timeout=10)) as conn:
+            row = conn.execute("SELECT rows, columns FROM datasets WHERE id = ?",
+                               (dataset_id,)).fetchone()
+    except sqlite3.Error as exc:
+        raise RuntimeError(f"data set {dataset_id!r}: its row cannot be read ({exc})") from None
+    if row is None:  # a file whose row never committed (removed at the next start-up)
+        raise RuntimeError(f"data set {dataset_id!r} has no row")
+    return int(row[0]), int(row[1])
 
 
 # --- start-up: built-ins exported when missing, their summaries computed once ---
@@ -180,6 +205,10 @@ class _FormStream:
                 raise ClientError(400, "more than one file in the form", field="file")
             raw = options.get(b"filename", b"data.csv").decode("utf-8", "replace")
             self.filename = re.split(r"[\\/]", raw)[-1] or "data.csv"
+            # It names the file in messages and goes to the summary's process as an argument.
+            if len(self.filename) > MAX_NAME_CHARS or not self.filename.isprintable():
+                raise ClientError(400, f"the file's name must be at most {MAX_NAME_CHARS} "
+                                  "printable characters (no control characters)", field="file")
 
     def _part_data(self, data, start, end):
         if self._part == "file":
@@ -244,7 +273,7 @@ async def post_dataset(request: Request) -> JSONResponse:
         t0 = time.perf_counter()
         form = await receive_file(request, tmp)
         name = _display_name(form.fields.get("name") or form.filename)
-        delimiter = form.fields.get("delimiter") or None
+        delimiter = _delimiter(form.fields.get("delimiter") or None)
         received = time.perf_counter()
         async with request.app.state.dataset_parser:  # one summary at a time: the wait not timed
             t1 = time.perf_counter()
@@ -261,6 +290,18 @@ async def post_dataset(request: Request) -> JSONResponse:
                             201)
     finally:
         tmp.unlink(missing_ok=True)
+
+
+def _delimiter(raw: str | None) -> str | None:
+    """The form's delimiter checked here as the parser checks it (one character, no quote, line
+    end or other control character but tab): it goes to the summary's process as an argument,
+    where a NUL was a 500."""
+    if raw is None:
+        return None
+    try:
+        return resolve_delimiter(raw)
+    except DataError as exc:
+        raise ClientError(400, str(exc), field="delimiter") from None
 
 
 def _display_name(raw: str) -> str:
@@ -330,8 +371,11 @@ def _listing(summary: dict) -> dict:
 
 async def list_datasets(request: Request) -> JSONResponse:
     def fn(conn):
-        sql = "SELECT summary FROM datasets ORDER BY created_at DESC, rowid DESC"
-        return [_listing(json.loads(r["summary"])) for r in conn.execute(sql)]
+        # The row's own columns hold all a listing shows: no summary is read, let alone parsed.
+        sql = ("SELECT id, name, created_at, rows, columns, size FROM datasets "
+               "ORDER BY created_at DESC, rowid DESC")
+        return [{**dict(r), "builtin": False, "target": None, "task": None}
+                for r in conn.execute(sql)]
 
     builtins = [_listing(s) for s in request.app.state.builtin_datasets.values()]
     return JSONResponse({"datasets": builtins + await request.app.state.store.read(fn)})

@@ -10,7 +10,8 @@
                                    download links. 404 unknown run, 409 a kind with no download
 
 Where the forest comes from: the run's own model when the client stored it (`extra.model`, the
-JSON format of py_core.forest.export), else py_core's forest job run again on the server with the
+JSON format of py_core.forest.export, checked whole and bounded first by its `check`: 409
+naming the field, e.g. extra.model.trees[0].left[3], before any process is sized by it), else py_core's forest job run again on the server with the
 run's job: the same rows, parameters and seed give the page's trees (py_core-reference is the
 executable specification of the page's kernels). The job is checked against the caps of
 server/jobcost.py first, then runs in a process of its own (server/runners/task.py `run_alone`)
@@ -166,9 +167,8 @@ def rebuild_forest(job: dict, data_dir: Path) -> dict:
     from server.runners.common import server_context
     from server.runners.pycore_runner import REFERENCE_CELLS
     rows, cols, _ = jobcost.shape(job.get("dataset"), data_dir)
-    trees = (job.get("params") or {}).get("n_estimators", 100)
     backend = None
-    if rows * cols * (trees if isinstance(trees, int) else 100) > REFERENCE_CELLS:
+    if rows * cols * jobcost.params(job)["n_estimators"] > REFERENCE_CELLS:
         try:
             from py_core.gpu.native import NativeBackend
             backend = NativeBackend()
@@ -256,6 +256,13 @@ async def _build(run: dict, path: Path, settings) -> None:
     model = (run.get("extra") or {}).get("model")
     model = model if isinstance(model, dict) and "trees" in model else None
     job = run.get("config")
+    if model is not None:  # a client's: checked whole before a process is sized by it
+        from py_core.forest.export import FormatError, check
+        try:
+            await asyncio.to_thread(check, model)
+        except FormatError as exc:
+            raise ClientError(409, f"this run's stored model cannot be converted: {exc.message}",
+                              field=f"extra.model.{exc.field}") from None
     if model is None:
         problem = job_problem(run)
         if problem is not None:
@@ -267,7 +274,7 @@ async def _build(run: dict, path: Path, settings) -> None:
         try:
             await asyncio.to_thread(jobcost.check, job, settings.data_dir,
                                     jobcost.caps_of(settings))
-        except jobcost.OverCap as exc:
+        except jobcost.Refused as exc:
             raise ClientError(422, str(exc), field=exc.field) from None
     answer = await asyncio.to_thread(run_alone, {
         "task": "onnx", "job": job, "model": model, "data_dir": str(settings.data_dir),

@@ -4,9 +4,14 @@ Checked before a job is queued (server/comparisons.py), never after it started:
 
     random_forest   rows x trees x depth   (depth: max_depth, or 2 log2(rows) for unlimited
                     trees, the depth a fully grown tree on random data reaches); rows and
-                    columns of a synthetic set from its generator's size, of a file from its
-                    line count; also trees alone and the generated table's cells
-    transformer     parameters x tokens a step x steps (about a sixth of the training FLOPs)
+                    columns of a synthetic set from its generator's size, of a file as its
+                    upload's parse counted them; also trees alone and the generated table's
+                    cells
+                    (params: the kind's table, py_core/jobs/params.py, as the runners read it)
+    transformer     parameters x tokens a step x steps (about a sixth of the training FLOPs),
+                    the validations' batches, a profile's runs and the sampled characters
+                    included
+    other kinds     refused (Invalid): a kind the server cannot cost is never free
 
 Caps (server options, PLAYGROUND_* environment variables too; 0 turns one off):
 
@@ -33,8 +38,21 @@ CAPS = {  # option: (default, what it limits)
 }
 
 
+class Refused(Exception):
+    """A job the server will not queue: over a cap (OverCap), or one it cannot cost (an unknown
+    kind, params its kind's table refuses: a run stored before that table). `field` names where
+    in the run: "config.params.n_estimators"."""
+    field: str = "config"
+
+
+class Invalid(Refused):
+    def __init__(self, message: str, field: str):
+        super().__init__(message)
+        self.field = field
+
+
 @dataclass
-class OverCap(Exception):
+class OverCap(Refused):
     cap: str        # the option's name, e.g. "max_trees"
     value: float    # the job's estimate
     limit: float    # the cap
@@ -59,17 +77,17 @@ def caps_of(settings) -> dict:
 
 
 def estimate(job: dict, data_dir: Path) -> dict:
-    """{"cost": ..., "unit": ..., and the parts}; a job the runners will refuse anyway costs 0."""
+    """{"cost": ..., "unit": ..., and the parts}; Invalid for a job it cannot cost: a kind without
+    a cost here is refused, never free."""
     kind = job.get("kind") if isinstance(job, dict) else None
-    if kind == "random_forest":
-        return _forest(job, data_dir)
-    if kind == "transformer":
-        return _transformer(job)
-    return {"cost": 0, "unit": "none"}
+    if kind not in COSTS:
+        raise Invalid(f"the server cannot cost a {kind!r} job, so it runs none (it costs "
+                      f"{', '.join(COSTS)})", "config.kind")
+    return COSTS[kind](job, data_dir)
 
 
 def check(job: dict, data_dir: Path, caps: dict) -> dict:
-    """The estimate, or OverCap naming the first cap it breaks."""
+    """The estimate, or OverCap naming the first cap it breaks (Invalid: no estimate)."""
     est = estimate(job, data_dir)
     for cap, key, field in (("max_trees", "trees", "config.params.n_estimators"),
                             ("max_table_cells", "generated_cells", "config.dataset"),
@@ -81,43 +99,53 @@ def check(job: dict, data_dir: Path, caps: dict) -> dict:
     return est
 
 
-def _number(value, default):
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        return default
-    return value
+def params(job: dict, defaults: bool = True) -> dict:
+    """The job's params as its kind's table reads them (py_core/jobs/params.py), with every
+    default filled in or as given: what the runners run. Invalid naming the parameter the table
+    refuses."""
+    from py_core.jobs import ParamError, params_of
+    table = params_of(job["kind"])
+    try:
+        return table.values(job.get("params")) if defaults else table.check(job.get("params"))
+    except ParamError as exc:
+        raise Invalid(exc.message, "config.params" + (f".{exc.name}" if exc.name else "")) \
+            from None
 
 
 def _forest(job: dict, data_dir: Path) -> dict:
-    params = job.get("params") if isinstance(job.get("params"), dict) else {}
+    p = params(job)
     rows, cols, generated = shape(job.get("dataset"), data_dir)
-    trees = max(1, _number(params.get("n_estimators"), 100))
-    depth = params.get("max_depth")
-    depth = _number(depth, None) if depth is not None else None
-    if depth is None or depth <= 0:
-        depth = 2 * math.ceil(math.log2(max(2, rows)))
+    trees = p["n_estimators"]
+    depth = p["max_depth"] or 2 * math.ceil(math.log2(max(2, rows)))
     cost = rows * trees * depth
     return {"cost": cost, "unit": "rows x trees x depth", "forest_cost": cost, "rows": rows,
             "columns": cols, "trees": trees, "depth": depth,
             "generated_cells": rows * cols if generated else 0}
 
 
-def _transformer(job: dict) -> dict:
+def _transformer(job: dict, data_dir: Path) -> dict:
     from py_core.transformer.config import parse_job_params
     from py_core.transformer.params import ParamLayout
-    try:
-        cfg, _ = parse_job_params(job.get("params"))
-    except (ValueError, TypeError):
-        return {"cost": 0, "unit": "none"}  # the job itself says what is wrong, at once
+    cfg, run = parse_job_params(params(job, defaults=False))  # a preset's, then the overrides
     vocab = 256  # characters: an upper bound for the playground's texts' vocabularies
     n_params = ParamLayout(cfg, vocab).n
     tokens = cfg.batch_size * cfg.block_size
-    cost = n_params * tokens * (cfg.steps + cfg.eval_steps * (cfg.steps // cfg.eval_interval + 1))
+    evals = cfg.steps // cfg.eval_interval + 1
+    # Sampling: a forward pass over at most block_size tokens for each character; a profile
+    # runs the step's kernels `profile` times more.
+    chars = run["sample_chars"] + run["live_sample"] * evals
+    steps = cfg.steps + int(run["profile"]) + cfg.eval_steps * evals
+    cost = n_params * (tokens * steps + cfg.block_size * chars)
     return {"cost": cost, "unit": "parameters x tokens x steps", "transformer_cost": cost,
             "parameters": n_params, "tokens_per_step": tokens, "steps": cfg.steps}
 
 
+COSTS = {"random_forest": _forest, "transformer": _transformer}
+
+
 def shape(dataset, data_dir: Path) -> tuple[int, int, bool]:
-    """(rows, columns, generated?) of a data set, cheaply: no parsing, no generating."""
+    """(rows, columns, generated?) of a data set, cheaply: a file's as its upload's parse counted
+    them (server/datasets.py `dataset_shape`), a generated one's from its parameters."""
     from urllib.parse import parse_qsl
 
     from py_core.data import GENERATORS
@@ -136,15 +164,12 @@ def shape(dataset, data_dir: Path) -> tuple[int, int, bool]:
         if not (math.isfinite(rows) and math.isfinite(cols)):
             return 0, 0, True
         return int(rows), int(cols), True
-    from server.datasets import dataset_path
+    from server.datasets import dataset_shape
     try:
-        path = dataset_path(data_dir, dataset)
+        rows, cols = dataset_shape(data_dir, dataset)
     except LookupError:
-        return 0, 0, False
-    rows, first = 0, b""
-    with open(path, "rb") as f:
-        while chunk := f.read(1 << 20):
-            if not first:
-                first = chunk[:chunk.find(b"\n")]
-            rows += chunk.count(b"\n")
-    return rows, first.count(b",") + 1, False
+        return 0, 0, False  # no such data set: the job fails as it loads it
+    except RuntimeError as exc:  # never costed as 0 rows
+        raise Invalid(f"the server cannot count this job's rows: {exc}", "config.dataset") \
+            from None
+    return rows, cols, False

@@ -2,7 +2,9 @@
 
     POST   /api/runs             store a run; 201 when new, 200 with the stored run when the id is
                                  known; 400 naming the field when the run does not match the schema
-                                 (server/schema.py: types and lengths per field)
+                                 (server/schema.py: types and lengths per field), its kind is
+                                 unknown, or config.params are not its kind's (py_core/jobs/
+                                 params.py: types, ranges, options)
     GET    /api/runs             summaries, newest first (never whole runs): ?kind=&dataset=&device=
                                  filter, ?limit= (1..1000, default 100), ?cursor= (the `next` of the
                                  previous page); {"runs": [...], "next": cursor or null}
@@ -38,6 +40,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from py_core.jobs import RUNNERS, ParamError, params_of
 from server import schema
 from server.errors import ClientError
 from server.jsonbody import read_json
@@ -115,7 +118,29 @@ def validate_run(body) -> dict:
             schema.check(body[key], spec, key)
         run[key] = body[key]
     run["id"] = run["id"].lower()
+    _check_params(run)
     return run
+
+
+# The kinds a run may be: py_core's jobs, and a suite of them (web/suite.js).
+KINDS = (*RUNNERS, "suite")
+
+
+def _check_params(run: dict) -> None:
+    """The kind is one the server knows, and config.params are its table's (py_core/jobs/
+    params.py): the one check of a job's parameters, which the caps and the runners then read
+    through the same table, so a value is costed as it runs (never "100" costed as 100 trees
+    and run as int("1000000"))."""
+    if run["kind"] not in KINDS:
+        raise ClientError(400, f"unknown kind; one of {', '.join(KINDS)}", field="kind")
+    table, config = params_of(run["kind"]), run["config"]
+    if table is None or config.get("kind") != run["kind"] or "params" not in config:
+        return  # no params, or a config that is no job of this kind: the server never runs it
+    try:
+        table.check(run["config"]["params"])
+    except ParamError as exc:
+        raise ClientError(400, exc.message, field="config.params" + (
+            f".{exc.name}" if exc.name else "")) from None
 
 
 # --- summaries ---

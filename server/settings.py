@@ -17,7 +17,30 @@ from pathlib import Path
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
 DEVICES = ("auto", "cuda", "cpu")
+DB_NAME = "playground.sqlite3"  # in the data dir
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
+
+
+def machine_memory_mb() -> float:
+    """This machine's memory in MB, as a job here can have it: the physical memory, or the
+    container's limit (cgroup v2 memory.max, v1 memory.limit_in_bytes) when that is lower."""
+    total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    for path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        try:
+            text = Path(path).read_text().strip()
+        except OSError:
+            continue
+        if text.isdigit():
+            total = min(total, int(text))
+    return total / 2**20
+
+
+JOB_MEMORY_SHARE = 0.5  # of the machine's memory, a job's default limit: the server, the page's
+                        # browser and the system keep the rest (a fixed 16 GB was 2/3 of a 24 GB host)
+
+
+def default_job_memory_mb() -> float:
+    return float(int(machine_memory_mb() * JOB_MEMORY_SHARE))
 
 
 @dataclass
@@ -36,7 +59,8 @@ class Settings:
     # comparison_workers processes; "tcp://host:8786" uses that scheduler and its workers.
     cluster: str | None = None
     job_timeout_s: float = 1800.0  # a job's wall clock, enforced in the worker; then failed
-    job_memory_mb: float = 16384.0  # a job's resident memory, enforced in the worker; 0: none
+    # A job's resident memory, enforced in the worker; 0: none. Default: half this machine's.
+    job_memory_mb: float = field(default_factory=default_job_memory_mb)
     job_retries: int = 2  # runs again after its worker died, at most this often
     client_queue_limit: int = 50  # jobs queued or running for one client address: then 429
     queue_limit: int = 1000  # jobs queued or running in all: then 429
@@ -104,7 +128,7 @@ class Settings:
 
     @property
     def db_path(self) -> Path:
-        return self.data_dir / "playground.sqlite3"
+        return self.data_dir / DB_NAME
 
     @property
     def uploads_dir(self) -> Path:
@@ -186,7 +210,8 @@ def parse_args(argv: list[str] | None = None) -> Settings:
                    help="Dask scheduler for comparison jobs, e.g. tcp://host:8786 (default: an "
                         "embedded LocalCluster of --comparison-workers processes)")
     limits = (("job_timeout_s", float, "--job-timeout", "a job's wall-clock limit, seconds"),
-              ("job_memory_mb", float, "--job-memory-mb", "a job's memory limit, MB"),
+              ("job_memory_mb", float, "--job-memory-mb",
+               "a job's memory limit, MB (by default half this machine's memory)"),
               ("job_retries", int, "--job-retries", "runs of a job again after its worker died"),
               ("client_queue_limit", int, "--client-queue-limit",
                "jobs queued or running for one client before 429"),

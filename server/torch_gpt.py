@@ -28,7 +28,7 @@ from py_core.transformer import (
     choose,
     split,
 )
-from py_core.transformer.config import parse_job_params
+from py_core.transformer.config import TORCH_MODES, parse_job_params
 from py_core.transformer.rng import init_key, stream_key, uniform
 
 
@@ -195,7 +195,6 @@ def sample_torch(model, vocab: Vocab, prompt="", n=200, temperature=0.8, top_k=2
 # tensor-core matmuls on CUDA), "fp16" (autocast float16 with a GradScaler) and "bf16" (autocast
 # bfloat16). The page's precision picks the default: f32 -> "f32", mixed -> "fp16" (what the
 # page's mixed path is: f16 operands, f32 accumulation and master weights, a loss scale).
-TORCH_MODES = ("f32", "tf32", "fp16", "bf16")
 
 
 def torch_mode(params: dict) -> str:

@@ -38,15 +38,20 @@ def pytest_collection_modifyitems(items):
     slowest_first(items, SLOWEST_FIRST)
 
 
+def settings_in(root, **changes) -> Settings:
+    """Settings for a test server under `root`: its data dir, CPU device, empty static folders."""
+    roots = {name: root / name for name in ("web", "pyodide", "wheels", "shaders")}
+    for path in roots.values():
+        path.mkdir()
+    return Settings(data_dir=root / "data", device="cpu", web_dir=roots["web"],
+                    pyodide_dir=roots["pyodide"], wheels_dir=roots["wheels"],
+                    shaders_dir=roots["shaders"], **changes)
+
+
 @pytest.fixture
 def settings(tmp_path) -> Settings:
     """Settings for a test server: tmp data dir, CPU device, empty tmp static folders."""
-    roots = {name: tmp_path / name for name in ("web", "pyodide", "wheels", "shaders")}
-    for path in roots.values():
-        path.mkdir()
-    return Settings(data_dir=tmp_path / "data", device="cpu", web_dir=roots["web"],
-                    pyodide_dir=roots["pyodide"], wheels_dir=roots["wheels"],
-                    shaders_dir=roots["shaders"])
+    return settings_in(tmp_path)
 
 
 @pytest.fixture

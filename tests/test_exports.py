@@ -23,6 +23,7 @@ import onnxruntime as ort
 import pytest
 from starlette.testclient import TestClient  # conftest imported it quietly already
 
+from conftest import settings_in
 from py_core.data import parse_csv, prepare
 from py_core.forest import RandomForestClassifier, RandomForestRegressor
 from py_core.jobs import run_job
@@ -36,13 +37,7 @@ pytestmark = pytest.mark.native
 
 @pytest.fixture(scope="module")
 def settings(tmp_path_factory):
-    root = tmp_path_factory.mktemp("exports")
-    roots = {name: root / name for name in ("web", "pyodide", "wheels", "shaders")}
-    for path in roots.values():
-        path.mkdir()
-    return Settings(data_dir=root / "data", device="cpu", comparisons="off", web_dir=roots["web"],
-                    pyodide_dir=roots["pyodide"], wheels_dir=roots["wheels"],
-                    shaders_dir=roots["shaders"])
+    return settings_in(tmp_path_factory.mktemp("exports"), comparisons="off")
 
 
 @pytest.fixture(scope="module")

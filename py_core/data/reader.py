@@ -75,9 +75,11 @@ def detect_delimiter(sample: str) -> str:
 def resolve_delimiter(delimiter: str) -> str:
     """Check a delimiter the user chose: one character, or a name such as 'tab' or '\\t'."""
     delim = _DELIMITER_NAMES.get(delimiter.lower(), delimiter) if delimiter else delimiter
-    if not isinstance(delim, str) or len(delim) != 1 or delim in '"\r\n\x00':
+    if (not isinstance(delim, str) or len(delim) != 1 or delim == '"'
+            or (ord(delim) < 32 or 127 <= ord(delim) < 160) and delim != "\t"):
         raise DataError(f"delimiter {delimiter!r} is not usable: give one character other than "
-                        f"a quote or line end, e.g. one of {', '.join(map(repr, DELIMITERS))}")
+                        "a quote, a line end or a control character (tab aside), e.g. one of "
+                        f"{', '.join(map(repr, DELIMITERS))}")
     return delim
 
 

@@ -33,6 +33,7 @@ little-endian (`parts`: the same, as the header and the forest's own arrays, for
 from __future__ import annotations
 
 import json
+import math
 import struct
 from array import array
 
@@ -40,6 +41,12 @@ from .trees import Trees
 
 FORMAT, VERSION = "py_core.forest", 1
 MAGIC = b"PCFOREST"
+ESTIMATORS = ("RandomForestRegressor", "RandomForestClassifier")
+# Bounds a JSON-format forest from elsewhere (a client's) is checked against before anything is
+# sized from it: n_outputs 1e9 would allocate a billion class ids.
+MAX_FEATURES = 1 << 20
+MAX_OUTPUTS = 1000  # py_core.data's MAX_CLASSES: a target of more classes is refused
+MAX_VALUES = 1 << 25  # nodes x outputs in all: 128 MB as f32
 
 
 def header(forest) -> dict:
@@ -118,6 +125,82 @@ def read_bytes(data) -> tuple[dict, Trees]:
     return head, trees
 
 
+class FormatError(ValueError):
+    """What is wrong in a JSON-format forest: `field`, a path into it ("trees[3].left[7]")."""
+
+    def __init__(self, field: str, message: str):
+        super().__init__(f"{field}: {message}")
+        self.field, self.message = field, message
+
+
+def check(data) -> None:
+    """Check a forest in the JSON format before anything is built from it: the header's counts
+    bounded, every tree's arrays as long as each other, every node's feature in range (-1 for a
+    leaf), children after their parent and inside the tree (so no cycles: node < left, right =
+    left + 1, as py_core numbers them), values finite and n_outputs of them a node for classes.
+    Linear in the nodes; FormatError naming the first field that is wrong."""
+    def count(v, name, lo, hi):
+        if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
+            raise FormatError(name, f"must be an integer in {lo}..{hi}, not {_short(v)}")
+        return v
+
+    if not isinstance(data, dict):
+        raise FormatError("model", "must be an object (the py_core.forest JSON format)")
+    if data.get("estimator") not in ESTIMATORS:
+        raise FormatError("estimator", f"must be one of {', '.join(ESTIMATORS)}")
+    classify = data["estimator"] == "RandomForestClassifier"
+    F = count(data.get("n_features"), "n_features", 1, MAX_FEATURES)
+    K = count(data.get("n_outputs", 1), "n_outputs", 1, MAX_OUTPUTS if classify else 1)
+    classes = data.get("classes")
+    if classify and classes is not None and (not isinstance(classes, list) or len(classes) != K
+                                             or not all(isinstance(c, (int, float, str))
+                                                        for c in classes)):
+        raise FormatError("classes", f"must be a list of {K} class labels (numbers or strings)")
+    trees = data.get("trees")
+    if not isinstance(trees, list) or not trees:
+        raise FormatError("trees", "must be a non-empty list of trees")
+    total = 0
+    for i, t in enumerate(trees):
+        at = f"trees[{i}]"
+        if not isinstance(t, dict):
+            raise FormatError(at, "must be an object")
+        arrays = [t.get(k) for k in ("feature", "threshold", "left", "right", "value")]
+        for k, a in zip(("feature", "threshold", "left", "right", "value"), arrays):
+            if not isinstance(a, list):
+                raise FormatError(f"{at}.{k}", "must be a list, one entry a node")
+        feature, threshold, left, right, value = arrays
+        m = len(feature)
+        if not m or any(len(a) != m for a in arrays):
+            raise FormatError(at, "feature, threshold, left, right and value must be lists of one "
+                                  "length, at least 1")
+        total += m * K
+        if total > MAX_VALUES:
+            raise FormatError(at, f"more than {MAX_VALUES:,} nodes x outputs in the forest")
+        for node in range(m):
+            f = feature[node]
+            count(f, f"{at}.feature[{node}]", -1, F - 1)
+            if f >= 0:
+                count(left[node], f"{at}.left[{node}]", node + 1, m - 2)
+                if right[node] != left[node] + 1:
+                    raise FormatError(f"{at}.right[{node}]", "must be left + 1")
+                if not _finite(threshold[node]):
+                    raise FormatError(f"{at}.threshold[{node}]", "must be a finite number")
+            v = value[node]
+            if not (_finite(v) if K == 1 else isinstance(v, list) and len(v) == K
+                    and all(_finite(x) for x in v)):
+                raise FormatError(f"{at}.value[{node}]", "must be a finite number" if K == 1
+                                  else f"must be a list of {K} finite numbers")
+
+
+def _finite(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _short(v) -> str:
+    text = repr(v)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
 def from_bytes(cls, data, backend):
     head, trees = read_bytes(data)
     forest = _from_header(cls, head, backend)
@@ -127,18 +210,10 @@ def from_bytes(cls, data, backend):
 
 def from_dict(cls, data: dict, backend):
     forest = _from_header(cls, data, backend)
-    F, K = forest.n_features_in_, forest.n_outputs_
-    trees = []
-    for i, t in enumerate(data["trees"]):
-        m = len(t["feature"])
-        if not m or any(len(t[k]) != m for k in ("threshold", "left", "right", "value")):
-            raise ValueError(f"tree {i}: its arrays differ in length")
-        for node, (f, left, right) in enumerate(zip(t["feature"], t["left"], t["right"])):
-            if f >= F or (f >= 0 and not (node < left < m and right == left + 1)):
-                raise ValueError(f"tree {i}, node {node}: bad feature or children")
-        if K > 1 and any(len(v) != K for v in t["value"]):
-            raise ValueError(f"tree {i}: values must hold {K} class fractions")
-        trees.append({k: list(t[k]) for k in ("feature", "threshold", "left", "right", "value")})
+    check(data)
+    K = forest.n_outputs_
+    trees = [{k: list(t[k]) for k in ("feature", "threshold", "left", "right", "value")}
+             for t in data["trees"]]
     forest._forest, forest._tree_dicts = Trees.from_dicts(trees, K), trees
     return forest
 

@@ -4,7 +4,8 @@
 `forest_job.py`, `transformer_job.py`.
 """
 from ..errors import JobError, Stopped
-from .jobs import RUNNERS, SYNTHETIC, Context, Session, run_job, synthetic_table
+from .jobs import RUNNERS, SYNTHETIC, Context, Session, params_of, run_job, synthetic_table
+from .params import ParamError
 
-__all__ = ["RUNNERS", "SYNTHETIC", "Context", "JobError", "Session", "Stopped", "run_job",
-           "synthetic_table"]
+__all__ = ["RUNNERS", "SYNTHETIC", "Context", "JobError", "ParamError", "Session", "Stopped",
+           "params_of", "run_job", "synthetic_table"]

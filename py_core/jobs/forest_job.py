@@ -46,15 +46,39 @@ Result: {"metrics": {...}, "baseline": {...}, "timings": {...}, "model": {...}, 
 from __future__ import annotations
 
 import math
+import re
 import time
 from array import array
 
 from ..errors import JobError
 from ..forest import RandomForestClassifier, RandomForestRegressor
 from .forest_plots import PLOT_POINTS, Plots, every, surface_pair
+from .params import Bool, Choice, Int, Null, Param, ParamError, Params, Real
 from .results import Joined
 
-PARAMS = set(RandomForestRegressor().get_params()) - {"backend"}
+# The job's params: the estimators' (py_core.forest, scikit-learn's meaning and ranges) and two
+# benchmark switches. Checked here, in the tab, and by the server (POST /api/runs, its caps and
+# its runners: py_core/jobs/params.py), so a job the tab ran is one the server accepts.
+PARAMS = Params(
+    "forest",
+    Param("n_estimators", 100, Int(1), help="trees"),
+    Param("criterion", None, Null(), Choice(("squared_error", "gini", "entropy")),
+          help="split quality: squared_error (regression), gini or entropy (classes)"),
+    Param("max_depth", None, Null(), Int(1), help="levels below the root; null: no limit"),
+    Param("min_samples_split", 2, Int(2), Real(0, 1, lo_open=True, ints=False),
+          help="rows a node needs to split (a fraction: of the training rows)"),
+    Param("min_samples_leaf", 1, Int(1), Real(0, 1, lo_open=True, hi_open=True, ints=False),
+          help="rows each child keeps (a fraction: of the training rows)"),
+    Param("max_features", "default", Null(), Choice(("sqrt", "log2", "default")), Int(1),
+          Real(0, 1, lo_open=True, ints=False),
+          help="features drawn at a split; default: sqrt for classes, all for regression"),
+    Param("bootstrap", True, Bool(), help="each tree on a bootstrap sample of the rows"),
+    Param("oob_score", False, Bool(), help="score each row by the trees that did not see it"),
+    Param("random_state", None, Null(), Int(0, 2**32 - 1), help="seed (scikit-learn's range)"),
+    Param("n_bins", 256, Int(2, 256), help="quantile bins of a feature of many values"),
+    Param("exact_bins", 1024, Int(0, 2**16), help="a bin a value up to this many values"),
+    Param("profile", False, Bool(), help="time each kernel (benchmarks)"),
+    Param("parallel_bins", None, Null(), Bool(), help="force one kernel set (benchmarks)"))
 
 
 async def run(job: dict, backend, ctx) -> dict:
@@ -69,12 +93,12 @@ async def _run(job: dict, backend, ctx) -> dict:
     for key in ("dataset", "target"):
         if not isinstance(job.get(key), str):
             raise JobError(f'a random_forest job needs "{key}" (a string)')
-    params = dict(job.get("params") or {})
-    profile = bool(params.pop("profile", False))
+    try:
+        params = PARAMS.check(job.get("params"))
+    except ParamError as exc:
+        raise JobError(str(exc)) from None
+    profile = params.pop("profile", False)
     variant = params.pop("parallel_bins", None)
-    unknown = set(params) - PARAMS
-    if unknown:
-        raise JobError(f"unknown forest parameter(s) {sorted(unknown)}: use {sorted(PARAMS)}")
     split = job.get("split") or {}
     ctx.progress({"stage": "loading data", "fraction": 0.0})
     table = await _load_table(ctx, job["dataset"])
@@ -331,6 +355,16 @@ def _as_label(v: float):
     return str(int(v)) if float(v).is_integer() else repr(v)
 
 
+# A cell a spreadsheet would run as a formula: OWASP's CSV-injection rule is to prefix it with a
+# quote, so it shows as text. A plain number keeps its sign ("-3", "+2.5e-3" are no formulas).
+_FORMULA_START = ("=", "@", "+", "-", "\t", "\r")
+_PLAIN_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+
+
 def _csv(value) -> str:
+    """A text cell of the predictions CSV (row ids, labels, names from the file): formulas
+    neutralised, then quoted where it holds a delimiter, a quote or a line end."""
     text = str(value)
+    if text.startswith(_FORMULA_START) and not _PLAIN_NUMBER.fullmatch(text):
+        text = "'" + text
     return '"' + text.replace('"', '""') + '"' if any(ch in text for ch in ',"\n\r') else text

@@ -167,6 +167,16 @@ def _wasm_heap() -> int | None:
 
 RUNNERS = {"selftest": _selftest, "random_forest": _random_forest, "transformer": _transformer,
            "dataset_load": _dataset_load}
+# The kinds whose params are a table (py_core/jobs/params.py), in the module beside their job;
+# the others take none. Imported when asked: the tab's worker starts without them.
+PARAM_TABLES = {"random_forest": "forest_job", "transformer": "transformer_job"}
+
+
+def params_of(kind: str):
+    """The `Params` table of a job kind, or None for a kind without params (selftest)."""
+    import importlib
+    module = PARAM_TABLES.get(kind)
+    return importlib.import_module(f"{__package__}.{module}").PARAMS if module else None
 
 
 class Session:

@@ -25,11 +25,43 @@ import time
 
 from ..errors import JobError, Stopped
 from ..gpu.pacing import Pacer
+from ..kernels.transformer_matmul import MODES as TILINGS
 from ..transformer import BUILTIN_TEXTS, Trainer, builtin_text, export_weights, memory_bytes
 from ..transformer import sample as _sample
-from ..transformer.config import parse_job_params
+from ..transformer.config import PRESETS, TORCH_MODES, parse_job_params
 from ..transformer.model import PRECISIONS, mixed_unavailable
 from ..transformer.sample import TrainedModel
+from .params import BIG, Bool, Choice, Int, Null, Param, Params, Real, Text
+
+# The job's params: a preset, overrides of its TransformerConfig fields (null default: the
+# preset's), and the run's options (config.SAMPLE_DEFAULTS). Types and ranges are the config's
+# own (TransformerConfig.validate, which `whole` runs on the combination) with upper bounds on
+# the sizes, so no integer is unbounded; what a job may cost is the server's caps' business
+# (server/jobcost.py). Checked by the server at POST /api/runs and before it costs or reruns a job.
+_config = [Param(name, None, *types, help="default: the preset's") for name, *types in (
+    ("n_layer", Int(1, 1024)), ("n_head", Int(1, 1024)), ("n_embd", Int(1, 65536)),
+    ("block_size", Int(1, 1 << 20)), ("dropout", Real(0, 0)), ("batch_size", Int(1, 1 << 20)),
+    ("val_fraction", Real(0, 1, lo_open=True, hi_open=True)), ("lr", Real(0, lo_open=True)),
+    ("min_lr", Real(0)), ("warmup_steps", Int(0)), ("lr_decay_steps", Int(0)),
+    ("weight_decay", Real(0)), ("beta1", Real(0, 1, hi_open=True)),
+    ("beta2", Real(0, 1, hi_open=True)), ("eps", Real(0, lo_open=True)), ("grad_clip", Real(0)),
+    ("steps", Int(1)), ("seed", Int(0, 2**32 - 1)), ("log_interval", Int(1)),
+    ("eval_interval", Int(1)), ("eval_steps", Int(1)))]
+PARAMS = Params(
+    "transformer",
+    Param("preset", "tiny", Choice(tuple(PRESETS)), help="the config the overrides start from"),
+    *_config,
+    Param("sample_chars", 200, Int(0, 100_000), help="characters sampled after training"),
+    Param("live_sample", 0, Int(0, 100_000), help="characters sampled at each validation"),
+    Param("temperature", 0.8, Real(0), help="sampling temperature; 0: the likeliest"),
+    Param("top_k", 200, Null(), Int(0, BIG), help="sample among this many likeliest"),
+    Param("prompt", "", Text(10_000), help="the sample's start"),
+    Param("profile", 0, Bool(), Int(0, 1000), help="time each kernel over this many runs"),
+    Param("tiles", "auto", Choice(("auto", *TILINGS)), help="matmul tilings"),
+    Param("precision", "f32", Choice(PRECISIONS), help="f32, or mixed: tensor cores"),
+    Param("torch_mode", "", Choice(("", *TORCH_MODES)),
+          help="the server's PyTorch twin's precision; empty: precision's twin"),
+    whole=parse_job_params)
 
 
 async def _load_text(job, ctx) -> str:

@@ -138,6 +138,9 @@ SAMPLE_DEFAULTS = {"sample_chars": 200,  # characters sampled after training
                    "torch_mode": ""}
 
 
+TORCH_MODES = ("f32", "tf32", "fp16", "bf16")  # server/torch_gpt.py's precisions
+
+
 def parse_job_params(params: dict | None) -> tuple[TransformerConfig, dict]:
     """A job's params -> (config, run options): {"preset": ..., **config overrides,
     **SAMPLE_DEFAULTS overrides}."""

@@ -32,6 +32,22 @@ class Runner:
     check: Callable = field(default=lambda device: None)  # (device) -> reason it cannot run, or None
 
 
+# -- parameters --------------------------------------------------------------------------------
+
+def job_params(kind: str, params) -> tuple[dict, dict]:
+    """(the params as given, and with every default filled in) of a job, checked by its kind's
+    table (py_core/jobs/params.py): the values POST /api/runs accepted and the caps costed.
+    Runners read these, never the raw JSON (no `int()` of a client's string). JobError for
+    params the table refuses (a run stored before it)."""
+    from py_core.jobs import ParamError, params_of
+    table = params_of(kind)
+    try:
+        given = table.check(params)
+    except ParamError as exc:
+        raise JobError(str(exc)) from None
+    return given, table.values(given)
+
+
 # -- data --------------------------------------------------------------------------------------
 
 def server_context(data_dir: Path) -> Context:

@@ -17,6 +17,7 @@ from .common import (
     forest_metrics,
     full_proba,
     installed,
+    job_params,
     versions,
 )
 from .sklearn_runner import estimator_kwargs
@@ -44,14 +45,13 @@ def run(job: dict, data_dir: Path, device: str) -> dict:
     prep = forest_data(job, data_dir)
     task = prep.info["task"]
     X_train, y_train, X_test, y_test = as_numpy(prep)
-    params = job.get("params") or {}
+    params, _ = job_params("random_forest", job.get("params"))
     kwargs, ignored = estimator_kwargs({k: v for k, v in params.items() if k != "n_bins"}, task)
     criterion = kwargs.pop("criterion", None)
     if criterion is not None:
-        kwargs["split_criterion"] = CRITERIA.get(criterion, criterion)
+        kwargs["split_criterion"] = CRITERIA[criterion]
     if "n_bins" in params:
         kwargs["n_bins"] = params["n_bins"]
-        ignored = [name for name in ignored if name != "n_bins"]
     # n_streams=1: cuML builds trees on several CUDA streams by default, which makes a seed
     # give different forests from run to run.
     kwargs["n_streams"] = 1

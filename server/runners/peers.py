@@ -40,6 +40,7 @@ from .common import (
     forest_metrics,
     full_proba,
     installed,
+    job_params,
     versions,
 )
 
@@ -67,24 +68,30 @@ def features_per_split(max_features, n_features: int) -> int:
 
 
 def _common(params: dict, task: str, n_features: int, n_train: int):
-    """The job's parameters in the shape both libraries need, and what neither maps."""
-    default_mf = "sqrt" if task == "classification" else 1.0
-    k = features_per_split(params.get("max_features", default_mf), n_features)
-    criterion = params.get("criterion")
-    ignored = sorted(set(params) & {"min_samples_split", "oob_score"})
+    """The job's parameters in the shape both libraries need, and what neither maps; read from
+    the forest's table (common.job_params), defaults filled in, never from the raw JSON."""
+    given, p = job_params("random_forest", params)
+    mf = p["max_features"]
+    if mf == "default":
+        mf = "sqrt" if task == "classification" else 1.0
+    k = features_per_split(mf, n_features)
+    criterion = p["criterion"]
+    ignored = sorted(set(given) & {"min_samples_split", "oob_score"})
     notes = []
-    if criterion is not None and criterion not in ("squared_error", "mse"):
+    if criterion is not None and criterion != "squared_error":
         notes.append(f"criterion {criterion} not used: splits follow the log-loss gradient")
-    msl = int(params.get("min_samples_leaf", 1) or 1)
+    msl = p["min_samples_leaf"]
+    if isinstance(msl, float):  # a fraction of the training rows, as scikit-learn counts it
+        msl = max(1, math.ceil(msl * n_train))
     return {
-        "n_estimators": int(params.get("n_estimators", 100)),
-        "max_depth": params.get("max_depth"),
+        "n_estimators": p["n_estimators"],
+        "max_depth": p["max_depth"],
         "min_samples_leaf": msl,
         "fraction": k / n_features,
         "features_per_split": k,
-        "bootstrap": bool(params.get("bootstrap", True)),
-        "n_bins": int(params.get("n_bins", 256)),
-        "seed": params.get("random_state"),
+        "bootstrap": p["bootstrap"],
+        "n_bins": p["n_bins"],
+        "seed": p["random_state"],
         "leaves_unlimited": max(2, n_train // msl),
     }, ignored, notes
 
@@ -135,7 +142,7 @@ def xgboost_kwargs(params: dict, task: str, n_features: int, n_train: int, devic
         kwargs.update(max_depth=0, grow_policy="depthwise", max_leaves=0)
         notes.append("max_depth None: max_depth 0 (no limit), depthwise, max_leaves 0")
     else:
-        kwargs["max_depth"] = int(p["max_depth"])
+        kwargs["max_depth"] = p["max_depth"]
     if task == "regression":
         kwargs["min_child_weight"] = float(p["min_samples_leaf"])  # hessian 1 a row
     else:
@@ -144,7 +151,7 @@ def xgboost_kwargs(params: dict, task: str, n_features: int, n_train: int, devic
             ignored.append("min_samples_leaf")
         notes.append("classes: averaged log-odds steps, then softmax")
     if p["seed"] is not None:
-        kwargs["random_state"] = int(p["seed"])
+        kwargs["random_state"] = p["seed"]
     if p["features_per_split"] != n_features:
         notes.append(f"colsample_bynode {p['fraction']:.4g} ({p['features_per_split']} of "
                      f"{n_features} features)")
@@ -232,12 +239,13 @@ def lightgbm_kwargs(params: dict, task: str, n_features: int, n_train: int):
         kwargs.update(max_depth=-1, num_leaves=leaves)
         notes.append(f"max_depth None: num_leaves {leaves}")
     else:
-        d = int(p["max_depth"])
-        kwargs.update(max_depth=d, num_leaves=max(2, min(MAX_LEAVES_LGBM, 2 ** d)))
+        d = p["max_depth"]
+        # 2 ** d past 17 levels is past the leaf cap anyway (and 2 ** 2**31 a 256 MB integer)
+        kwargs.update(max_depth=d, num_leaves=max(2, min(MAX_LEAVES_LGBM, 2 ** min(d, 18))))
     if task == "classification":
         notes.append("classes: averaged log-odds steps, then softmax")
     if p["seed"] is not None:
-        kwargs["random_state"] = int(p["seed"])
+        kwargs["random_state"] = p["seed"]
     if p["features_per_split"] != n_features:
         notes.append(f"feature_fraction_bynode {p['fraction']:.4g} ({p['features_per_split']} "
                      f"of {n_features})")

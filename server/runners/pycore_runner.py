@@ -16,7 +16,7 @@ from pathlib import Path
 
 from py_core.jobs import run_job
 
-from .common import Runner, Unavailable, finite, installed, server_context, versions
+from .common import Runner, Unavailable, finite, installed, job_params, server_context, versions
 
 # The reference backend is plain Python: a forest costs about rows x trees x features x levels
 # interpreted steps. Past this many rows x trees x features it would run for many minutes.
@@ -40,36 +40,15 @@ def _reference_backend(device: str):
 
 def _check_size(job: dict, data_dir: Path) -> None:
     """Refuse reference jobs that would take many minutes, before loading anything big."""
+    from server.jobcost import shape
     if job.get("kind") != "random_forest":
         raise Unavailable("the reference backend runs only random_forest comparisons (a "
                           "transformer in plain Python would take hours)")
-    rows, cols = _shape(job.get("dataset"), data_dir)
-    trees = (job.get("params") or {}).get("n_estimators", 100)
-    trees = trees if isinstance(trees, int) else 100
+    rows, cols, _ = shape(job.get("dataset"), data_dir)
+    trees = job_params("random_forest", job.get("params"))[1]["n_estimators"]
     if rows * cols * trees > REFERENCE_CELLS:
         raise Unavailable(f"too large for the plain-Python reference backend ({rows} rows x "
                           f"{cols} columns x {trees} trees; at most {REFERENCE_CELLS:,})")
-
-
-def _shape(dataset, data_dir: Path) -> tuple[int, int]:
-    """(rows, columns) of a data set, roughly and cheaply: no parsing, no generating."""
-    from urllib.parse import parse_qsl
-
-    from py_core.data import GENERATORS
-    from py_core.jobs import SYNTHETIC
-    from server.datasets import dataset_path
-    if not isinstance(dataset, str):
-        return 0, 0  # the job itself will say what is wrong
-    if dataset.startswith(SYNTHETIC):
-        name, _, query = dataset[len(SYNTHETIC):].partition("?")
-        params = {**(GENERATORS[name].params if name in GENERATORS else {}),
-                  **dict(parse_qsl(query))}
-        return int(float(params.get("n_samples", 0))), int(float(params.get("n_features", 2))) + 1
-    try:
-        data = dataset_path(data_dir, dataset).read_bytes()
-    except LookupError:
-        return 0, 0
-    return data.count(b"\n"), data[:data.find(b"\n")].count(b",") + 1
 
 
 def _device_name(backend) -> str:

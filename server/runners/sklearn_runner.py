@@ -9,25 +9,38 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from .common import Runner, as_numpy, cpu_name, forest_data, forest_metrics, full_proba, versions
+from .common import (
+    Runner,
+    as_numpy,
+    cpu_name,
+    forest_data,
+    forest_metrics,
+    full_proba,
+    job_params,
+    versions,
+)
 
-# job params -> RandomForest* keyword; values pass through (scikit-learn checks them itself).
+# job params -> RandomForest* keyword, the same meaning and defaults (py_core follows scikit-learn)
 PARAMS = ("n_estimators", "max_depth", "min_samples_split", "min_samples_leaf", "max_features",
           "bootstrap", "random_state", "oob_score")
-CRITERIA = {"regression": {"squared_error": "squared_error", "mse": "squared_error"},
-            "classification": {"gini": "gini", "entropy": "entropy"}}
+CRITERIA = {"regression": ("squared_error",), "classification": ("gini", "entropy")}
+MAX_FEATURES = {"regression": 1.0, "classification": "sqrt"}  # py_core's "default"
 
 
 def estimator_kwargs(params: dict, task: str) -> tuple[dict, list[str]]:
-    """(keyword arguments for RandomForestRegressor/Classifier, params that have no counterpart)."""
-    kwargs = {name: params[name] for name in PARAMS if name in params}
-    criterion = params.get("criterion")
+    """(keyword arguments for RandomForestRegressor/Classifier, params that have no counterpart),
+    from the params as the forest's table checks them (common.job_params)."""
+    given, _ = job_params("random_forest", params)
+    kwargs = {name: given[name] for name in PARAMS if name in given}
+    if kwargs.get("max_features") == "default":
+        kwargs["max_features"] = MAX_FEATURES[task]
+    criterion = given.get("criterion")
     if criterion is not None:
         if criterion not in CRITERIA[task]:
-            raise ValueError(f"criterion {criterion!r} is not one of {sorted(CRITERIA[task])} "
+            raise ValueError(f"criterion {criterion!r} is not one of {list(CRITERIA[task])} "
                              f"for {task}")
-        kwargs["criterion"] = CRITERIA[task][criterion]
-    ignored = sorted(set(params) - set(PARAMS) - {"criterion"})
+        kwargs["criterion"] = criterion
+    ignored = sorted(set(given) - set(PARAMS) - {"criterion"})
     return kwargs, ignored
 
 

@@ -8,7 +8,7 @@ import asyncio
 import time
 from pathlib import Path
 
-from .common import Runner, Unavailable, finite, installed, server_context, versions
+from .common import Runner, Unavailable, finite, installed, job_params, server_context, versions
 
 
 def check(device: str) -> str | None:
@@ -31,10 +31,11 @@ def run(job: dict, data_dir: Path, device: str) -> dict:
     text_id = job.get("text")
     if not isinstance(text_id, str) or not text_id:
         raise JobError('a transformer job needs "text": the id of a text')
+    params, _ = job_params("transformer", job.get("params"))  # as costed: sample_chars too
     text = asyncio.run(server_context(data_dir).load_text(text_id))
     t0 = time.perf_counter()
     try:
-        result = train_torch(text, job.get("params") or {}, device)
+        result = train_torch(text, params, device)
     except ValueError as exc:  # a bad torch_mode or config: the client's to fix
         raise JobError(str(exc)) from None
     total = time.perf_counter() - t0
