@@ -199,7 +199,9 @@ export function mountForestPanel(root, playground) {
       if (name === "max_features") {
         if (["sqrt", "log2"].includes(raw)) out[name] = raw;
         else if (/^\d+$/.test(raw) && Number(raw) >= 1) out[name] = Number.parseInt(raw, 10);
-        else if (/^(0?\.\d+|1\.0*)$/.test(raw)) out[name] = Number(raw);
+        // A fraction of 1 is every feature: sent as null (scikit-learn's None), since JSON
+        // writes the number 1.0 as 1, which Python reads as one feature.
+        else if (/^(0?\.\d+|1\.0*)$/.test(raw)) out[name] = Number(raw) === 1 ? null : Number(raw);
         else return { error: `Max features "${raw}" is not one of: sqrt, log2, a fraction in (0, 1], or a whole count ≥ 1.` };
       } else out[name] = type === "number" ? Number(raw) : raw;
     }
