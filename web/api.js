@@ -63,6 +63,9 @@ export const getHealth = async () => json(await fetch("/api/health"));
 
 export const listDatasets = async () => json(await fetch("/api/datasets"));
 export const getDataset = async (id) => json(await fetch(`/api/datasets/${encodeURIComponent(id)}`));
+// Removes an upload: only with the key its upload answered (server/datasets.py).
+export const deleteDataset = async (id, key) => json(await fetch(`/api/datasets/${encodeURIComponent(id)}`,
+  { method: "DELETE", headers: key ? { "X-Dataset-Key": key } : {} }));
 
 // Uploads a file (multipart, field "file"); XHR rather than fetch for upload progress.
 export function uploadDataset(file, opts = {}) { return uploadTo("/api/datasets", file, opts); }

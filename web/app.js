@@ -73,12 +73,18 @@ function showBackend(info) {
     const banner = $("#gpu-problem");
     banner.hidden = false;
     banner.dataset.reason = "software";
-    const url = new URL(location.href);
-    url.searchParams.set("backend", "reference");
+    // The link opens this page as it is set up when it is used (the URL holds the set-up, and
+    // changes as the person works: state.js), not as it was when the page loaded.
+    const cpuPath = () => {
+      const url = new URL(location.href);
+      url.searchParams.set("backend", "reference");
+      return url.pathname + url.search + url.hash;
+    };
+    const link = el("a", { href: cpuPath(), id: "use-cpu" }, "use the CPU path");
+    for (const ev of ["pointerenter", "focus", "click", "auxclick", "contextmenu"]) link.addEventListener(ev, () => { link.href = cpuPath(); });
     banner.replaceChildren(el("strong", {}, "This WebGPU adapter is software: "),
       "a CPU emulates the GPU, so training is slow (small models are sized down and each Train shows its estimate). ",
-      "For a small forest the plain-Python CPU path is often faster: ",
-      el("a", { href: url.pathname + url.search, id: "use-cpu" }, "use the CPU path"), ".");
+      "For a small forest the plain-Python CPU path is often faster: ", link, ".");
   } else if (info.backend === "webgpu") {
     chip.textContent = `WebGPU · ${info.adapter.vendor || "GPU"}`;
     chip.className = "chip gpu";
@@ -191,6 +197,7 @@ window.playground = {
   events: new EventTarget(),   // "selection" when it changes
   post: (run) => postRun({ env: environment(), ...run }),
   onRun: (fn) => state.listeners.add(fn),
+  showTab: (id) => select(id),   // a panel's "next step" opens another tab
   forestJSON: (model) => forestJSON(model.binary),   // a forest job's model as the JSON export
   get info() { return state.info; },
   announce,

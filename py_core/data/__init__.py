@@ -50,7 +50,10 @@ in the tab web/csvparse.js), with the general path's result bit for bit.
 Targets (`features`). Task inferred unless given: a categorical or text target, or a numeric
 one that is integer-valued with at most 20 distinct values, is classification; any other
 numeric target is regression. Classes are the sorted distinct values, coded 0..k-1 (at most
-1000 classes). Rows with a missing target are left out.
+1000 classes). Rows with a missing target are left out (`info["n_dropped"]`; the forest job's
+`rows`). The summary's `target` is the column suggested before anyone picks one (`target`): one
+named like a target, else the last numeric or categorical column that is no id, never one mostly
+missing or free text.
 
 Splits use `random.Random(seed)`, generators that or counter-based streams of exact arithmetic
 (`synthetic`), so a seed means the same rows in the browser and on the server.
@@ -76,10 +79,11 @@ from .synthetic import (
                      make_spirals,
 )
 from .table import MISSING, MISSING_CATEGORY, Column, Table, parse_csv
+from .target import default_target
 
 __all__ = [
     "COLUMN_LIMIT", "DELIMITERS", "FIELD_LIMIT", "GENERATORS", "MISSING", "MISSING_CATEGORY",
-    "Column", "DataError", "MedianImputer", "Prepared", "Table", "detect_delimiter",
+    "Column", "DataError", "MedianImputer", "Prepared", "Table", "default_target", "detect_delimiter",
     "features_and_target", "generate", "make_blobs", "make_friedman1", "make_moons",
     "make_regression", "make_spirals", "parse_csv", "prepare", "read_rows", "summarize_csv",
     "take_rows", "train_test_split",

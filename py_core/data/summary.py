@@ -31,6 +31,7 @@ from pathlib import Path
 from . import table
 from .moments import Moments
 from .reader import CsvSource, data_error
+from .target import default_target
 from .table import (
     BOOLEANS,
     CATEGORY_FRACTION,
@@ -74,8 +75,9 @@ def summarize_csv(path, *, name: str = "data.csv", delimiter: str | None = None,
         columns[0]["index"] = True
     preview = [[_json_value(raw if not isinstance(raw, str) else state.value(raw))
                 for state, raw in zip(scan.states, row)] for row in scan.preview]
-    return {"name": name, "rows": scan.rows, "delimiter": source.delimiter,
-            "encoding": source.encoding, "index": index, "columns": columns, "preview": preview}
+    out = {"name": name, "rows": scan.rows, "delimiter": source.delimiter,
+           "encoding": source.encoding, "index": index, "columns": columns, "preview": preview}
+    return dict(out, target=default_target(out))
 
 
 class _Budget:

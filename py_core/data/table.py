@@ -17,6 +17,7 @@ from operator import methodcaller
 
 from ..errors import checker
 from .reader import CsvSource, DataError, data_error
+from .target import default_target
 
 NAN = float("nan")
 # Missing markers, after strip(): what R (NA), pandas (NaN, nan, None, <NA>), Excel (#N/A, empty),
@@ -257,7 +258,8 @@ class Table:
         """JSON-ready summary: name, rows, delimiter and encoding (None unless read from a CSV),
         index (the row-index column's name or None), columns (name, type, missing, task,
         stats, and `format` for numbers written with a decimal comma or thousands separators,
-        `index` true for the index column) and the first `preview_rows` rows (NaN as None)."""
+        `index` true for the index column), the first `preview_rows` rows (NaN as None) and
+        target: the column suggested as the target (`target.default_target`) or None."""
         columns = []
         for c in self.columns:
             entry = {"name": c.name, "type": c.kind, "missing": c.n_missing, "task": c.task,
@@ -269,9 +271,10 @@ class Table:
             columns.append(entry)
         n = min(preview_rows, self.n_rows)
         preview = [[_json_value(c.values[i]) for c in self.columns] for i in range(n)]
-        return {"name": self.name, "rows": self.n_rows, "delimiter": self.delimiter,
-                "encoding": self.encoding, "index": self.index, "columns": columns,
-                "preview": preview}
+        out = {"name": self.name, "rows": self.n_rows, "delimiter": self.delimiter,
+               "encoding": self.encoding, "index": self.index, "columns": columns,
+               "preview": preview}
+        return dict(out, target=default_target(out))
 
 
 def _json_value(v):

@@ -15,7 +15,10 @@
      "live": true}                                # live plots while the forest grows (below)
 
 Result: {"metrics": {...}, "baseline": {...}, "timings": {...}, "model": {...}, "plots": {...},
-"params": {...}}
+"params": {...}, "rows": {...}}
+- rows: what became of the data set's rows: {"read": the file's rows, "used": those trained and
+  tested on, "no_target": those left out for having no value in the target column}; the page
+  says it in words before training (from the summary) and under the result (from this).
 - metrics: mse, mae, r2 (regression) or accuracy, f1 (macro), log_loss (classification), on the
   test rows; n_train, n_test, n_features, and oob_score with params {"oob_score": true}.
 - timings (seconds, the queue drained before each clock read): binning, fit (binning included),
@@ -215,7 +218,8 @@ async def _run(job: dict, backend, ctx) -> dict:
     ctx.progress({"stage": "done", "fraction": 1.0})
     return {"metrics": metrics, "baseline": baseline, "model": model, "plots": plots,
             "params": {k: v for k, v in forest.get_params().items() if k != "backend"},
-            "timings": timings}
+            "timings": timings, "rows": {"read": table.n_rows, "used": info["n_rows"],
+                                         "no_target": info["n_dropped"]}}
 
 
 async def _load_table(ctx, dataset_id):

@@ -1,12 +1,23 @@
 // The Data panel: pick a built-in, an uploaded or a synthetic data set, or upload a CSV (file
 // picker or drag and drop; parsed in the worker by py_core, then stored on the server); see a
 // preview with column types, missing counts and statistics; choose the target (task inferred,
-// overridable), the features and the split. The choice is `playground.selection`.
-import { getDataset, getHealth, listDatasets, uploadDataset } from "../api.js";
+// overridable; preselected as py_core suggests, the summary's `target`), the features and the
+// split, with a sentence on the rows left out; then on to training, or remove an upload this
+// page made. The choice is `playground.selection`.
+import { deleteDataset, getDataset, getHealth, listDatasets, uploadDataset } from "../api.js";
 import { el, filePicker, fmtNumber, fmtSeconds, progressBar, setProgress, table } from "../ui.js";
 import { initial, save } from "../state.js";
 
 const SYNTHETIC = "synthetic:";
+// The keys that remove this browser's uploads ({id: key}): the server answers each once, to the
+// page that uploaded, and removes an upload only with it.
+const UPLOAD_KEYS = "playground.uploadKeys";
+const uploadKeys = () => { try { return JSON.parse(localStorage.getItem(UPLOAD_KEYS)) || {}; } catch (e) { return {}; } };
+function keepKey(id, key) {
+  const keys = uploadKeys();
+  if (key) keys[id] = key; else delete keys[id];
+  try { localStorage.setItem(UPLOAD_KEYS, JSON.stringify(keys)); } catch (e) { /* storage refused: not removable here */ }
+}
 
 export function mountDataPanel(root, playground) {
   const select = el("select", { id: "dataset-select", "aria-label": "Data set" });
@@ -16,8 +27,10 @@ export function mountDataPanel(root, playground) {
   const status = el("div", { class: "status", id: "data-status", role: "status", "aria-live": "polite" });
   const bar = progressBar("Reading the file", { hidden: true });
   const genParams = el("div", { class: "row", id: "generator-params" });
+  const remove = el("button", { type: "button", class: "secondary small", id: "data-remove", hidden: true,
+                                title: "Only this browser, which uploaded it, can remove it" }, "Remove this upload");
   const pickCard = el("div", { class: "card" }, el("h2", {}, "Data set"),
-    el("div", { class: "row" }, select), genParams, drop, bar, status);
+    el("div", { class: "row" }, select, remove), genParams, drop, bar, status);
 
   const target = el("select", { id: "target-select", "aria-label": "Target column" });
   const task = el("select", { id: "task-select", "aria-label": "Task" },
@@ -28,12 +41,19 @@ export function mountDataPanel(root, playground) {
                                  value: initial("test") || "0.2" });
   const seed = el("input", { type: "number", id: "split-seed", value: initial("seed") || "42", step: "1" });
   const stratify = el("input", { type: "checkbox", id: "stratify", checked: initial("strat") !== "0" });
+  const rowsNote = el("p", { class: "muted", id: "data-rows", role: "status" });
+  // The next step, once a data set shows: the Random forest tab, its Train button focused.
+  const next = el("button", { type: "button", class: "primary", id: "data-next", hidden: true,
+                              onclick: () => { playground.showTab("forest"); document.getElementById("forest-train")?.focus(); } },
+  "Next: train a random forest on it →");
   const modelCard = el("div", { class: "card" }, el("h2", {}, "Target and features"),
     el("div", { class: "row" }, el("label", {}, "Target ", target), el("label", {}, "Task ", task), taskNote),
+    rowsNote,
     el("h3", {}, "Features"), features,
     el("h3", {}, "Split"),
     el("div", { class: "row" }, el("label", {}, "Test fraction ", testSize), el("label", {}, "Seed ", seed),
-      el("label", {}, stratify, " stratified (classes)")));
+      el("label", {}, stratify, " stratified (classes)")),
+    el("div", { class: "row" }, next));
   const preview = el("div", { class: "card wide", id: "data-preview" }, el("h2", {}, "Preview"));
   root.append(el("div", { class: "cards" }, pickCard, modelCard), preview);
 
@@ -101,7 +121,8 @@ export function mountDataPanel(root, playground) {
     const cols = desc.columns;
     const targets = cols.filter((c) => !NOT_TARGET.has(c.type) && !c.index);
     target.replaceChildren(...targets.map((c) => el("option", { value: c.name }, c.name)));
-    const guess = targets.find((c) => c.name === "target") || targets.find((c) => c.name === "y") || targets[targets.length - 1];
+    // py_core's suggestion (py_core.data.target), else the last column that can be one.
+    const guess = targets.find((c) => c.name === desc.target) || targets[targets.length - 1];
     if (guess) target.value = guess.name;
     const again = restore.data === id || (restore.data && id.startsWith(SYNTHETIC) && restore.data.split("?")[0] === id.split("?")[0]);
     if (again && restore.target && cols.some((c) => c.name === restore.target && c.type !== "text")) target.value = restore.target;
@@ -123,10 +144,14 @@ export function mountDataPanel(root, playground) {
       el("div", { class: "scroll" }, table(cols.map((c) => c.name),
         desc.preview.map((row) => row.map((v) => (v === null ? "–" : typeof v === "number" ? fmtNumber(v, 6) : v))),
         { id: "preview-table" })));
+    previous = null;
     onTarget(again ? restore : null);
     restore = {};
+    next.hidden = false;
+    remove.hidden = !uploadKeys()[id];
   }
 
+  let previous = null;   // the target before this one: a feature again when the target moves on
   function onTarget(asked = null) {
     const col = summary?.columns.find((c) => c.name === target.value);
     if (!col) return;
@@ -137,8 +162,13 @@ export function mountDataPanel(root, playground) {
     for (const box of features.querySelectorAll("input")) {
       const c = summary.columns.find((x) => x.name === box.value);
       if (box.value === target.value) { box.checked = false; box.disabled = true; }
-      else if (c.type !== "text") { box.disabled = false; if (chosen) box.checked = chosen.has(box.value); }
+      else if (c.type !== "text") {
+        if (box.value === previous) box.checked = !NOT_FEATURE.has(c.type) && !c.index;  // as it first was
+        box.disabled = false;
+        if (chosen) box.checked = chosen.has(box.value);
+      }
     }
+    previous = target.value;
     update();
   }
 
@@ -152,9 +182,15 @@ export function mountDataPanel(root, playground) {
            features: feats.length === usable.length ? null : feats.map(encodeURIComponent).join(","),
            test: Number(testSize.value) === 0.2 ? null : testSize.value, seed: Number(seed.value) === 42 ? null : seed.value,
            strat: stratify.checked ? null : "0" });
+    const tcol = summary.columns.find((c) => c.name === target.value);
+    const rows = { read: summary.rows, no_target: tcol?.missing || 0 };
+    rows.used = rows.read - rows.no_target;
+    const gaps = summary.columns.filter((c) => feats.includes(c.name) && c.missing > 0);
+    rowsNote.textContent = rowsText(rows, target.value) + (gaps.length ? ` Missing values in ${listOf(gaps.map((c) => `${c.name} (${c.missing})`))} ` +
+      "are filled in, not left out: numbers with the training rows' median, categories as \"(missing)\"." : "");
     playground.selection = {
       dataset: summary.id.startsWith(SYNTHETIC) ? syntheticId() : summary.id, name: summary.name,
-      target: target.value, task: task.value, features: feats, rows: summary.rows,
+      target: target.value, task: task.value, features: feats, rows: summary.rows, rowsUsed: rows,
       split: { test_size: Number(testSize.value), seed: Number(seed.value),
                stratify: task.value === "classification" && stratify.checked },
     };
@@ -194,6 +230,7 @@ export function mountDataPanel(root, playground) {
       }
       setStatus(`Parsed ${parsed.rows} rows; uploading to the server…`);
       const stored = await uploadDataset(file, { onProgress: (f) => setBar(0.5 + f * 0.5) });
+      keepKey(stored.id, stored.key);
       setBar(null);
       genParams.replaceChildren();   // a synthetic set's inputs do not belong to the upload
       delete genParams.dataset.for;
@@ -212,7 +249,25 @@ export function mountDataPanel(root, playground) {
   select.addEventListener("change", choose);
   target.addEventListener("change", onTarget);
   for (const input of [task, testSize, seed, stratify]) input.addEventListener("change", update);
-  fileInput.addEventListener("change", () => fileInput.files[0] && upload(fileInput.files[0]));
+  // The input is emptied once read: choosing the same (edited) file again is a change again.
+  fileInput.addEventListener("change", () => {
+    const file = fileInput.files[0];
+    fileInput.value = "";
+    if (file) upload(file);
+  });
+  remove.addEventListener("click", async () => {
+    const { id, name } = summary;
+    remove.disabled = true;
+    try {
+      await deleteDataset(id, uploadKeys()[id]);
+      keepKey(id, null);
+      await refreshList("diabetes");
+      await choose();
+      setStatus(`Removed ${name} from the server.`);
+    } catch (e) {
+      setStatus(`Could not remove ${name}: ${e.message}`, true);
+    } finally { remove.disabled = false; }
+  });
   drop.addEventListener("dragover", (e) => { e.preventDefault(); drop.classList.add("over"); });
   drop.addEventListener("dragleave", () => drop.classList.remove("over"));
   drop.addEventListener("drop", (e) => {
@@ -235,6 +290,18 @@ export function mountDataPanel(root, playground) {
     }
     await choose();
   }).catch((e) => setStatus(`Could not list data sets: ${e.message}`, true));
+}
+
+// What becomes of the rows, in words: `rows` {read, used, no_target} (the summary's counts
+// before training, the forest job's `rows` after).
+export function rowsText(rows, target) {
+  if (!rows.no_target) return `All ${rows.read} rows have a value for ${target}: none is left out.`;
+  return `${rows.no_target} of the ${rows.read} rows have no value for ${target} and are left out: ` +
+    `the model learns from and is tested on the other ${rows.used}.`;
+}
+
+function listOf(items) {
+  return items.length < 2 ? items.join("") : `${items.slice(0, -1).join(", ")} and ${items.at(-1)}`;
 }
 
 const DATES = new Set(["date", "datetime"]);

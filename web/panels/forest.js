@@ -8,6 +8,7 @@ import { bars, confusion, scatterChart, surface } from "../charts.js";
 import { showComparisons } from "./compare.js";
 import { download as download_, forestJSONParts } from "../forest_model.js";
 import { forestJsonSnippet } from "../snippets.js";
+import { rowsText } from "./data.js";
 import { initial, save } from "../state.js";
 import { el, filePicker, fmtNumber, fmtSeconds, progressBar, setProgress, snippetBox, table } from "../ui.js";
 
@@ -132,7 +133,8 @@ export function mountForestPanel(root, playground) {
   playground.events.addEventListener("selection", (ev) => {
     const s = ev.detail;
     selection.textContent = `${s.name}: predict ${s.target} (${s.task}) from ${s.features.length} features, ` +
-      `${Math.round(s.split.test_size * 100)}% held out (seed ${s.split.seed}).`;
+      `${Math.round(s.split.test_size * 100)}% held out (seed ${s.split.seed}).` +
+      (s.rowsUsed?.no_target ? ` ${rowsText(s.rowsUsed, s.target)}` : "");
     criterion.disabled = s.task !== "classification";
     surfaceChoices(s.features);
     updateEstimate();
@@ -296,6 +298,7 @@ export function mountForestPanel(root, playground) {
     const predictStatus = el("div", { class: "status", role: "status", "aria-live": "polite" });
     predictInput.addEventListener("change", async () => {
       const file = predictInput.files[0];
+      predictInput.value = "";   // the same (edited) file chosen again is a change again
       if (!file) return;
       predictStatus.className = "status"; predictStatus.textContent = `Predicting ${file.name}…`;
       try {
@@ -311,6 +314,7 @@ export function mountForestPanel(root, playground) {
     const metricsTable = table(["Metric", "This forest", "Baseline"], metricRows, { id: "forest-metrics" });
     resultCard.replaceChildren(el("h2", {}, "Results"),
       el("p", { class: "muted", id: "forest-data-sizes" }, `On the ${m.n_test} test rows (trained on ${m.n_train} rows, ${m.n_features} features).`),
+      run.result?.rows ? el("p", { class: "muted", id: "forest-rows" }, rowsText(run.result.rows, run.config.target)) : null,
       metricsTable,
       base ? el("p", { class: "muted", id: "forest-baseline-note" }, `Baseline: ${base.predictor}, the same test rows. ` +
         beats(m, base)) : null,

@@ -1,8 +1,8 @@
-// The Transformer panel: choose or upload a text, pick a preset or set the config, see the
+// The Transformer panel: choose, upload or paste a text, pick a preset or set the config, see the
 // parameter count and memory against the adapter's limits, Train / Pause / Stop with a live loss
 // chart and tokens per second, then sample (streamed character by character) and download the
 // weights as safetensors. Every finished run is posted to the server.
-import { getRecentRuns, getSnippet, getText, listTexts, uploadText } from "../api.js";
+import { getHealth, getRecentRuns, getSnippet, getText, listTexts, uploadText } from "../api.js";
 import { lineChart } from "../charts.js";
 import { showComparisons } from "./compare.js";
 import { fmtDuration } from "./forest.js";
@@ -52,6 +52,13 @@ export function mountTransformerPanel(root, playground) {
   const textFile = el("input", { type: "file", accept: ".txt,text/plain", id: "text-file", "aria-label": "Text file" });
   const textStatus = el("div", { class: "status", role: "status", "aria-live": "polite" });
   const textPreview = el("pre", { class: "preview", id: "text-preview" });
+  // A pasted text is uploaded as a file would be: the server checks and bounds it the same way.
+  const pasteArea = el("textarea", { id: "text-paste", rows: 6, "aria-label": "Text to train on",
+                                     placeholder: "Paste a text here: a few thousand characters or more train best." });
+  const pasteName = el("input", { type: "text", id: "text-paste-name", value: "pasted text", maxlength: 200, "aria-label": "Name of the pasted text" });
+  const pasteUse = el("button", { type: "button", class: "secondary", id: "text-paste-use" }, "Use this text");
+  const pasteBox = el("details", { id: "text-paste-box" }, el("summary", {}, "Or paste a text"), pasteArea,
+    el("div", { class: "row" }, el("label", {}, "Name ", pasteName), pasteUse));
   const preset = el("select", { id: "tf-preset" });
   const estimate = el("p", { class: "estimate", id: "tf-estimate" });
   const inputs = Object.fromEntries(FIELDS.map(([k]) => [k, el("input", { type: "number", id: `tf-${k}`, step: "any" })]));
@@ -81,7 +88,7 @@ export function mountTransformerPanel(root, playground) {
   const compare = el("div", { id: "tf-compare" });
   root.append(el("div", { class: "cards" },
     el("div", { class: "card" }, el("h2", {}, "Text"), el("div", { class: "row" }, textSelect,
-      filePicker(textFile, "Upload a text…", { id: "text-choose" })), textStatus, textPreview),
+      filePicker(textFile, "Upload a text…", { id: "text-choose" })), pasteBox, textStatus, textPreview),
     el("div", { class: "card" }, el("h2", {}, "Model"), el("div", { class: "row" }, el("label", {}, "Preset ", preset)),
       el("div", { class: "form" }, FIELDS.map(([k, label]) => el("label", { class: "field" }, label, inputs[k]))),
       el("div", { class: "row" }, el("label", {}, "Precision ", precision)), precisionNote,
@@ -324,12 +331,27 @@ export function mountTransformerPanel(root, playground) {
   textSelect.addEventListener("change", chooseText);
   preset.addEventListener("change", applyPreset);
   for (const i of Object.values(inputs)) i.addEventListener("change", () => { sizedDown = false; saveParams(); updateSize(); });
-  textFile.addEventListener("change", async () => {
+  async function useText(file, name) {
+    textStatus.className = "status"; textStatus.textContent = `Uploading ${name}…`;
+    try { const t = await uploadText(file, { name }); await refreshTexts(t.id); return true; }
+    catch (e) { textStatus.className = "status error"; textStatus.textContent = e.message; return false; }
+  }
+  textFile.addEventListener("change", () => {
     const file = textFile.files[0];
-    if (!file) return;
-    textStatus.className = "status"; textStatus.textContent = `Uploading ${file.name}…`;
-    try { const t = await uploadText(file); await refreshTexts(t.id); }
-    catch (e) { textStatus.className = "status error"; textStatus.textContent = e.message; }
+    textFile.value = "";   // the same (edited) file chosen again is a change again
+    if (file) useText(file, file.name);
+  });
+  pasteUse.addEventListener("click", async () => {
+    const text = pasteArea.value, name = pasteName.value.trim() || "pasted text";
+    const bytes = new TextEncoder().encode(text).length;
+    const capMb = (await getHealth().catch(() => null))?.limits?.max_upload_mb;
+    const refuse = (why) => { textStatus.className = "status error"; textStatus.textContent = why; pasteArea.focus(); };
+    if (text.trim().length < 2) return refuse("Paste a text first: the box is empty.");
+    if (capMb && bytes > capMb * 2 ** 20) {
+      return refuse(`The pasted text is ${(bytes / 2 ** 20).toFixed(1)} MB: larger than this server's ${capMb} MB limit (playground --max-upload-mb).`);
+    }
+    pasteUse.disabled = true;
+    try { await useText(new File([text], `${name}.txt`, { type: "text/plain" }), name); } finally { pasteUse.disabled = false; }
   });
 
   // Which path a run takes here, and why: the mixed path needs f16 subgroup matrices.
