@@ -82,7 +82,8 @@ def main(argv: list[str] | None = None) -> None:
     quiet_logs()  # after Config, which configures logging
     print(f"Connections: at most {effective_max_connections(settings.max_connections, nofile)} "
           f"open (open-file limit {nofile}); headers within {settings.header_timeout_s:g} s, body "
-          f"pauses under {settings.body_timeout_s:g} s.", flush=True)
+          f"pauses under {settings.body_timeout_s:g} s, answers unread for under "
+          f"{settings.write_timeout_s:g} s.", flush=True)
     server = _Server(config, settings)
     try:
         server.run()

@@ -609,9 +609,7 @@ async def post_comparisons(request: Request) -> JSONResponse:
     queue: Queue | None = getattr(request.app.state, "comparisons", None)
     if queue is None:
         raise ClientError(409, "comparisons are off on this server (--comparisons off)")
-    body = {}
-    if request.headers.get("content-length", "0") != "0":
-        body = await read_json(request, request.app.state.settings.max_json_bytes)
+    body = await read_json(request, request.app.state.settings.max_json_bytes, empty={})
     runners = body.get("runners") if isinstance(body, dict) else None
     if runners is not None and (not isinstance(runners, list)
                                 or not all(isinstance(r, str) and r in RUNNERS for r in runners)):

@@ -1,18 +1,27 @@
-"""Connections no client can hoard: read timeouts, a cap below the open-file limit, quiet logs.
+"""Connections no client can hoard: timeouts while a request is read and while it is answered, a
+cap below the open-file limit, quiet logs.
 
-uvicorn's HTTP/1.1 protocol (h11) with three additions, made by `protocol_class(settings)`:
+uvicorn's HTTP/1.1 protocol (h11) with these additions, made by `protocol_class(settings)`:
 
 - header timeout: a connection must deliver a request's headers within `header_timeout_s` of its
   opening (or of the previous response, on a kept-alive connection), however it trickles them;
   else it gets `408 Request Timeout` and is closed.
-- body timeout: a request body may pause at most `body_timeout_s` between two reads; else the
+- body timeouts: a request body may pause at most `body_timeout_s` between two reads, and must
+  arrive whole within `body_timeout_s` plus one second per MIN_BODY_RATE bytes received (Apache's
+  mod_reqtimeout rule: a body trickled a few bytes at a time never ends otherwise); else the
   connection is closed (the handler sees a disconnect, so nothing half-read is stored).
+- write timeout: an answer whose client does not read it (the socket's buffers full) may stall
+  at most `write_timeout_s`; then the connection is reset. Each accepted socket's kernel send
+  buffer is SEND_BUFFER, not the megabytes Linux grows it to, so a client that asks for a large
+  file and never reads holds at most that and uvicorn's 64 KiB, not the whole file.
 - a cap on open connections, `effective_max_connections()`: below the process's open-file limit
   (raised to its hard limit at start, `raise_open_file_limit()`), with room left for the
   database, uploads and worker pipes. A connection past the cap closes the one that has been
-  waiting on its client longest (for a request or for more body) - an idle or slow client, never
-  a request being answered - so the accept loop never meets EMFILE and a normal client is served
-  however many idle sockets are open.
+  waiting on its client longest (for a request, for more body, or to read its answer) - an idle,
+  slow or stalled client, never a request the server is working on - so the accept loop never
+  meets EMFILE and a normal client is served however many such sockets are open. While every
+  connection is being worked on (1,000 answers just begun), OVER_CAP newcomers may wait past the
+  cap for one to go; more are refused.
 
 `quiet_logs()` rate-limits repeated log lines (asyncio's "socket.accept() out of system resource"
 and its traceback, among others) and removes tokens from access log lines.
@@ -24,6 +33,8 @@ import asyncio
 import logging
 import re
 import resource
+import socket
+import struct
 import time
 from collections import OrderedDict
 
@@ -34,6 +45,12 @@ from server.settings import Settings
 
 SWEEP_S = 0.5  # how often deadlines are checked
 RESERVE_MIN = 64  # file descriptors kept for the database, uploads, static files, worker pipes
+OVER_CAP = RESERVE_MIN // 2  # newcomers let in past the cap while no connection can be closed
+MIN_BODY_RATE = 4096  # bytes a second a body must average past its first body_timeout_s
+# Linux grows a loopback socket's send buffer to 4 MiB: 1,000 clients that never read a 2.5 MB file
+# held 1.5 GB of kernel memory. 128 KiB (the kernel doubles it) still fills a link of 10 MB/s at
+# 25 ms round trips; on loopback, where the page is served, the round trip is microseconds.
+SEND_BUFFER = 128 * 1024
 
 log = logging.getLogger(__name__)
 
@@ -62,11 +79,17 @@ def effective_max_connections(setting: int, nofile: int | None = None) -> int:
 
 
 class _Guard:
-    """Shared by all connections of one server: who waits on their client, since when."""
+    """Shared by all connections of one server: who waits on their client, since when; the cap."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, header_s: float, body_s: float, cap: int):
-        self.loop, self.header_s, self.body_s, self.cap = loop, header_s, body_s, cap
-        self.waiting: OrderedDict[GuardedH11Protocol, None] = OrderedDict()  # oldest activity first
+    def __init__(self, loop: asyncio.AbstractEventLoop, settings: Settings, cap: int,
+                 connections: set):
+        self.loop, self.cap, self.connections = loop, cap, connections
+        self.header_s, self.body_s = settings.header_timeout_s, settings.body_timeout_s
+        self.write_s = settings.write_timeout_s
+        # Connections waiting on their client (for a request, for more body, to read the answer),
+        # the one waiting longest first: eviction takes from the front.
+        self.waiting: OrderedDict[GuardedH11Protocol, None] = OrderedDict()
+        self.dropped: set[GuardedH11Protocol] = set()  # closed here, not yet gone from connections
         self.evicted = self.timed_out = 0
         self._sweeping = False
 
@@ -79,10 +102,28 @@ class _Guard:
         now = self.loop.time()
         for proto in list(self.waiting):
             proto.check_deadline(now)
+        self.trim()
         if self.waiting:
             self.loop.call_later(SWEEP_S, self._sweep)
         else:
             self._sweeping = False
+
+    def over(self) -> int:
+        return len(self.connections) - len(self.dropped) - self.cap
+
+    def trim(self, keep: GuardedH11Protocol | None = None) -> None:
+        """Back to the cap: close the connections that have waited longest on their clients,
+        `keep` (the one that just connected or acted) last. When no other can go (1,000 answers
+        just begun, say), up to OVER_CAP more may stay past the cap until one waits on its
+        client; past that `keep` goes too (a newcomer is refused)."""
+        while self.over() > 0:
+            victim = next((p for p in self.waiting if p is not keep), None)
+            if victim is None:
+                if keep is None or self.over() <= OVER_CAP:
+                    return
+                victim = keep
+            self.evicted += 1
+            victim.drop(reset=victim._phase() == "stalled")
 
 
 class GuardedH11Protocol(H11Protocol):
@@ -91,31 +132,47 @@ class GuardedH11Protocol(H11Protocol):
 
     def connection_made(self, transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
+        sock = transport.get_extra_info("socket")
+        if sock is not None:
+            try:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SEND_BUFFER)
+            except OSError:
+                pass
         guard = getattr(self.server_state, "_playground_guard", None)
         if guard is None:
-            guard = _Guard(self.loop, self.settings.header_timeout_s, self.settings.body_timeout_s,
-                           self.cap)
+            guard = _Guard(self.loop, self.settings, self.cap, self.connections)
             self.server_state._playground_guard = guard  # type: ignore[attr-defined]
         self.guard = guard
         self._headers_since = self._active = self.loop.time()
-        self._mark()
-        if len(self.connections) > guard.cap:
-            self._evict_one()
+        self._body_since: float | None = None  # when the current request's body began
+        self._body_bytes = 0  # bytes received since then
+        self._stalled_since: float | None = None  # when the client last stopped reading
+        self._mark()  # waiting for its request: past the cap, another connection goes
 
-    def _evict_one(self) -> None:
-        guard = self.guard
-        victim = next((p for p in guard.waiting if p is not self), None)
-        if victim is None:  # every other connection is being answered: refuse this one
-            victim = self
-        guard.waiting.pop(victim, None)
-        guard.evicted += 1
-        victim.transport.abort()
+    def drop(self, reset: bool = False) -> None:
+        """Close now. With `reset`, drop what the client has not read: with SO_LINGER 0 the
+        kernel sends a reset and frees the socket's buffers, where a plain close keeps them until
+        the client reads or the kernel gives up minutes later."""
+        self.guard.waiting.pop(self, None)
+        self.guard.dropped.add(self)
+        sock = self.transport.get_extra_info("socket")
+        if reset and sock is not None:
+            try:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            except OSError:
+                pass
+        self.transport.abort()
 
-    # -- state: waiting on the client (evictable, under a deadline) or being answered --------
+    # -- state: waiting on the client (evictable, under a deadline) or being worked on --------
 
     def _phase(self) -> str | None:
         if self.transport.is_closing():
-            return None
+            # Closed after its answer (or on the keep-alive timeout) with bytes still unread:
+            # asyncio keeps the socket until they are sent, which a client that never reads
+            # makes forever.
+            return "stalled" if self.transport.get_write_buffer_size() else None
+        if self.flow.write_paused:
+            return "stalled"
         if self.cycle is None or self.cycle.response_complete:
             return "headers"
         if self.conn.their_state is h11.SEND_BODY:
@@ -127,43 +184,75 @@ class GuardedH11Protocol(H11Protocol):
         if phase is None:
             self.guard.waiting.pop(self, None)
             return
+        if phase == "body" and self._body_since is None:
+            self._body_since, self._body_bytes = self.loop.time(), 0
+        if phase == "stalled" and self._stalled_since is None:
+            self._stalled_since = self.loop.time()
         self.guard.waiting[self] = None
         self.guard.waiting.move_to_end(self)
         self.guard.start()
+        if self.guard.over() > 0:  # a newcomer past the cap, or one let in before: one goes
+            self.guard.trim(keep=self)
+
+    def _expired(self, phase: str, now: float) -> bool:
+        guard = self.guard
+        if phase == "headers":
+            return now - self._headers_since > guard.header_s
+        if phase == "body":
+            return (now - self._active > guard.body_s
+                    or now - self._body_since > guard.body_s + self._body_bytes / MIN_BODY_RATE)
+        if self._stalled_since is None:  # closed with bytes unread since the last look
+            self._stalled_since = now
+        return now - self._stalled_since > guard.write_s
 
     def check_deadline(self, now: float) -> None:
         phase = self._phase()
-        if phase == "headers" and now - self._headers_since > self.guard.header_s:
-            self.guard.timed_out += 1
+        if phase is None:
             self.guard.waiting.pop(self, None)
-            if self.cycle is None and self.conn.their_state is h11.IDLE:
-                self.transport.write(b"HTTP/1.1 408 Request Timeout\r\ncontent-type: text/plain\r\n"
-                                     b"content-length: 32\r\nconnection: close\r\n\r\n"
-                                     b"request headers took too long.\r\n")
+            return
+        if not self._expired(phase, now):
+            return
+        self.guard.timed_out += 1
+        if phase == "headers" and self.cycle is None and self.conn.their_state is h11.IDLE:
+            self.transport.write(b"HTTP/1.1 408 Request Timeout\r\ncontent-type: text/plain\r\n"
+                                 b"content-length: 32\r\nconnection: close\r\n\r\n"
+                                 b"request headers took too long.\r\n")
+        if phase == "stalled" or self.transport.get_write_buffer_size():
+            self.drop(reset=True)  # the client reads nothing (not even a 408)
+        else:
+            self.guard.waiting.pop(self, None)
             self.transport.close()
-        elif phase == "body" and now - self._active > self.guard.body_s:
-            self.guard.timed_out += 1
-            self.guard.waiting.pop(self, None)
-            self.transport.close()
-        elif phase is None:
-            self.guard.waiting.pop(self, None)
 
     # -- uvicorn's hooks ---------------------------------------------------------------------
 
     def data_received(self, data: bytes) -> None:
         self._active = self.loop.time()
+        if self._body_since is not None:
+            self._body_bytes += len(data)
         super().data_received(data)
         self._mark()
 
     def on_response_complete(self) -> None:
         super().on_response_complete()
         self._headers_since = self._active = self.loop.time()  # the next request's clock
+        self._body_since = None
         self._mark()
+
+    def pause_writing(self) -> None:
+        super().pause_writing()  # the client stopped reading: the answer waits on it
+        self._mark()
+
+    def resume_writing(self) -> None:
+        super().resume_writing()
+        self._stalled_since = None
+        if getattr(self, "guard", None) is not None:
+            self._mark()
 
     def connection_lost(self, exc) -> None:
         guard = getattr(self, "guard", None)
         if guard is not None:
             guard.waiting.pop(self, None)
+            guard.dropped.discard(self)
         super().connection_lost(exc)
 
     def __hash__(self) -> int:

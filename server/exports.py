@@ -15,9 +15,12 @@ naming the field, e.g. extra.model.trees[0].left[3], before any process is sized
 run's job: the same rows, parameters and seed give the page's trees (py_core-reference is the
 executable specification of the page's kernels). The job is checked against the caps of
 server/jobcost.py first, then runs in a process of its own (server/runners/task.py `run_alone`)
-under the comparison jobs' limits (--job-timeout, --job-memory-mb), one export at a time. The
-file is kept under <data_dir>/exports/<run id>.v2.onnx (the graph's version), and removed with its
-run.
+under the comparison jobs' memory limit (--job-memory-mb) and the shorter of --export-timeout and
+--job-timeout. Exports wait in a bounded queue (server/bounded.py): `export_workers` at once (as
+many jobs of --job-memory-mb as the machine's memory holds, at least one), `export_queue` more
+waiting, then 503 at once; a client that leaves cancels its export (its process is killed). Two
+askers of one run's export take turns: the second finds the file the first made. The file is kept
+under <data_dir>/exports/<run id>.v2.onnx (the graph's version), and removed with its run.
 
 The ONNX graph takes "X": float32 [rows, features], the features in the run's order after the
 page's own preprocessing (categories as codes, missing values as the training medians: the
@@ -37,6 +40,8 @@ import asyncio
 import importlib.util
 import json
 import logging
+import os
+import threading
 import traceback
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -46,6 +51,7 @@ from starlette.responses import FileResponse, PlainTextResponse
 from starlette.routing import Route
 
 from server import jobcost, snippets
+from server.bounded import BoundedQueue, unless_disconnected
 from server.comparisons import job_problem
 from server.errors import ClientError
 
@@ -241,14 +247,34 @@ async def get_onnx(request: Request) -> FileResponse:
                                               "safetensors)" if run["kind"] == "transformer" else ""))
     settings = request.app.state.settings
     path = onnx_path(settings.data_dir, run["id"])
+
+    async def queued(cancel: threading.Event) -> None:
+        async with request.app.state.exports.slot(run["id"]):
+            if not path.is_file():  # a second asker of the same run finds the file made
+                await _build(run, path, settings, cancel)
+
     if not path.is_file():
-        async with request.app.state.exports_lock:  # one rebuild at a time; a second asker of
-            if not path.is_file():                  # the same run finds the file made
-                await _build(run, path, settings)
+        await unless_disconnected(request, queued)
     return FileResponse(path, media_type=ONNX_MEDIA, filename=snippets.file_name(run))
 
 
-async def _build(run: dict, path: Path, settings) -> None:
+def export_workers(settings) -> int:
+    """Exports built at once: the setting, but no more jobs of --job-memory-mb than the machine's
+    memory holds (one at least)."""
+    if not settings.job_memory_mb:
+        return settings.export_workers
+    memory_mb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**20
+    return max(1, min(settings.export_workers, int(memory_mb // settings.job_memory_mb)))
+
+
+def _time_limit(settings) -> tuple[float, str]:
+    """An export's time limit (0: none) and the flag that set it: the shorter one."""
+    limits = [(s, flag) for s, flag in ((settings.export_timeout_s, "--export-timeout"),
+                                        (settings.job_timeout_s, "--job-timeout")) if s]
+    return min(limits) if limits else (0, "")
+
+
+async def _build(run: dict, path: Path, settings, cancel: threading.Event) -> None:
     from server.runners.task import run_alone
     if importlib.util.find_spec("onnx") is None:
         raise ClientError(501, "this server cannot write ONNX: the onnx package is not installed "
@@ -276,9 +302,16 @@ async def _build(run: dict, path: Path, settings) -> None:
                                     jobcost.caps_of(settings))
         except jobcost.Refused as exc:
             raise ClientError(422, str(exc), field=exc.field) from None
-    answer = await asyncio.to_thread(run_alone, {
+    timeout_s, flag = _time_limit(settings)
+    job_call = asyncio.ensure_future(asyncio.to_thread(run_alone, {
         "task": "onnx", "job": job, "model": model, "data_dir": str(settings.data_dir),
-        "out": str(path)}, settings.job_timeout_s, settings.job_memory_mb)
+        "out": str(path)}, timeout_s, settings.job_memory_mb, cancel.is_set, flag))
+    try:
+        answer = await asyncio.shield(job_call)
+    except asyncio.CancelledError:  # the client left: its process is killed, then the slot freed
+        cancel.set()
+        await job_call
+        raise
     if answer.get("traceback"):
         log.warning("ONNX export of run %s failed:\n%s", run["id"], answer["traceback"])
     if answer["status"] != "done":
@@ -296,7 +329,9 @@ async def get_snippet(request: Request) -> PlainTextResponse:
 
 @asynccontextmanager
 async def lifespan(app):
-    app.state.exports_lock = asyncio.Lock()
+    app.state.exports = BoundedQueue(export_workers(app.state.settings),
+                                     app.state.settings.export_queue, "ONNX exports",
+                                     "this run's export")
 
     def forget(run_id: str) -> None:  # a deleted (or retired) run's export goes with it
         for version in range(1, GRAPH_VERSION + 1):

@@ -1,6 +1,7 @@
 """Read a JSON request body strictly, within a size cap.
 
-`await read_json(request, max_bytes)` returns the parsed value or raises ClientError:
+`await read_json(request, max_bytes)` returns the parsed value or raises ClientError (a body that
+may be left out: `read_json(request, max_bytes, empty={})`):
 415 not JSON, 413 over the cap (counted while reading, so a missing or lying Content-Length does not
 help), 400 for anything that is not plain, portable JSON: bad UTF-8, syntax errors, NaN/Infinity
 (and numbers, integers included, that overflow a double: a browser reads them as Infinity),
@@ -145,13 +146,23 @@ async def read_body(request: Request, max_bytes: int) -> bytes:
     return b"".join(chunks)
 
 
-async def read_json(request: Request, max_bytes: int):
+_REQUIRED = object()
+
+
+async def read_json(request: Request, max_bytes: int, empty=_REQUIRED):
+    """The body parsed (see the module docstring). With `empty` given, a body may be left out
+    and `empty` is returned for it: the body is read (chunked or not, within the cap) to know."""
     ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
     # Requiring application/json also stops cross-site HTML forms from posting (they cannot set it
     # without a CORS preflight, which this server never grants).
-    if ctype != "application/json" and not ctype.endswith("+json"):
+    is_json = ctype == "application/json" or ctype.endswith("+json")
+    if not is_json and empty is _REQUIRED:
         raise ClientError(415, "send the body as application/json")
     data = await read_body(request, max_bytes)
+    if not data and empty is not _REQUIRED:
+        return empty
+    if not is_json:
+        raise ClientError(415, "send the body as application/json")
     if len(data) <= OFFLOAD_BYTES:
         return parse_strict(data)
     return await anyio.to_thread.run_sync(parse_strict, data)  # keep the event loop responsive

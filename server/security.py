@@ -14,6 +14,7 @@ start workers, and loads nothing from anywhere but this server.
 from __future__ import annotations
 
 import ipaddress
+import re
 import secrets
 from http.cookies import SimpleCookie
 
@@ -68,12 +69,16 @@ class SecurityHeadersMiddleware:
         await self.app(scope, receive, send_with_headers)
 
 
+_HOST_RE = re.compile(r"(\[[^\]]*\]|[^:\[\]]*)(?::([0-9]{1,5}))?")
+
+
 def host_name(host_header: str) -> str:
-    """'[::1]:8000' -> '::1', 'LocalHost:8000' -> 'localhost'."""
-    host = host_header.strip().lower()
-    if host.startswith("["):
-        return host[1:host.find("]")] if "]" in host else ""
-    return host.rsplit(":", 1)[0] if ":" in host else host
+    """'[::1]:8000' -> '::1', 'LocalHost:8000' -> 'localhost'; '' when the header is not a name
+    with an optional port of 1 to 65535 ('localhost:evil', 'localhost:99999', '[::1')."""
+    m = _HOST_RE.fullmatch(host_header.strip().lower())
+    if m is None or (m[2] is not None and not 0 < int(m[2]) <= 65535):
+        return ""
+    return m[1].strip("[]")
 
 
 def same_origin(headers: Headers) -> bool:

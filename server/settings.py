@@ -62,6 +62,12 @@ class Settings:
     # A job's resident memory, enforced in the worker; 0: none. Default: half this machine's.
     job_memory_mb: float = field(default_factory=default_job_memory_mb)
     job_retries: int = 2  # runs again after its worker died, at most this often
+    # ONNX exports (server/exports.py) a client waits for: built this many at once (fewer where
+    # the machine's memory holds fewer jobs of job_memory_mb), this many more waiting, then 503;
+    # each one within export_timeout_s (and job_timeout_s).
+    export_workers: int = 2
+    export_queue: int = 8
+    export_timeout_s: float = 300.0
     client_queue_limit: int = 50  # jobs queued or running for one client address: then 429
     queue_limit: int = 1000  # jobs queued or running in all: then 429
     # Caps on a job's size, checked before it is queued (server/jobcost.py); 0 turns one off.
@@ -75,11 +81,15 @@ class Settings:
     max_runs: int = 10_000
     max_runs_mb: int = 1024  # bytes of stored run bodies (a run is at most max_json_kb)
     # Connections: a request's headers must arrive within header_timeout_s of the connection (or
-    # of the previous response); its body may pause at most body_timeout_s between two reads.
+    # of the previous response); its body may pause at most body_timeout_s between two reads (and
+    # must average 4 KB/s past that: server/connections.py); an answer the client does not read
+    # may stall at most write_timeout_s.
     header_timeout_s: float = 10.0
     body_timeout_s: float = 30.0
+    write_timeout_s: float = 30.0
     # Open connections at once; also kept below the open-file limit (see server/connections.py).
-    # Past it, the connection idle longest (waiting for a request or a body) is closed.
+    # Past it, the connection idle longest (waiting for a request, a body, or its client to read)
+    # is closed.
     max_connections: int = 1000
     # The secret that lets the benchmark harness open `/?suite=NAME` without a click; generated
     # at start when not given (written to <data_dir>/suite.key, readable by this user only).
@@ -100,9 +110,11 @@ class Settings:
         if self.cluster is not None and not re.fullmatch(r"(tcp|tls|ucx|inproc)://\S+", self.cluster):
             raise ValueError(f"cluster must be a scheduler address like tcp://host:8786, "
                              f"not {self.cluster!r}")
-        for name in ("job_timeout_s", "job_memory_mb", "job_retries", "client_queue_limit",
-                     "queue_limit", "max_forest_cost", "max_trees", "max_table_cells",
-                     "max_transformer_cost"):
+        if self.export_workers < 1 or self.export_queue < 0:
+            raise ValueError("export_workers must be at least 1 and export_queue at least 0")
+        for name in ("job_timeout_s", "job_memory_mb", "job_retries", "export_timeout_s",
+                     "client_queue_limit", "queue_limit", "max_forest_cost", "max_trees",
+                     "max_table_cells", "max_transformer_cost"):
             if not getattr(self, name) >= 0:
                 raise ValueError(f"{name} must be a number >= 0 (0: no limit)")
         self.data_dir = Path(self.data_dir)
@@ -121,7 +133,7 @@ class Settings:
             raise ValueError("max_runs and max_runs_mb must be at least 1")
         if self.max_connections < 8:
             raise ValueError("max_connections must be at least 8")
-        if not (self.header_timeout_s > 0 and self.body_timeout_s > 0):
+        if not (self.header_timeout_s > 0 and self.body_timeout_s > 0 and self.write_timeout_s > 0):
             raise ValueError("timeouts must be positive")
         if self.suite_key is not None and not re.fullmatch(r"[A-Za-z0-9._~-]{16,128}", self.suite_key):
             raise ValueError("suite_key must be 16 to 128 letters, digits or . _ ~ -")
@@ -200,12 +212,21 @@ def parse_args(argv: list[str] | None = None) -> Settings:
     p.add_argument("--header-timeout", type=float, default=float(_env("header_timeout_s", d.header_timeout_s)),
                    help="seconds a client has to send a request's headers (default %(default)s)")
     p.add_argument("--body-timeout", type=float, default=float(_env("body_timeout_s", d.body_timeout_s)),
-                   help="seconds a request body may pause between reads (default %(default)s)")
+                   help="seconds a request body may pause between reads; past them it must "
+                        "average 4 KB/s (default %(default)s)")
+    p.add_argument("--write-timeout", type=float, default=float(_env("write_timeout_s", d.write_timeout_s)),
+                   help="seconds an answer may wait on a client that does not read it (default "
+                        "%(default)s)")
     p.add_argument("--max-connections", type=int, default=int(_env("max_connections", d.max_connections)),
                    help="most open connections at once, kept below the open-file limit (default %(default)s)")
     p.add_argument("--suite-key", default=_env("suite_key", None),
                    help="secret that lets /?suite= start without a click (default: generated, "
                         "in <data-dir>/suite.key)")
+    p.add_argument("--export-workers", type=int, default=int(_env("export_workers", d.export_workers)),
+                   help="ONNX exports built at once, fewer where memory holds fewer jobs of "
+                        "--job-memory-mb (default %(default)s)")
+    p.add_argument("--export-queue", type=int, default=int(_env("export_queue", d.export_queue)),
+                   help="ONNX exports waiting for a worker; past them 503 (default %(default)s)")
     p.add_argument("--cluster", default=_env("cluster", None),
                    help="Dask scheduler for comparison jobs, e.g. tcp://host:8786 (default: an "
                         "embedded LocalCluster of --comparison-workers processes)")
@@ -213,6 +234,7 @@ def parse_args(argv: list[str] | None = None) -> Settings:
               ("job_memory_mb", float, "--job-memory-mb",
                "a job's memory limit, MB (by default half this machine's memory)"),
               ("job_retries", int, "--job-retries", "runs of a job again after its worker died"),
+              ("export_timeout_s", float, "--export-timeout", "an ONNX export's time limit, seconds"),
               ("client_queue_limit", int, "--client-queue-limit",
                "jobs queued or running for one client before 429"),
               ("queue_limit", int, "--queue-limit", "jobs queued or running in all before 429"),
@@ -231,9 +253,11 @@ def parse_args(argv: list[str] | None = None) -> Settings:
                         comparisons=a.comparisons, comparison_workers=a.comparison_workers,
                         comparison_runners=a.comparison_runners, max_runs=a.max_runs, max_parse_mb=a.max_parse_mb,
                         max_runs_mb=a.max_runs_mb, header_timeout_s=a.header_timeout,
-                        body_timeout_s=a.body_timeout, max_connections=a.max_connections,
+                        body_timeout_s=a.body_timeout, write_timeout_s=a.write_timeout,
+                        max_connections=a.max_connections,
                         suite_key=a.suite_key or None,
-                        cluster=a.cluster or None,
+                        cluster=a.cluster or None, export_workers=a.export_workers,
+                        export_queue=a.export_queue,
                         **{name: getattr(a, name) for name, *_ in limits})
     except ValueError as exc:
         p.error(str(exc))

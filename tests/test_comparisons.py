@@ -356,6 +356,14 @@ def test_requeue_refuses_unknown_runners(sklearn_only):
         run_id = post(client, {"kind": "random_forest"})
         r = client.post(f"/api/runs/{run_id}/comparisons", json={"runners": ["nope"]})
         assert r.status_code == 400 and r.json()["error"]["field"] == "runners"
+        # The same body chunked (no Content-Length) is read, and bounded, alike (issue 31).
+        chunked = {"content-type": "application/json"}
+        r = client.post(f"/api/runs/{run_id}/comparisons", headers=chunked,
+                        content=iter([b'{"runners": ', b'["nope"]}']))
+        assert r.status_code == 400 and r.json()["error"]["field"] == "runners"
+        big = (b" " * 65536 for _ in range(20))  # 1.25 MB against the 1 MB cap
+        r = client.post(f"/api/runs/{run_id}/comparisons", headers=chunked, content=big)
+        assert r.status_code == 413
 
 
 def test_speedup_and_agreement():

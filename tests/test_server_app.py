@@ -42,6 +42,9 @@ def test_unknown_route_and_method_are_json_errors(client):
 @pytest.mark.parametrize("header, name", [
     ("127.0.0.1:8000", "127.0.0.1"), ("LOCALHOST", "localhost"), ("[::1]:8000", "::1"),
     ("[::1", ""), ("evil.example:80", "evil.example"),
+    # A port that is not one (issue 31): the whole header is refused, not its name kept.
+    ("localhost:evil", ""), ("localhost:99999", ""), ("localhost:0", ""), ("[::1]:x", ""),
+    ("[::1]evil", ""), ("localhost:+80", ""), ("localhost:\uff18\uff10", ""), ("localhost:", ""),
 ])
 def test_host_name(header, name):
     assert host_name(header) == name
@@ -51,6 +54,7 @@ def test_loopback_refuses_foreign_host_header(client):
     # DNS rebinding: a page on evil.example resolving to 127.0.0.1 sends Host: evil.example.
     assert client.get("/api/health", headers={"host": "evil.example:8000"}).status_code == 403
     assert client.get("/api/health", headers={"host": "localhost:8000"}).status_code == 200
+    assert client.get("/api/health", headers={"host": "localhost:evil"}).status_code == 403
 
 
 @pytest.mark.parametrize("origin, status", [

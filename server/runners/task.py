@@ -14,7 +14,8 @@ lost worker, so Dask does not run it again. A worker that dies mid-job (SIGKILL,
 gone) is what Dask retries on another worker, up to the scheduler's `allowed-failures`.
 
 `run_alone` runs one request the same way in a process of its own that ends with it: the
-server's own one-off jobs (an ONNX export's rebuild, server/exports.py) under the same limits.
+server's own one-off jobs (an ONNX export's rebuild, server/exports.py) under the same limits,
+cancelled when the client that asked for it leaves.
 """
 from __future__ import annotations
 
@@ -127,17 +128,20 @@ def run_comparison(runner: str, job: dict, data_dir: str, device: str, timeout_s
     return answer
 
 
-def run_alone(request: dict, timeout_s: float, memory_mb: float) -> dict:
-    """One request (jobproc.py) in a new process, under the limits; the process ends with it."""
+def run_alone(request: dict, timeout_s: float, memory_mb: float, cancelled=lambda: False,
+              timeout_flag: str = "--job-timeout") -> dict:
+    """One request (jobproc.py) in a new process, under the limits; the process ends with it,
+    or is killed when `cancelled()` (its client left)."""
     proc = JobProcess()
     try:
-        return _run(proc, request, timeout_s, memory_mb, cancelled=lambda: False)
+        return _run(proc, request, timeout_s, memory_mb, cancelled, timeout_flag)
     finally:
         if proc.alive():
             proc.close()
 
 
-def _run(proc, request: dict, timeout_s, memory_mb, cancelled) -> dict:
+def _run(proc, request: dict, timeout_s, memory_mb, cancelled,
+         timeout_flag: str = "--job-timeout") -> dict:
     """The answer to `request`; the process is killed when a limit or a cancel stops it."""
     t0 = time.monotonic()
     try:
@@ -163,7 +167,7 @@ def _run(proc, request: dict, timeout_s, memory_mb, cancelled) -> dict:
             proc.kill()
             return {"status": "failed", "limit": "timeout",
                     "error": f"killed: the job ran past its time limit of {timeout_s:g} s "
-                             "(--job-timeout)"}
+                             f"({timeout_flag})"}
         if memory_mb and (rss := proc.rss_mb()) > memory_mb:
             proc.kill()
             return {"status": "failed", "limit": "memory",
