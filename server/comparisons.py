@@ -1,9 +1,12 @@
 """Comparisons: the job behind each posted run, run again by the server's runners, side by side.
 
     GET    /api/runs/{id}/comparisons  {"run", "kind", "device", "enabled", "browser": {...},
+                                        "problem": why queued jobs wait, or null,
                                         "comparisons": [{runner, status, device, hardware,
                                         versions, timings, metrics, error, note, speedup,
-                                        agreement, created_at, started_at, finished_at}, ...]}
+                                        agreement, created_at, started_at, finished_at,
+                                        waiting}, ...]}  (waiting: why a queued job has not
+                                        started, or a running one's end is not stored yet)
     POST   /api/runs/{id}/comparisons  queue the run's runners again (those not queued or running
                                         now; {"runners": [...]} to pick); 202 with the GET answer;
                                         422 naming the cap a job is over, 429 + Retry-After when
@@ -31,8 +34,10 @@ A worker lost mid-job (killed, its machine gone) is retried by Dask on another w
 setting), then failed; the result is written once, by the server, when the task's future ends.
 
 Before a job is queued its cost is estimated from its config (server/jobcost.py) and checked
-against the caps, then against the queues: each client (by address) may have
-`client_queue_limit` jobs queued or running, the server `queue_limit` in all. Both routes that
+against the caps, then against the queues: each client may have `client_queue_limit` jobs queued
+or running, the server `queue_limit` in all. A client is its address and the tab id the page sends
+(header X-Playground-Client), so a local script's jobs do not fill the local page's share; a
+script may send ids of its own, and the server's limit bounds them all. Both routes that
 queue jobs say the same about a job over a cap, the cap's name, the job's figure, the limit and
 the flag that raises it (jobcost.OverCap):
     POST /api/runs                 the run is stored (it ran in the browser): 201, and each
@@ -42,6 +47,12 @@ the flag that raises it (jobcost.OverCap):
     POST /api/runs/{id}/comparisons  422 with that message and the field, nothing changed
 A full queue answers 429 with Retry-After on both, and POST /api/runs then stores nothing (the
 page posts it again after that many seconds; the run's id makes the retry safe).
+
+Outages: an unreachable scheduler (at start or later) is tried again with backoff
+(server/cluster.py); meanwhile jobs stay queued, and GET says why they wait (`problem`, and each
+queued row's `waiting`). A job whose end the store cannot take (a full disk, a read-only file)
+keeps it in memory and records it, with the time it really ended, once the store takes writes
+again (server/job_ends.py).
 
 Restarts: a row still `running` at start-up belonged to a server that died mid-job; it is marked
 failed ("the server stopped during this job") rather than re-run, because the job may be what
@@ -55,13 +66,14 @@ job_retries, client_queue_limit, queue_limit, and the caps of server/jobcost.py.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import json
 import logging
 import math
 import os
+import re
 import sqlite3
 import uuid
-import warnings
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -71,11 +83,14 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from server import jobcost
+from server.cluster import Cluster, backoff
 from server.errors import ClientError
+from server.job_ends import JobEnds
 from server.jsonbody import read_json
 from server.runners import RUNNERS, runners_for
 from server.runs import UUID_RE
 from server.settings import default_job_memory_mb
+from server.store import StoreUnavailable
 
 log = logging.getLogger(__name__)
 
@@ -91,17 +106,20 @@ CREATE TABLE IF NOT EXISTS comparisons (
     created_at TEXT NOT NULL,
     started_at TEXT,
     finished_at TEXT,
-    client TEXT,                           -- who queued it (address), for the per-client limit
+    client TEXT,                           -- who queued it (client_of), for the per-client limit
     cost REAL,                             -- the estimate of server/jobcost.py
     UNIQUE (run_id, runner)
 );
 CREATE INDEX IF NOT EXISTS comparisons_status ON comparisons (status, id)
 """
 
-DIED = "the server stopped during this job"
+DIED = ("the server stopped during this job (or before the store could record its end: a full "
+        "disk, a read-only file)")
 WORKER_DIED = ("the worker running this job died {n} time(s) (killed, out of memory, its machine "
                "gone); POST /api/runs/{id}/comparisons queues it again")
 CANCELLED = "cancelled"
+LOST = ("the Dask scheduler went away during this job ({error}); POST /api/runs/{id}/comparisons "
+        "queues it again")
 SPEED_TIMING = {"random_forest": "fit", "transformer": "step"}  # what `speedup` compares
 
 
@@ -172,7 +190,7 @@ class Queue:
         self.store, self.data_dir, self.device, self.workers = store, str(data_dir), device, workers
         self.runners = runners  # None: all of them
         self.address, self.limits = cluster or None, limits or Limits()
-        self.client = self.cluster = None
+        self.dask = Cluster(self.address, workers, self.limits.retries)
         self._wake = asyncio.Event()
         self._inflight: dict[int, asyncio.Task] = {}
         self._futures: dict[int, object] = {}
@@ -180,10 +198,8 @@ class Queue:
         # run id -> (client, estimate or OverCap), from POST /api/runs' check to its enqueue
         self._admitted: dict[str, tuple] = {}
         self._loop_task: asyncio.Task | None = None
-        self.ready = asyncio.Event()  # the cluster is up (or failed to come up: self.problem)
-        self.problem: str | None = None
-        self._capacity = 0
-        self._connecting = False
+        self.store_problem: str | None = None  # why a claim failed: the store refused it
+        self.ends = JobEnds(store, _finish)  # job ends the store refused, kept until it takes them
 
     # -- life cycle -----------------------------------------------------------------------------
     async def start(self) -> None:
@@ -195,53 +211,26 @@ class Queue:
         self._loop_task = asyncio.create_task(self._dispatch(), name="comparisons")
         self._wake.set()  # resume what is queued
 
-    async def _connect(self) -> None:
-        import dask
-        from distributed import Client, LocalCluster
-        if self.address:
-            self.client = await Client(self.address, asynchronous=True, timeout=30)
-        else:
-            # processes: a job that crashes takes only its worker down; one thread a worker:
-            # one job a worker. memory_limit 0: the job's own limit (task.py) applies, not the
-            # nanny's, which would restart the worker and have Dask run the job again.
-            with dask.config.set({"distributed.scheduler.allowed-failures": self.limits.retries,
-                                  "distributed.worker.daemon": False}), \
-                    warnings.catch_warnings():
-                warnings.simplefilter("ignore", UserWarning)  # "dashboard is discouraged": off
-                self.cluster = await LocalCluster(
-                    n_workers=self.workers, threads_per_worker=1, processes=True,
-                    memory_limit=0, dashboard_address=None, dashboard=False, asynchronous=True,
-                    silence_logs=logging.ERROR, host="127.0.0.1")
-            self.client = await Client(self.cluster, asynchronous=True)
-        for _ in range(300):  # the workers register a moment after the cluster is up
-            if await self.refresh_capacity():
-                break
-            await asyncio.sleep(0.1)
-        log.info("comparisons: Dask cluster %s with %d worker thread(s)",
-                 self.client.scheduler.address, self.capacity())
+    @property
+    def problem(self) -> str | None:
+        """Why queued jobs wait (GET .../comparisons shows it), or None when nothing stops them."""
+        return "; ".join(p for p in (self.dask.problem, self.store_problem) if p) or None
 
-    async def refresh_capacity(self) -> int:
-        """Worker threads the cluster has now (workers join and leave an external cluster)."""
-        if self.client is None:
-            self._capacity = 0
-        else:
-            try:
-                nthreads = await self.client.nthreads()
-                self._capacity = sum(int(n) for n in nthreads.values())
-            except Exception:  # the scheduler is gone for now: no new jobs until it is back
-                log.warning("comparisons: the Dask scheduler does not answer", exc_info=True)
-                self._capacity = 0
-        return self._capacity
+    @property
+    def client(self):
+        return self.dask.client
 
     def capacity(self) -> int:
-        return self._capacity
+        return self.dask.capacity
 
     async def stop(self) -> None:
-        """Stop dispatching, cancel running tasks, put their rows back in the queue."""
-        if self._loop_task is not None and self._connecting and not self.ready.is_set():
-            try:  # a cluster half started would leave its processes behind
-                await asyncio.wait_for(self.ready.wait(), 120)
-            except asyncio.TimeoutError:
+        """Stop dispatching, cancel running tasks, put their rows back in the queue, write the
+        job ends the store refused until now (once more: what still fails is logged)."""
+        if self._loop_task is not None and self.dask.connecting and not self.address:
+            deadline = asyncio.get_running_loop().time() + 120
+            while self.dask.connecting and asyncio.get_running_loop().time() < deadline:
+                await asyncio.sleep(0.1)  # a cluster half started would leave its processes
+            if self.dask.connecting:
                 log.warning("comparisons: the Dask cluster did not start within 120 s")
         if self._loop_task is not None:
             self._loop_task.cancel()
@@ -250,19 +239,15 @@ class Queue:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-        if running:
-            await self.store.write(_requeue(running))
-            log.info("comparison(s) %s interrupted by shutdown: queued again", running)
-        client, cluster, self.client, self.cluster = self.client, self.cluster, None, None
-        if client is not None:
-            try:
-                if self._futures:
-                    await client.cancel(list(self._futures.values()), force=True)
-                await client.close()
-            except Exception:  # a scheduler already gone
-                log.warning("comparisons: closing the Dask client failed", exc_info=True)
-        if cluster is not None:
-            await cluster.close()
+        try:
+            if running:
+                await self.store.write(_requeue(running))
+                log.info("comparison(s) %s interrupted by shutdown: queued again", running)
+            await self.ends.close()
+        except StoreUnavailable as exc:  # left `running`: the next start marks them failed
+            log.error("comparisons: at shutdown the store refused %d job end(s): %s",
+                      len(running) + len(self.ends.kept), exc)
+        await self.dask.close(self._futures.values())
 
     # -- admission ------------------------------------------------------------------------------
     def check_caps(self, run: dict) -> dict:
@@ -365,27 +350,30 @@ class Queue:
         while not await self.store.read(_any_queued):
             await self._wake.wait()
             self._wake.clear()
-        self._connecting = True
-        try:
-            await self._connect()
-        except Exception as exc:  # no scheduler at --cluster, or workers that cannot start
-            self.problem = f"the Dask cluster did not start: {type(exc).__name__}: {exc}"
-            log.error("comparisons: %s", self.problem)
-            self.ready.set()
-            return
-        self.ready.set()
         while True:
+            if not self.dask.connected():
+                await self.dask.close(self._futures.values())
+                if not await self.dask.try_connect():
+                    await asyncio.sleep(backoff(self.dask.attempts))
+                    continue
             try:
                 await asyncio.wait_for(self._wake.wait(), 1.0)  # workers come and go
             except asyncio.TimeoutError:
                 pass
             self._wake.clear()
-            await self.refresh_capacity()
-            while len(self._inflight) < self.capacity():
-                claimed = await self.store.write(_claim(self.device))
-                if claimed is None:
-                    break
-                self._inflight[claimed.id] = asyncio.create_task(self._run(claimed))
+            await self.dask.refresh()
+            try:
+                while len(self._inflight) < self.capacity():
+                    claimed = await self.store.write(_claim(self.device))
+                    if claimed is None:
+                        break
+                    self._inflight[claimed.id] = asyncio.create_task(self._run(claimed))
+            except StoreUnavailable as exc:  # tried again within a second
+                if self.store_problem is None:
+                    log.warning("comparisons: the store refuses to start jobs: %s", exc)
+                self.store_problem = f"the store cannot be written ({exc}); queued jobs wait"
+            else:
+                self.store_problem = None
 
     async def _run(self, job: Claimed) -> None:
         from distributed import KilledWorker
@@ -406,11 +394,15 @@ class Queue:
             except Exception as exc:  # the job could not be sent, the scheduler went away
                 if cid in self._cancelling:
                     return
-                out = {"status": "failed", "error": f"{type(exc).__name__}: {exc}"}
+                error = f"{type(exc).__name__}: {exc}"
+                # A client that loses its scheduler cancels every future it holds.
+                lost = isinstance(exc, concurrent.futures.CancelledError)
+                out = {"status": "failed",
+                       "error": LOST.format(error=error, id=job.run_id) if lost else error}
             if out.get("traceback"):
                 log.warning("comparison %s (%s) failed:\n%s", cid, job.runner, out["traceback"])
             if cid not in self._cancelling:
-                await self.store.write(_finish(cid, out))
+                await self.ends.record(cid, out)
         except asyncio.CancelledError:
             if cid in self._cancelling:
                 return
@@ -423,9 +415,16 @@ class Queue:
             self._cancelling.discard(cid)
             self._wake.set()
 
+CLIENT_HEADER = "x-playground-client"
+CLIENT_ID_RE = re.compile(r"[A-Za-z0-9_-]{8,64}\Z")
+
 
 def client_of(request: Request) -> str:
-    return request.client.host if request.client else "-"
+    """Whose share of the queue a request's jobs take: the address, and the tab's id when the
+    page sent one (anything else in the header is ignored: the address alone)."""
+    host = request.client.host if request.client else "-"
+    tab = request.headers.get(CLIENT_HEADER, "")
+    return f"{host} tab {tab}" if CLIENT_ID_RE.match(tab) else host
 
 
 # -- store transactions -----------------------------------------------------------------------
@@ -498,7 +497,7 @@ def _claim(device: str):
     return fn
 
 
-def _finish(comparison_id: int, out: dict):
+def _finish(comparison_id: int, out: dict, ended: str):
     result = out.get("result")
     if result is not None and out.get("worker"):
         result = {**result, "worker": out["worker"]}
@@ -509,7 +508,7 @@ def _finish(comparison_id: int, out: dict):
         # task that Dask ran twice (its first worker lost late) is written once.
         conn.execute("UPDATE comparisons SET status = ?, error = ?, result = ?, finished_at = ? "
                      "WHERE id = ? AND status = 'running'",
-                     (out["status"], out.get("error"), text, _now(), comparison_id))
+                     (out["status"], out.get("error"), text, ended, comparison_id))
     return fn
 
 
@@ -558,6 +557,22 @@ def agreement(kind: str, runner: str, browser: dict, server: dict) -> dict | Non
     return None
 
 
+def waiting(queue: Queue | None, row: sqlite3.Row, ahead: int) -> str | None:
+    """Why a queued job has not started (or a running one's end is not in the store yet)."""
+    if queue is None:
+        return None
+    if row["status"] == "running":
+        return queue.ends.why(row["id"])
+    if row["status"] != "queued":
+        return None
+    if queue.problem:
+        return queue.problem
+    if not queue.capacity():
+        return f"the Dask cluster {queue.dask.where()} is starting"
+    return (f"{ahead} job(s) ahead of it; {queue.capacity()} run at a time" if ahead
+            else "next to run")
+
+
 def _present(kind: str, browser: dict, row: sqlite3.Row) -> dict:
     result = json.loads(row["result"]) if row["result"] else {}
     out = {"runner": row["runner"], "status": row["status"], "device": row["device"],
@@ -574,9 +589,13 @@ async def _answer(request: Request, run_id: str, status: int = 200) -> JSONRespo
     def fn(conn):
         run = conn.execute("SELECT body FROM runs WHERE id = ?", (run_id,)).fetchone()
         rows = conn.execute("SELECT * FROM comparisons WHERE run_id = ?", (run_id,)).fetchall()
-        return run, rows
+        ahead = {r["id"]: conn.execute("SELECT COUNT(*) FROM comparisons WHERE status = 'queued' "
+                                       "AND id < ?", (r["id"],)).fetchone()[0]
+                 for r in rows if r["status"] == "queued"}
+        return run, rows, ahead
 
-    run, rows = await request.app.state.store.read(fn)
+    run, rows, ahead = await request.app.state.store.read(fn)
+    queue = getattr(request.app.state, "comparisons", None)
     if run is None:
         raise ClientError(404, "no run with this id", field="id")
     run = json.loads(run["body"])
@@ -588,9 +607,11 @@ async def _answer(request: Request, run_id: str, status: int = 200) -> JSONRespo
                            if not isinstance(v, (list, dict))}}  # curves stay in the run
     return JSONResponse({
         "run": run_id, "kind": run["kind"], "device": request.app.state.device,
-        "enabled": getattr(request.app.state, "comparisons", None) is not None, "browser": browser,
-        "problem": getattr(getattr(request.app.state, "comparisons", None), "problem", None),
-        "comparisons": [_present(run["kind"], browser, r) for r in rows]}, status)
+        "enabled": queue is not None, "browser": browser,
+        "problem": queue.problem if queue is not None else None,
+        "comparisons": [{**_present(run["kind"], browser, r),
+                         "waiting": waiting(queue, r, ahead.get(r["id"], 0))} for r in rows]},
+        status)
 
 
 def _run_id(request: Request) -> str:

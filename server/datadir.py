@@ -1,5 +1,6 @@
-"""The data dir at start-up: one server at a time (a lock file), a sound database (quick_check),
-no orphan files. `python -m server` calls `preflight(settings)` before uvicorn starts, so each
+"""The data dir at start-up: one server at a time (a lock file), a sound and writable database
+(not empty, its -wal and -shm files plain files, quick_check, a write transaction), no orphan
+files. `python -m server` calls `preflight(settings)` before uvicorn starts, so each
 problem ends the process with one paragraph naming the file and what to do, and no traceback.
 
     lock = preflight(settings)        # StartupError(message) when the server must not start
@@ -79,10 +80,37 @@ class DataDirLock:
         os.close(fd)  # closing the descriptor drops the flock
 
 
+SIDE_FILES = {"-wal": "write-ahead log", "-shm": "shared-memory index"}
+
+
 def check_database(path: Path) -> None:
-    """PRAGMA quick_check on an existing database; StartupError with what to do when it fails."""
+    """An existing database that the server must not open as it is: StartupError saying what to
+    do. Checked before SQLite opens it (SQLite deletes the -wal beside an empty file)."""
     if not path.exists():
         return
+    for suffix, what in SIDE_FILES.items():
+        side = path.with_name(path.name + suffix)
+        if side.exists() and not side.is_file():
+            raise StartupError(
+                f"{side} is not a file (a directory?), but SQLite keeps the database's {what} "
+                "there, so the server did not start and changed nothing. Move it out of the way "
+                f"(`mv {side} {side}.aside`) and start again: SQLite makes a new one.")
+    if path.stat().st_size == 0:
+        wal = path.with_name(path.name + "-wal")
+        beside = (f" The {wal.name} beside it holds {wal.stat().st_size:,} bytes: keep it with "
+                  "any copy you restore." if wal.is_file() and wal.stat().st_size else "")
+        raise StartupError(
+            f"The database {path} is empty (0 bytes), so the server did not start and changed "
+            "nothing. This server never leaves an empty database behind (it makes a new one "
+            "aside and moves it into place), so the file was cut short: a copy or a restore "
+            f"that failed, a full disk, a truncation. Restore it from a backup.{beside} To start "
+            f"afresh instead, move the whole data dir {path.parent} aside (or start with another "
+            "--data-dir): its uploads stay in the old folder.")
+    _check_sound(path)
+    _check_writable(path)
+
+
+def _check_sound(path: Path) -> None:
     problem = None
     try:
         conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
@@ -106,6 +134,25 @@ def check_database(path: Path) -> None:
         f"{path.name}-shm files beside it). To start afresh instead, move the whole data dir "
         f"{path.parent} aside (or start with another --data-dir): stored runs and uploads stay "
         "in the old folder.")
+
+
+def _check_writable(path: Path) -> None:
+    """A write transaction begins and is rolled back: a read-only file, folder or mount (or a
+    -shm SQLite cannot map) is refused here, with what to do, not by a traceback later."""
+    try:
+        conn = sqlite3.connect(path, isolation_level=None)
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            conn.execute("ROLLBACK")
+        finally:
+            conn.close()
+    except sqlite3.Error as exc:
+        raise StartupError(
+            f"The database {path} cannot be written ({exc}), so the server did not start: it "
+            "stores every run the page trains. Check that this user may write the file, the "
+            f"{path.name}-wal and {path.name}-shm files beside it and the folder {path.parent}, "
+            "that the disk is not mounted read-only or full, and that no other program holds "
+            "the database locked; or start with another --data-dir.") from None
 
 
 def preflight(settings: Settings) -> DataDirLock:

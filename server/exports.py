@@ -2,9 +2,11 @@
 
     GET /api/runs/{id}/model.onnx  a random_forest run's forest as ONNX (ai.onnx.ml
                                    TreeEnsembleRegressor / TreeEnsembleClassifier), made with the
-                                   `onnx` package. 404 unknown run; 409 not a forest, or no forest
-                                   to export (no stored model and no seed, or its job fails now);
-                                   422 over a cap or a job limit, naming it; 501 without `onnx`
+                                   `onnx` package. 404 unknown run (or deleted while its export
+                                   was made); 409 not a forest, or no forest to export (no stored
+                                   model and no seed, or its job fails now); 422 over a cap or a
+                                   job limit, naming it; 501 without `onnx`; 503 with Retry-After
+                                   when the file cannot be written (a full disk), leaving none
     GET /api/runs/{id}/snippet     text/plain: a short Python program that loads the run's
                                    download (server/snippets.py); the page shows it beside the
                                    download links. 404 unknown run, 409 a kind with no download
@@ -43,6 +45,7 @@ import logging
 import os
 import threading
 import traceback
+import uuid
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -53,7 +56,7 @@ from starlette.routing import Route
 from server import jobcost, snippets
 from server.bounded import BoundedQueue, unless_disconnected
 from server.comparisons import job_problem
-from server.errors import ClientError
+from server.errors import STORAGE_ERRNOS, ClientError
 
 log = logging.getLogger(__name__)
 ONNX_MEDIA = "application/octet-stream"
@@ -194,16 +197,20 @@ def rebuild_forest(job: dict, data_dir: Path) -> dict:
 
 def build_onnx(request: dict) -> dict:
     """A job process's answer to {"task": "onnx", "job", "data_dir", "model" (or None), "out"}:
-    writes the ONNX file to "out" and answers {"status": "done"}, or {"status": "failed",
-    "error"}; never raises."""
+    writes the ONNX file to "out" (the server's .part name: the server moves it into place) and
+    answers {"status": "done"}, or {"status": "failed", "error"} (with "errno" when the file could
+    not be written: a full disk); never raises, and leaves no partial file."""
     try:
         model = request.get("model") or rebuild_forest(request["job"], Path(request["data_dir"]))
         data = forest_to_onnx(model)
         out = Path(request["out"])
-        out.parent.mkdir(parents=True, exist_ok=True)
-        part = out.with_suffix(".part")
-        part.write_bytes(data)
-        part.replace(out)
+        try:
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_bytes(data)
+        except OSError as exc:
+            out.unlink(missing_ok=True)
+            return {"status": "failed", "errno": exc.errno,
+                    "error": f"the export could not be written: {exc.strerror or exc}"}
         return {"status": "done", "bytes": len(data)}
     except ExportError as exc:
         return {"status": "failed", "error": str(exc)}
@@ -251,7 +258,7 @@ async def get_onnx(request: Request) -> FileResponse:
     async def queued(cancel: threading.Event) -> None:
         async with request.app.state.exports.slot(run["id"]):
             if not path.is_file():  # a second asker of the same run finds the file made
-                await _build(run, path, settings, cancel)
+                await _build(run, path, settings, request.app.state.store, cancel)
 
     if not path.is_file():
         await unless_disconnected(request, queued)
@@ -274,7 +281,7 @@ def _time_limit(settings) -> tuple[float, str]:
     return min(limits) if limits else (0, "")
 
 
-async def _build(run: dict, path: Path, settings, cancel: threading.Event) -> None:
+async def _build(run: dict, path: Path, settings, store, cancel: threading.Event) -> None:
     from server.runners.task import run_alone
     if importlib.util.find_spec("onnx") is None:
         raise ClientError(501, "this server cannot write ONNX: the onnx package is not installed "
@@ -303,20 +310,35 @@ async def _build(run: dict, path: Path, settings, cancel: threading.Event) -> No
         except jobcost.Refused as exc:
             raise ClientError(422, str(exc), field=exc.field) from None
     timeout_s, flag = _time_limit(settings)
-    job_call = asyncio.ensure_future(asyncio.to_thread(run_alone, {
-        "task": "onnx", "job": job, "model": model, "data_dir": str(settings.data_dir),
-        "out": str(path)}, timeout_s, settings.job_memory_mb, cancel.is_set, flag))
+    part = path.with_name(f"{path.stem}.{uuid.uuid4().hex[:8]}.part")
     try:
-        answer = await asyncio.shield(job_call)
-    except asyncio.CancelledError:  # the client left: its process is killed, then the slot freed
-        cancel.set()
-        await job_call
-        raise
-    if answer.get("traceback"):
-        log.warning("ONNX export of run %s failed:\n%s", run["id"], answer["traceback"])
-    if answer["status"] != "done":
-        status = 422 if answer.get("limit") else 409
-        raise ClientError(status, f"no ONNX export of this run: {answer['error']}")
+        job_call = asyncio.ensure_future(asyncio.to_thread(run_alone, {
+            "task": "onnx", "job": job, "model": model, "data_dir": str(settings.data_dir),
+            "out": str(part)}, timeout_s, settings.job_memory_mb, cancel.is_set, flag))
+        try:
+            answer = await asyncio.shield(job_call)
+        except asyncio.CancelledError:  # the client left: its process is killed, then the slot freed
+            cancel.set()
+            await job_call
+            raise
+        if answer.get("traceback"):
+            log.warning("ONNX export of run %s failed:\n%s", run["id"], answer["traceback"])
+        if answer.get("errno") in STORAGE_ERRNOS:  # 503 with Retry-After, as every full disk
+            raise OSError(answer["errno"], answer["error"])
+        if answer["status"] != "done":
+            status = 422 if answer.get("limit") else 409
+            raise ClientError(status, f"no ONNX export of this run: {answer['error']}")
+        # The run may have been deleted while its export was made: its file must not outlive it.
+        # Deleting commits, then removes the file (forget): a check after the move sees the
+        # delete, or comes before it and the delete's forget removes the file.
+        await asyncio.to_thread(part.replace, path)
+        if not await store.read(lambda conn: conn.execute(
+                "SELECT 1 FROM runs WHERE id = ?", (run["id"],)).fetchone()):
+            path.unlink(missing_ok=True)
+            raise ClientError(404, "the run was deleted while its export was made: nothing kept",
+                              field="id")
+    finally:
+        part.unlink(missing_ok=True)  # a limit or a cancel stopped the job mid-write
 
 
 async def get_snippet(request: Request) -> PlainTextResponse:
@@ -338,6 +360,8 @@ async def lifespan(app):
             onnx_path(app.state.settings.data_dir, run_id, version).unlink(missing_ok=True)
 
     app.state.on_run_deleted.append(forget)
+    for part in (Path(app.state.settings.data_dir) / "exports").glob("*.part"):
+        part.unlink(missing_ok=True)  # a server stopped mid-export left it
     try:
         yield
     finally:

@@ -15,7 +15,10 @@
 A summary is built from stored columns filled at insert (id, kind, created_at, dataset, backend,
 device, metric, value, main_time, total_time, note, params, size), so listing never parses a body, however
 large. Retention: past `max_runs` runs or `max_runs_mb` MB of stored bodies (server options), each
-new run deletes the oldest ones in its own transaction.
+new run deletes the oldest ones in its own transaction, never one whose comparison jobs are queued
+or running (those wait their turn). Nothing goes silently: the server logs how many, the POST that
+caused it answers with an X-Runs-Retired header (the count), and a retired run's id answers 404
+saying when and why it went (table `retired`, the last RETIRED_KEPT of them).
 
 After a new run commits, each callback in `app.state.on_run_stored` is called with the stored run
 (dict); after a delete, each in `app.state.on_run_deleted` with the id. That is where a later
@@ -66,8 +69,14 @@ CREATE TABLE IF NOT EXISTS runs (
     size INTEGER               -- bytes of body
 );
 CREATE INDEX IF NOT EXISTS runs_created ON runs (created_at);
-CREATE INDEX IF NOT EXISTS runs_kind_created ON runs (kind, created_at)
+CREATE INDEX IF NOT EXISTS runs_kind_created ON runs (kind, created_at);
+CREATE TABLE IF NOT EXISTS retired (
+    id TEXT PRIMARY KEY,       -- a run deleted by retention, not by its owner
+    at TEXT NOT NULL,          -- when
+    why TEXT NOT NULL          -- the limit it went for: "--max-runs 10000"
+)
 """
+RETIRED_KEPT = 10_000  # ids of retired runs remembered (about 100 bytes each)
 SUMMARY_COLUMNS = ("dataset", "backend", "device", "metric", "value", "main_time", "total_time",
                    "note", "params", "size")
 PARAMS_BYTES = 1024
@@ -227,24 +236,41 @@ def _delete_ids(conn: sqlite3.Connection, ids: list[str]) -> None:
         return
     marks = ",".join("?" * len(ids))
     # Comparison jobs reference their run: they go first (the table exists with that feature).
-    if conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'comparisons'").fetchone():
+    if _has_table(conn, "comparisons"):
         conn.execute(f"DELETE FROM comparisons WHERE run_id IN ({marks})", ids)
     conn.execute(f"DELETE FROM runs WHERE id IN ({marks})", ids)
 
 
+def _has_table(conn: sqlite3.Connection, name: str) -> bool:
+    return conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
+                        (name,)).fetchone() is not None
+
+
 def _enforce_retention(conn: sqlite3.Connection, keep: str, max_runs: int, max_bytes: int) -> list[str]:
-    """Delete the oldest runs past the caps (never `keep`, the run just stored); return their ids."""
+    """Delete the oldest runs past the caps (never `keep`, the run just stored, nor a run whose
+    comparison jobs are queued or running); remember them in `retired`; return their ids."""
     count, total = conn.execute("SELECT COUNT(*), COALESCE(SUM(size), 0) FROM runs").fetchone()
     if count <= max_runs and total <= max_bytes:
         return []
+    busy = ("AND id NOT IN (SELECT run_id FROM comparisons WHERE status IN ('queued', 'running'))"
+            if _has_table(conn, "comparisons") else "")
     doomed, excess_n, excess_b = [], count - max_runs, total - max_bytes
-    for row in conn.execute("SELECT id, size FROM runs WHERE id != ? ORDER BY created_at, rowid", (keep,)):
+    why = " and ".join(f"--{flag} {limit}" for flag, limit, over in (
+        ("max-runs", max_runs, excess_n > 0), ("max-runs-mb", max_bytes // 2**20, excess_b > 0))
+        if over)
+    for row in conn.execute(f"SELECT id, size FROM runs WHERE id != ? {busy} "
+                            "ORDER BY created_at, rowid", (keep,)):
         if excess_n <= 0 and excess_b <= 0:
             break
         doomed.append(row["id"])
         excess_n -= 1
         excess_b -= row["size"] or 0
     _delete_ids(conn, doomed)
+    now = _now()
+    conn.executemany("INSERT OR REPLACE INTO retired (id, at, why) VALUES (?, ?, ?)",
+                     [(i, now, why) for i in doomed])
+    conn.execute("DELETE FROM retired WHERE rowid <= (SELECT MAX(rowid) FROM retired) - ?",
+                 (RETIRED_KEPT,))
     return doomed
 
 
@@ -277,9 +303,14 @@ async def post_run(request: Request) -> JSONResponse:
         _insert(run, settings.max_runs, settings.max_runs_mb * 2**20))
     for run_id in evicted:
         await _notify(request.app.state.on_run_deleted, run_id)
+    if evicted:
+        log.warning("retention: %d oldest run(s) deleted to keep --max-runs %d / --max-runs-mb %d "
+                    "(the page answers 404 for them, saying so)", len(evicted), settings.max_runs,
+                    settings.max_runs_mb)
     if created:
         await _notify(request.app.state.on_run_stored, stored)
-    return JSONResponse(stored, 201 if created else 200)
+    return JSONResponse(stored, 201 if created else 200,
+                        headers={"X-Runs-Retired": str(len(evicted))} if evicted else None)
 
 
 async def _notify(callbacks: list, arg) -> None:
@@ -398,9 +429,14 @@ async def get_run(request: Request) -> JSONResponse:
         raise ClientError(404, "no run with this id", field="id")
 
     def fn(conn):
-        return conn.execute("SELECT body FROM runs WHERE id = ?", (run_id.lower(),)).fetchone()
+        row = conn.execute("SELECT body FROM runs WHERE id = ?", (run_id.lower(),)).fetchone()
+        return row, row is None and conn.execute(
+            "SELECT at, why FROM retired WHERE id = ?", (run_id.lower(),)).fetchone()
 
-    row = await request.app.state.store.read(fn)
+    row, retired = await request.app.state.store.read(fn)
+    if retired:
+        raise ClientError(404, f"this run was deleted at {retired['at']} to keep the server's "
+                          f"store within {retired['why']} (the oldest runs go first)", field="id")
     if row is None:
         raise ClientError(404, "no run with this id", field="id")
     # The stored text as it is: one run is at most max_json_kb, and it was checked at POST.

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import queue
 import sqlite3
 import threading
@@ -93,6 +94,8 @@ class Store:
     def open(self) -> None:
         """Create the file if needed, switch to WAL, migrate, start the writer thread."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        if not self.path.exists():
+            self._create()
         conn = self._connect()
         try:
             conn.execute("PRAGMA journal_mode=WAL")
@@ -104,6 +107,19 @@ class Store:
         self._writer = threading.Thread(target=self._write_loop, args=(conn,), name="store-writer",
                                         daemon=True)
         self._writer.start()
+
+    def _create(self) -> None:
+        """A new database, made aside in WAL mode (which writes its header) and moved into
+        place: a crash never leaves an empty file at `path`, so start-up can refuse one as a
+        store that was cut short (server/datadir.py) instead of starting empty over it."""
+        new = self.path.with_name(self.path.name + ".new")
+        new.unlink(missing_ok=True)
+        conn = sqlite3.connect(new, isolation_level=None)
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+        finally:
+            conn.close()
+        os.replace(new, self.path)
 
     def migrate(self, conn: sqlite3.Connection) -> None:
         # One transaction for all schemas: a half-created set of tables is never left behind.

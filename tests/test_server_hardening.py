@@ -167,6 +167,34 @@ def test_a_damaged_database_stops_start_up_with_a_paragraph(tmp_path, damage):
     assert db.read_bytes() == before  # nothing changed
 
 
+@pytest.mark.parametrize("fault", ["empty", "shm-directory"])
+def test_an_empty_database_or_a_shm_directory_stops_start_up_with_a_paragraph(tmp_path, fault):
+    """Issue 31: a 0-byte database (a store of 300 runs, truncated) started empty without a
+    word, and SQLite deleted the -wal beside it; a -shm directory gave a traceback."""
+    data = tmp_path / "data"
+    db, wal, shm = data / "playground.sqlite3", data / "playground.sqlite3-wal", data / "playground.sqlite3-shm"
+    data.mkdir()
+    if fault == "empty":
+        db.write_bytes(b"")
+        wal.write_bytes(b"\0" * 32)  # what SQLite would delete, opening the empty file
+    else:
+        with sqlite3.connect(db) as conn:  # a sound store in WAL mode, as the server keeps it
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("CREATE TABLE runs (id TEXT PRIMARY KEY, body TEXT)")
+        conn.close()
+        shm.mkdir()
+    before = {p.name: p.read_bytes() for p in (db, wal) if p.is_file()}
+    done = _start(data)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr + done.stdout
+    if fault == "empty":
+        assert str(db) in done.stderr and "empty (0 bytes)" in done.stderr
+        assert "Restore it from a backup" in done.stderr and "32 bytes" in done.stderr
+    else:
+        assert str(shm) in done.stderr and "is not a file" in done.stderr
+    assert {p.name: p.read_bytes() for p in (db, wal) if p.is_file()} == before  # nothing changed
+
+
 def test_orphan_files_are_removed_at_start_up(client_factory):
     settings, make = client_factory
     datasets, texts = settings.data_dir / "datasets", settings.data_dir / "texts"

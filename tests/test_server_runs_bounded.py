@@ -130,6 +130,36 @@ def test_retention_keeps_the_newest(settings):
         assert sum(x["size"] for x in listed) <= 2**20
 
 
+def test_retention_says_so_and_spares_runs_with_queued_jobs(settings, monkeypatch):
+    """Issue 31: retention deleted other clients' runs without a word, queued jobs and all. Now
+    the post that caused it says how many went, their ids answer 404 saying why, and a run whose
+    job is queued (no scheduler here: it stays queued) is not taken."""
+    from conftest import TestClient
+    from robust_server import free_port
+    from server import cluster
+    from server.app import create_app
+    monkeypatch.setattr(cluster, "CONNECT_TIMEOUT_S", 1.0)
+    settings.comparisons, settings.comparison_runners = "on", "sklearn"
+    settings.cluster = f"tcp://127.0.0.1:{free_port()}"
+    settings.max_runs = 3
+    job = {"kind": "random_forest", "dataset": "iris", "target": "target",
+           "params": {"n_estimators": 5, "random_state": 0}}
+    with TestClient(create_app(settings), base_url="http://127.0.0.1") as client:
+        waiting = client.post("/api/runs", json=run_of(config=job)).json()["id"]
+        old = [client.post("/api/runs", json=run_of(kind="selftest")).json()["id"] for _ in range(2)]
+        r = client.post("/api/runs", json=run_of(kind="selftest"))
+        assert r.status_code == 201 and r.headers["x-runs-retired"] == "1"
+        gone = client.get(f"/api/runs/{old[0]}")
+        assert gone.status_code == 404 and "--max-runs 3" in gone.json()["error"]["message"]
+        assert client.get(f"/api/runs/{waiting}").status_code == 200
+        rows = client.get(f"/api/runs/{waiting}/comparisons").json()["comparisons"]
+        assert [c["status"] for c in rows if c["runner"] == "sklearn"] == ["queued"]
+        r = client.post("/api/runs", json=run_of(kind="selftest"))
+        assert r.headers["x-runs-retired"] == "1" and client.get(f"/api/runs/{old[1]}").status_code == 404
+        r = client.get(f"/api/runs/{uuid.uuid4()}")  # never stored: the plain answer
+        assert r.status_code == 404 and r.json()["error"]["message"] == "no run with this id"
+
+
 def test_old_database_is_migrated_and_readable(settings):
     """A runs table from before the summary columns, with one run as an older server stored it
     (an object where a string belongs): start-up adds and fills the columns."""

@@ -12,13 +12,28 @@ async function json(res) {
   return body;
 }
 
+// This tab's id, sent with what queues server jobs: the server's per-client queue share is the
+// address and this id, so a script on the same machine filling its own share leaves this tab's.
+// Kept for the tab's life (sessionStorage), so a reload keeps its share.
+const TAB_KEY = "playground.tab";
+function tabId() {
+  try {
+    let id = sessionStorage.getItem(TAB_KEY);
+    if (!id) sessionStorage.setItem(TAB_KEY, (id = crypto.randomUUID()));
+    return id;
+  } catch (e) {
+    return (tabId.fallback ??= crypto.randomUUID());   // storage refused: this page's life
+  }
+}
+export const clientHeaders = () => ({ "X-Playground-Client": tabId() });
+
 // Posts a run; the id is made here, so a retried post is stored once.
 export async function postRun(run, attempts = 4) {
   let delay = 250;
   for (let i = 1; ; i++) {
     try {
       const res = await fetch("/api/runs", {
-        method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(run),
+        method: "POST", headers: { "Content-Type": "application/json", ...clientHeaders() }, body: JSON.stringify(run),
       });
       if (res.status >= 500 && i < attempts) throw new Error(`server answered ${res.status}`);
       return await json(res);

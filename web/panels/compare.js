@@ -1,7 +1,9 @@
 // Browser against server: polls a run's comparisons (the same job on the server's runners) and
 // shows them as a table and a time chart, marking a server result that differs from the browser's
 // by more than the tolerance of the issue that made the model. While some are queued or running,
-// a Cancel button stops them (DELETE /api/runs/{id}/comparisons: a running job's process is killed).
+// a Cancel button stops them (DELETE /api/runs/{id}/comparisons: a running job's process is killed),
+// and what keeps queued jobs waiting (the server's `problem`: no Dask scheduler, a full disk) is said
+// above the table and in each waiting row.
 import { cancelComparisons } from "../api.js";
 import { bars } from "../charts.js";
 import { el, fmtNumber, fmtSeconds, table } from "../ui.js";
@@ -57,7 +59,10 @@ function render(card, run, data) {
     let speed = "–";
     if (c.speedup) speed = c.speedup >= 1 ? `server ${c.speedup.toFixed(2)}× faster` : `browser ${(1 / c.speedup).toFixed(2)}× faster`;
     const mode = typeof c.metrics?.torch_mode === "string" ? ` (${c.metrics.torch_mode})` : "";
-    rows.push([c.runner + mode, c.status === "failed" || c.status === "unavailable" ? `${c.status}: ${c.error || ""}` : c.status,
+    let status = asText(c.status);
+    if (c.status === "failed" || c.status === "unavailable") status = `${c.status}: ${asText(c.error)}`;
+    else if (c.waiting) status = `${c.status}: ${asText(c.waiting)}`;
+    rows.push([c.runner + mode, status,
       c.hardware || c.device || "–", fmtSeconds(c.timings?.[key]), fmtSeconds(c.timings?.predict),
       metricName && typeof c.metrics?.[metricName] === "number" ? fmtNumber(c.metrics[metricName], 5) : "–", speed, mark,
       differs(c)]);
@@ -74,6 +79,7 @@ function render(card, run, data) {
   const chartBox = el("div", { class: "compare-chart" });
   card.replaceChildren(...[el("h2", {}, "Browser and server, side by side"),
     el("p", { class: "muted" }, `Server device: ${data.device}. ${key === "step" ? "Seconds a training step" : "Seconds to fit"}, lower is better.`),
+    data.problem ? el("p", { class: "status error compare-problem", role: "status" }, `The server's jobs wait: ${asText(data.problem)}`) : null,
     cancelButton(card, run, data), el("div", { class: "scroll" }, tbl), chartBox].filter(Boolean));
   bars(chartBox, timed.filter((t) => typeof t[1] === "number"),
     { title: key === "step" ? "Seconds a training step, browser and server runners" : "Seconds to fit, browser and server runners", unit: " s" });
