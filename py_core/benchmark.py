@@ -2,9 +2,10 @@
 
 `run_benchmark(backend)` times transformer_matmul (f32, the default path) and, where the adapter
 has f16 subgroup matrices, matmul_f16 (tensor cores) with packed f16 operands and with f32
-operands rounded when staged; each product is checked at a few entries against plain-Python sums
-over the same (rounded) operands. The operands are built from one row of values, each row of the
-matrix shifted (A[i, k] = r[(2 i + k) mod n]), so building 2 x n^2 values stays cheap in Pyodide.
+operands rounded when staged, and the direct-load entry the mixed path picks for n^3; each
+product is checked at a few entries against plain-Python sums over the same (rounded) operands.
+The operands are built from one row of values, each row of the matrix shifted (A[i, k] =
+r[(2 i + k) mod n]), so building 2 x n^2 values stays cheap in Pyodide.
 """
 from __future__ import annotations
 
@@ -55,6 +56,10 @@ async def run_benchmark(backend, n: int = 4096, repeat: int = 10, progress=None)
                   mf.grid(n, n)),
                  ("matmul_f16 tensor cores, f32 operands rounded when staged", "matmul_f16", "matmul",
                   mf.constants(0, False), False, mf.grid(n, n))]
+        direct = mf.pick_direct(tm.params(n, n, n))
+        if direct:  # the entry the mixed path picks at this size: f16 operands, no workgroup memory
+            runs.append((f"matmul_f16 tensor cores, direct loads ({direct})", "matmul_f16", direct,
+                         mf.constants(0, True), True, mf.direct_grid(direct, n, n)))
     out = []
     for name, family, entry, consts, f16, grid in runs:
         if progress:

@@ -105,10 +105,10 @@ def transformer_size(params_json: str, vocab_size: int, hooks=None) -> str:
     from .transformer import memory_bytes
     from .transformer.config import parse_job_params
     try:
-        cfg, _ = parse_job_params(json.loads(params_json))
+        cfg, sampling = parse_job_params(json.loads(params_json))
     except (ValueError, TypeError) as exc:
         return json.dumps({"error": str(exc)})
-    mem = memory_bytes(cfg, int(vocab_size))
+    mem = memory_bytes(cfg, int(vocab_size), sampling.get("precision", "f32"))
     limits = _session.backend.limits
     cap = min(limits["maxStorageBufferBindingSize"], limits["maxBufferSize"])
     return json.dumps({**mem, "binding_limit": cap, "fits": mem["largest_buffer"] <= cap,

@@ -85,7 +85,7 @@ def test_constants_must_match_the_flags():
 
 
 def test_the_wgsl_file_is_the_generators_output():
-    assert gen.path().read_text() == gen.wgsl(**gen.DEFAULT), \
+    assert gen.path().read_text() == gen.module(), \
         "matmul_f16.wgsl is stale: run python -m py_core.kernels.matmul_f16.wgsl"
     src = fam.shader_source("matmul_f16")
     head = src.split("\nstruct Params", 1)[0]  # the directives sit before every declaration
@@ -198,7 +198,8 @@ def test_benchmark_mode_builds_checks_and_times_each_matmul():
     b = _NoTensorCores()
     b.features = list(mf.FEATURES)
     rows = asyncio.run(run_benchmark(b, n=128, repeat=1))
-    assert [r["kernel"].split()[0] for r in rows] == ["transformer_matmul", "matmul_f16", "matmul_f16"]
+    assert [r["kernel"].split()[0] for r in rows] == ["transformer_matmul", "matmul_f16", "matmul_f16", "matmul_f16"]
+    assert rows[-1]["kernel"].endswith("(direct_32x64)")
     for r in rows:
         assert r["ok"] and r["max_err"] < 1e-3 and r["tflops"] > 0, r
     b.features = ["subgroups"]
@@ -221,7 +222,68 @@ def test_mixed_model_binds_no_output_smaller_than_one_result_matrix():
     seen = 0
     for plan in asyncio.run(plans()):
         for i, op in enumerate(plan.ops):
-            if isinstance(op, Dispatch) and op.kernel.family == "matmul_f16":
+            if isinstance(op, Dispatch) and op.kernel.family == "matmul_f16" and op.kernel.entry != "cast_f16":
                 seen += 1
                 assert op.buffers[3].nbytes >= mf.MIN_C_BYTES, plan.label(i)
     assert seen > 0
+
+
+def test_pick_direct_takes_the_measured_entry_and_refuses_what_it_cannot_load():
+    fc = tm.params(16384, 1536, 384, tm.TRANS_B | tm.BIAS | tm.GELU)
+    assert mf.pick_direct(fc) == "direct_128"                     # measured fastest for this shape
+    assert mf.pick_direct(tm.params(384, 1536, 512, tm.TRANS_A), 32) == "direct_128"  # a dW slice
+    assert mf.pick_direct(tm.params(4096, 4096, 4096)) == "direct_128"
+    assert mf.pick_direct(tm.params(256, 256, 64, tm.TRANS_B | tm.SKIP_UPPER)) is None  # causal
+    assert mf.pick_direct(tm.params(16384, 65, 384, tm.TRANS_B)) is None  # the head: 65 columns
+    assert mf.pick_direct({**fc, "b_off": 4}) is None   # an operand 8 bytes off 16-byte alignment
+    assert mf.pick_direct({**fc, "c_off": 2}) is None
+
+
+def test_mixed_model_runs_its_blocks_on_direct_entries_and_samples_after_training_is_freed():
+    """The mixed path sends the blocks' products (forward, dX and split-K dW) to direct entries
+    reading f16 copies, and those copies live in their sources' scopes: once training's scope is
+    closed, sampling the model (its weights' copy in the model's scope) still runs."""
+    from py_core.transformer import Trainer, builtin_text
+    from py_core.transformer.config import TransformerConfig
+    from py_core.transformer.sample import sample
+
+    async def go():
+        cfg = TransformerConfig.preset("micro", steps=2, n_layer=1, n_embd=64, block_size=32)
+        t = Trainer(ReferenceBackend(), cfg, builtin_text("shakespeare")[:4000], precision="mixed")
+        await t.setup()
+        entries = [op.kernel.entry for op in t.step_plan.ops
+                   if isinstance(op, Dispatch) and op.kernel.family == "matmul_f16"]
+        await t.step()
+        model = t.trained()
+        t.close()
+        text = await sample(model, n=3)
+        freed = [b for op in model._sampler.plan.ops if isinstance(op, Dispatch) for b in op.buffers
+                 if b.handle is None]
+        model.close()
+        return entries, text, freed
+    entries, text, freed = asyncio.run(go())
+    direct = [e for e in entries if e.startswith("direct_")]
+    assert len(direct) >= 6 and "cast_f16" in entries, entries
+    assert len(text) == 3
+    assert not freed  # no buffer of training's closed scope bound by the sampler
+
+
+def test_memory_counts_the_mixed_paths_slices_and_f16_copies():
+    """The mixed path's weight gradients go in 32 slices (the f32 path's slabs stay as they were)
+    and its f16 copies (weights, and the activations and gradients the direct products read)
+    count towards the memory the page shows before training."""
+    from py_core.transformer.buffers import activation_specs, memory_bytes, split_k
+    from py_core.transformer.config import TransformerConfig
+    from py_core.transformer.params import ParamLayout
+
+    cfg = TransformerConfig.preset("shakespeare_char", batch_size=64)
+    m, c, f = 64 * 256, 384, 4 * 384
+    specs = {p: dict((name, k) for name, _, k in activation_specs(cfg, 65, 64, 256, True, precision=p))
+             for p in ("f32", "mixed")}
+    assert specs["mixed"]["slabs"] == 32 * f * c
+    assert specs["f32"]["slabs"] == max(split_k(n, k, m, mode) * n * k for n, k in ((3 * c, c), (c, c), (f, c), (c, f))
+                                        for mode in tm.MODES)
+    f32, mixed = memory_bytes(cfg, 65), memory_bytes(cfg, 65, "mixed")
+    copies = 2 * ParamLayout(cfg, 65).n + 2 * (cfg.n_layer * m * (3 * c + f) + m * c + m * (c + 3 * c + f))
+    grown = 4 * sum(specs["mixed"][k] - specs["f32"][k] for k in specs["f32"])
+    assert mixed["activations"] - f32["activations"] == copies + grown

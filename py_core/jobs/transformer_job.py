@@ -184,7 +184,7 @@ async def _train(trainer, cfg, sampling, backend, ctx, session, t_start) -> dict
     t_sample = time.perf_counter() - t0
     # Seconds a step: the median over the groups (each from submission to its losses' readback).
     step_s = statistics.median(rates)
-    mem = memory_bytes(cfg, len(trainer.vocab))
+    mem = memory_bytes(cfg, len(trainer.vocab), trainer.precision)
     return {
         "metrics": {"loss_curve": loss_curve, "val_loss": val_curve[-1][1], "val_curve": val_curve,
                     "n_params": trainer.model.n_params, "vocab_size": len(trainer.vocab),
@@ -208,14 +208,15 @@ def estimate(params: dict | None, vocab_size: int, backend=None) -> dict:
     from ..gpu import LimitError
     from ..transformer.model import check_fits
     try:
-        cfg, _ = parse_job_params(params)
+        cfg, sampling = parse_job_params(params)
     except (ValueError, TypeError) as exc:
         return {"ok": False, "problem": str(exc)}
-    out = {"ok": True, "problem": None, "config": cfg.to_dict(), **memory_bytes(cfg, vocab_size),
+    precision = sampling.get("precision", "f32")
+    out = {"ok": True, "problem": None, "config": cfg.to_dict(), **memory_bytes(cfg, vocab_size, precision),
            "tokens_per_step": cfg.batch_size * cfg.block_size}
     if backend is not None:
         try:
-            check_fits(backend, cfg, vocab_size)
+            check_fits(backend, cfg, vocab_size, precision)
         except LimitError as exc:
             out.update(ok=False, problem=str(exc))
     return out

@@ -126,6 +126,11 @@ class GPT:
         # operands are rounded, so nothing overflows at this scale); AdamW divides it out
         self.loss_scale = LOSS_SCALE if precision == "mixed" else 1.0
         self.spare = backend.buffer("f32", 4)  # bound where a kernel's optional output is unused
+        # the mixed path's f16 copies (packed pairs) of matmul operands, for the direct-load
+        # tensor-core entries (see _f16_copy), and the buffers whose copy the forward pass writes
+        # (the backward pass reads those again): id -> buffer
+        self._cast_in_forward = {}
+        self.params16 = None
 
     @property
     def n_params(self) -> int:
@@ -186,14 +191,47 @@ class GPT:
             dict(B=a.batch, T=t, n_windows=n_windows, key=key), [sched, tokens, a.idx, a.tgt],
             (-(-a.rows // 64), 1, 1), "get batch")
 
-    async def _mm(self, r, values: dict, bufs: list, batches: int = 1, label=None, entry=None):
+    def _f16_copy(self, buf):
+        """The f16 copy of an f32 buffer (packed pairs), made on first use and owned by the
+        buffer's own scope (the weights' copy lives as long as the model, an activation's as
+        long as its pass), kept on the buffer."""
+        copy = getattr(buf, "f16_copy", None)
+        if copy is None or copy.handle is None:
+            n = buf.nbytes // 4
+            self.backend.check_size(2 * n, what=f"an f16 copy of {n} values")
+            copy = buf.f16_copy = self.backend.buffer("u32", -(-n // 2))
+            if buf.scope is not None and not buf.scope.closed:
+                buf.scope.own(copy)
+        return copy
+
+    async def _cast(self, r, buf, label="cast f16"):
+        """buf's f16 copy <- buf (all of it), recorded; returns the copy."""
+        out = self._f16_copy(buf)
+        n = buf.nbytes // 4
+        await r("matmul_f16", "cast_f16", mf.CAST, dict(n=n, src_off=0, dst_off=0, pad=0), [buf, out],
+                mf.cast_grid(n), label)
+        return out
+
+    def _direct(self, values: dict, batches: int = 1) -> str | None:
+        """The direct-load tensor-core entry for this product, or None (the f32 path, or one that
+        mf.pick_direct refuses)."""
+        return mf.pick_direct(values, batches) if self.precision == "mixed" else None
+
+    async def _mm(self, r, values: dict, bufs: list, batches: int = 1, label=None, entry=None, f16=None):
         """A transformer_matmul dispatch, on the tiles its size suits (mm.pick) unless `entry`
-        says. bufs: [A, B, C] and optionally bias, R, G; unused ones are bound to stand-ins."""
+        says. bufs: [A, B, C] and optionally bias, R, G; unused ones are bound to stand-ins.
+        f16: (A16, B16), f16 copies of A and B (see _f16_copy): on the mixed path, a product that
+        a direct-load entry serves reads those instead (the caller has recorded their casts)."""
         if self.precision == "mixed" and bufs[2].nbytes >= mf.MIN_C_BYTES:
             a, b, c = bufs[:3]
             bias = bufs[3] if len(bufs) > 3 and bufs[3] is not None else b
             res = bufs[4] if len(bufs) > 4 and bufs[4] is not None else a
             g = bufs[5] if len(bufs) > 5 and bufs[5] is not None else self.spare
+            direct = self._direct(values, batches) if f16 is not None else None
+            if direct:
+                return await r("matmul_f16", direct, mf.PARAMS, values, [f16[0], f16[1], c, bias, res, g],
+                               mf.direct_grid(direct, values["M"], values["N"], batches),
+                               label and f"{label} ({direct})", mf.constants(values["flags"], True))
             return await r("matmul_f16", "matmul", mf.PARAMS, values, [a, b, c, bias, res, g],
                            mf.grid(values["M"], values["N"], batches), label and f"{label} (f16)",
                            mf.constants(values["flags"]))
@@ -214,9 +252,13 @@ class GPT:
         L = self.layout
         flags |= mm.TRANS_B | (mm.BIAS if bias else 0) | (mm.RESIDUAL if res is not None else 0) | (
             mm.GELU if gelu is not None else 0)
-        return await self._mm(r, mm.params(
-            rows, n, k, flags, a_off=a_off, b_off=L.offset(w), bias_off=L.offset(bias) if bias else 0),
-            [x, self.params, out, self.params, res, gelu], label=label)
+        values = mm.params(rows, n, k, flags, a_off=a_off, b_off=L.offset(w),
+                           bias_off=L.offset(bias) if bias else 0)
+        f16 = None
+        if self._direct(values):  # x's f16 copy, which the backward pass's dW reads again
+            f16 = (await self._cast(r, x), self.params16)
+            self._cast_in_forward[id(x)] = x
+        return await self._mm(r, values, [x, self.params, out, self.params, res, gelu], label=label, f16=f16)
 
     async def _layernorm(self, r, x, name, y, stats, rows, label="ln fwd"):
         await r("transformer_layernorm", "layernorm_forward", ln.PARAMS, dict(
@@ -239,6 +281,8 @@ class GPT:
         bt, t, m = a.batch, a.length, a.rows
         c, h, d, sq, st, sy = self._heads(bt, t)
         f = 4 * c
+        if self.precision == "mixed":  # the weights' f16 copy, read by the direct-load products
+            self.params16 = await self._cast(r, self.params, "cast f16 weights")
         await r("transformer_embedding", "embed_forward", emb.EMBED, dict(
             M=m, T=t, C=c, V=self.vocab_size, wte_off=L.offset("transformer.wte.weight"),
             wpe_off=L.offset("transformer.wpe.weight")), [a.idx, self.params, a.x0], ew.grid_1d(m * c),
@@ -294,17 +338,17 @@ class GPT:
         await r("transformer_elementwise", "colsum", ew.COLSUM, dict(rows=chunks, cols=cols, chunk=chunks,
                 out_off=out_off), [a.part, self.grads], (-(-cols // 64), 1, 1), label)
 
-    async def _weight_grad(self, r, a, dy, x, rows, n, k, c_off, label, bias_off=None, slabs=None):
+    async def _weight_grad(self, r, a, dy, x, rows, n, k, c_off, label, bias_off=None, slabs=None, f16=None):
         """grads[c_off:+n*k] = dy^T x for dy (rows, n) and x (rows, k), and with bias_off the
         bias gradient grads[bias_off:+n] = column sums of dy; split along the rows (split_k)
         when the output alone would not fill the GPU: each slice's product to its own slab (and
         its column sums, ROWSUM, to bias_slabs), then a column sum over the slabs. `slabs`
         (head_slabs: the token embedding's gradient adds its parts there): sum nothing yet, return
         the slices written."""
-        s = split_k(n, k, rows, self.mode)
+        s = split_k(n, k, rows, "mixed" if self._direct(mm.params(n, k, rows, mm.TRANS_A)) else self.mode)
         if s == 1 and slabs is None:
             await self._mm(r, mm.params(n, k, rows, mm.TRANS_A, c_off=c_off), [dy, x, self.grads],
-                           label=label)
+                           label=label, f16=f16)
             if bias_off is not None:
                 await self._colsum(r, a, dy, rows, n, bias_off, label.replace("dW", "db"))
             return s
@@ -313,7 +357,7 @@ class GPT:
         await self._mm(r, mm.params(
             n, k, part, flags, lda=n, ldb=k, a_so=part * n, b_so=part * k, c_so=n * k),
             [dy, x, slabs or a.slabs, None, None, a.bias_slabs if bias_off is not None else None], s,
-            label=label, entry=mm.pick(n, k, 1, self.mode)[0])
+            label=label, entry=mm.pick(n, k, 1, self.mode)[0], f16=f16)
         if slabs is not None:
             return s
         await r("transformer_elementwise", "colsum", ew.COLSUM, dict(rows=s, cols=n * k, chunk=s, out_off=c_off),
@@ -327,10 +371,15 @@ class GPT:
         """For y = x W^T + b with dy (rows, n): dx (+)= dy W (flags: ACCUMULATE, or GELU_GRAD
         with res the pre-activation); dW = dy^T x; db = colsum(dy)."""
         L = self.layout
-        await self._mm(r, mm.params(rows, k, n, flags, b_off=L.offset(w)),
-                       [dy, self.params, dx, None, res], label=label + " dx")
+        values = mm.params(rows, k, n, flags, b_off=L.offset(w))
+        dy16 = x16 = None
+        if self.precision == "mixed":  # dy's f16 copy serves both products; x's the forward made
+            dy16 = await self._cast(r, dy)
+            x16 = self._f16_copy(x) if self._cast_in_forward.get(id(x)) is x else await self._cast(r, x)
+        await self._mm(r, values, [dy, self.params, dx, None, res], label=label + " dx",
+                       f16=None if dy16 is None else (dy16, self.params16))
         await self._weight_grad(r, a, dy, x, rows, n, k, L.offset(w), label + " dW",
-                                L.offset(bias) if bias else None)
+                                L.offset(bias) if bias else None, f16=None if dy16 is None else (dy16, x16))
 
     async def _layernorm_backward(self, r, a, x, name, stats, dy, accumulate=True):
         """dres (+)= LayerNorm backward of dy; the weight and bias gradients into grads."""

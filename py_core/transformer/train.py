@@ -51,7 +51,7 @@ class Trainer:
         """Allocate, upload the initial weights (nanoGPT init from config.seed unless given) and
         record the step and evaluation plans."""
         cfg, b = self.config, self.backend
-        check_fits(b, cfg, len(self.vocab))
+        check_fits(b, cfg, len(self.vocab), self.precision)
         # Two owners: the model (weights, what sampling needs; outlives training, closed by the
         # TrainedModel's holder) and training (gradients, moments, activations, plans; a child
         # of the caller's current scope, closed by `close`).
@@ -70,7 +70,8 @@ class Trainer:
     async def _setup_training(self) -> None:
         cfg, b = self.config, self.backend
         self.model.allocate_optimizer()
-        self.acts = Activations(b, cfg, len(self.vocab), cfg.batch_size, cfg.block_size, backward=True)
+        self.acts = Activations(b, cfg, len(self.vocab), cfg.batch_size, cfg.block_size, backward=True,
+                                precision=self.precision)
         self.train_tokens = b.buffer("u32", data=self.train_ids)
         self.val_tokens = b.buffer("u32", data=self.val_ids)
         self.sched = b.buffer("u32", data=self._schedule(0, 0), uniform=True)

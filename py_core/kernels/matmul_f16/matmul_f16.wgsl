@@ -369,3 +369,882 @@ fn matmul(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) t: 
   scratch(sg, lane, c_base, row0 + m0 + 48u, col0 + n0 + 16u);
   workgroupBarrier();
 }
+
+// ---- Direct-load entries (direct_*) and the f16 cast ---------------------------------------------
+// The same contract without the causal flags, on operands already in f16 (A16, B16: the f16 copies
+// that cast_f16 writes, offsets and strides in f16 elements): each subgroup loads its operand
+// matrices straight from storage, no workgroup memory and no barriers in the K loop (the
+// hardware's caches serve the re-reads). A transposed operand is loaded column-major. The host
+// picks an entry only where M, N and K are multiples of its tile and the offsets keep 16-byte
+// alignment (matmul_f16.pick_direct); ROWSUM is summed from storage by the column-0 workgroups.
+@group(0) @binding(1) var<storage, read> A16: array<f16>;
+@group(0) @binding(2) var<storage, read> B16: array<f16>;
+
+fn dleft(base: u32, m: u32, k: u32) -> subgroup_matrix_left<f16, 16, 16> {
+  if (TRANSPOSE_A) { return subgroupMatrixLoad<subgroup_matrix_left<f16, 16, 16>>(&A16, base + k * p.lda + m, true, p.lda); }
+  return subgroupMatrixLoad<subgroup_matrix_left<f16, 16, 16>>(&A16, base + m * p.lda + k, false, p.lda);
+}
+
+fn dright(base: u32, n: u32, k: u32) -> subgroup_matrix_right<f16, 16, 16> {
+  if (TRANSPOSE_B) { return subgroupMatrixLoad<subgroup_matrix_right<f16, 16, 16>>(&B16, base + n * p.ldb + k, true, p.ldb); }
+  return subgroupMatrixLoad<subgroup_matrix_right<f16, 16, 16>>(&B16, base + k * p.ldb + n, false, p.ldb);
+}
+
+// ROWSUM: G[z * M + r] = the sum over K of row r of op(A), rows r0 .. r0 + rows, nt invocations.
+fn drowsum(z: u32, base: u32, r0: u32, rows: u32, t: u32, nt: u32) {
+  for (var r = t; r < rows; r += nt) {
+    var s = 0.0;
+    for (var k = 0u; k < p.K; k++) {
+      if (TRANSPOSE_A) { s += f32(A16[base + k * p.lda + r0 + r]); } else { s += f32(A16[base + (r0 + r) * p.lda + k]); }
+    }
+    if (r0 + r < p.M) { G[z * p.M + r0 + r] = s; }
+  }
+}
+
+// D16[dst_off / 2 ..] <- S32[src_off .. src_off + n] as packed f16 pairs (dst_off even; an odd n
+// leaves a zero in the last high half), rounded as the staged kernel rounds (f16()).
+@group(0) @binding(0) var<uniform> cp: Cast;
+@group(0) @binding(1) var<storage, read> S32: array<f32>;
+@group(0) @binding(2) var<storage, read_write> D16: array<u32>;
+
+@compute @workgroup_size(256)
+fn cast_f16(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nw: vec3u) {
+  let w = gid.x + gid.y * nw.x * 256u;
+  let i = 2u * w;
+  if (i >= cp.n) { return; }
+  var y = 0.0;
+  if (i + 1u < cp.n) { y = S32[cp.src_off + i + 1u]; }
+  D16[cp.dst_off / 2u + w] = bitcast<u32>(vec2<f16>(vec2<f32>(S32[cp.src_off + i], y)));
+}
+
+// direct_64: 1 x 1 subgroups of 4 x 4 matrices (64 x 64 of C), K unrolled 1x
+@compute @workgroup_size(32)
+fn direct_64(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) t: u32) {
+  let outer = wg.z / p.inner;
+  let inner = wg.z % p.inner;
+  let a_base = p.a_off + outer * p.a_so + inner * p.a_si;
+  let b_base = p.b_off + outer * p.b_so + inner * p.b_si;
+  let c_base = p.c_off + outer * p.c_so + inner * p.c_si;
+  let sg = t / 32u;
+  let lane = t % 32u;
+  let row0 = wg.y * 64u;
+  let m0 = row0 + (sg / 1u) * 64u;
+  let n0 = wg.x * 64u + (sg % 1u) * 64u;
+  var acc0_0: subgroup_matrix_result<f32, 16, 16>;
+  var acc0_1: subgroup_matrix_result<f32, 16, 16>;
+  var acc0_2: subgroup_matrix_result<f32, 16, 16>;
+  var acc0_3: subgroup_matrix_result<f32, 16, 16>;
+  var acc1_0: subgroup_matrix_result<f32, 16, 16>;
+  var acc1_1: subgroup_matrix_result<f32, 16, 16>;
+  var acc1_2: subgroup_matrix_result<f32, 16, 16>;
+  var acc1_3: subgroup_matrix_result<f32, 16, 16>;
+  var acc2_0: subgroup_matrix_result<f32, 16, 16>;
+  var acc2_1: subgroup_matrix_result<f32, 16, 16>;
+  var acc2_2: subgroup_matrix_result<f32, 16, 16>;
+  var acc2_3: subgroup_matrix_result<f32, 16, 16>;
+  var acc3_0: subgroup_matrix_result<f32, 16, 16>;
+  var acc3_1: subgroup_matrix_result<f32, 16, 16>;
+  var acc3_2: subgroup_matrix_result<f32, 16, 16>;
+  var acc3_3: subgroup_matrix_result<f32, 16, 16>;
+  for (var k = 0u; k < p.K; k += 16u) {
+    {
+      let l0 = dleft(a_base, m0 + 0u, k + 0u);
+      let l1 = dleft(a_base, m0 + 16u, k + 0u);
+      let l2 = dleft(a_base, m0 + 32u, k + 0u);
+      let l3 = dleft(a_base, m0 + 48u, k + 0u);
+      let r0 = dright(b_base, n0 + 0u, k + 0u);
+      let r1 = dright(b_base, n0 + 16u, k + 0u);
+      let r2 = dright(b_base, n0 + 32u, k + 0u);
+      let r3 = dright(b_base, n0 + 48u, k + 0u);
+      acc0_0 = subgroupMatrixMultiplyAccumulate(l0, r0, acc0_0);
+      acc1_0 = subgroupMatrixMultiplyAccumulate(l1, r0, acc1_0);
+      acc2_0 = subgroupMatrixMultiplyAccumulate(l2, r0, acc2_0);
+      acc3_0 = subgroupMatrixMultiplyAccumulate(l3, r0, acc3_0);
+      acc0_1 = subgroupMatrixMultiplyAccumulate(l0, r1, acc0_1);
+      acc1_1 = subgroupMatrixMultiplyAccumulate(l1, r1, acc1_1);
+      acc2_1 = subgroupMatrixMultiplyAccumulate(l2, r1, acc2_1);
+      acc3_1 = subgroupMatrixMultiplyAccumulate(l3, r1, acc3_1);
+      acc0_2 = subgroupMatrixMultiplyAccumulate(l0, r2, acc0_2);
+      acc1_2 = subgroupMatrixMultiplyAccumulate(l1, r2, acc1_2);
+      acc2_2 = subgroupMatrixMultiplyAccumulate(l2, r2, acc2_2);
+      acc3_2 = subgroupMatrixMultiplyAccumulate(l3, r2, acc3_2);
+      acc0_3 = subgroupMatrixMultiplyAccumulate(l0, r3, acc0_3);
+      acc1_3 = subgroupMatrixMultiplyAccumulate(l1, r3, acc1_3);
+      acc2_3 = subgroupMatrixMultiplyAccumulate(l2, r3, acc2_3);
+      acc3_3 = subgroupMatrixMultiplyAccumulate(l3, r3, acc3_3);
+    }
+  }
+  if ((p.flags & ROWSUM) != 0u && wg.x == 0u) { drowsum(wg.z, a_base, row0, 64u, t, 32u); }
+  let plain = (p.flags & (ACCUMULATE | BIAS | RESIDUAL | GELU | GELU_GRAD)) == 0u && p.alpha == 1.0;
+  if (plain) {
+    subgroupMatrixStore(&C, c_base + (m0 + 0u) * p.ldc + n0 + 0u, acc0_0, false, p.ldc);
+    subgroupMatrixStore(&C, c_base + (m0 + 0u) * p.ldc + n0 + 16u, acc0_1, false, p.ldc);
+    subgroupMatrixStore(&C, c_base + (m0 + 0u) * p.ldc + n0 + 32u, acc0_2, false, p.ldc);
+    subgroupMatrixStore(&C, c_base + (m0 + 0u) * p.ldc + n0 + 48u, acc0_3, false, p.ldc);
+    subgroupMatrixStore(&C, c_base + (m0 + 16u) * p.ldc + n0 + 0u, acc1_0, false, p.ldc);
+    subgroupMatrixStore(&C, c_base + (m0 + 16u) * p.ldc + n0 + 16u, acc1_1, false, p.ldc);
+    subgroupMatrixStore(&C, c_base + (m0 + 16u) * p.ldc + n0 + 32u, acc1_2, false, p.ldc);
+    subgroupMatrixStore(&C, c_base + (m0 + 16u) * p.ldc + n0 + 48u, acc1_3, false, p.ldc);
+    subgroupMatrixStore(&C, c_base + (m0 + 32u) * p.ldc + n0 + 0u, acc2_0, false, p.ldc);
+    subgroupMatrixStore(&C, c_base + (m0 + 32u) * p.ldc + n0 + 16u, acc2_1, false, p.ldc);
+    subgroupMatrixStore(&C, c_base + (m0 + 32u) * p.ldc + n0 + 32u, acc2_2, false, p.ldc);
+    subgroupMatrixStore(&C, c_base + (m0 + 32u) * p.ldc + n0 + 48u, acc2_3, false, p.ldc);
+    subgroupMatrixStore(&C, c_base + (m0 + 48u) * p.ldc + n0 + 0u, acc3_0, false, p.ldc);
+    subgroupMatrixStore(&C, c_base + (m0 + 48u) * p.ldc + n0 + 16u, acc3_1, false, p.ldc);
+    subgroupMatrixStore(&C, c_base + (m0 + 48u) * p.ldc + n0 + 32u, acc3_2, false, p.ldc);
+    subgroupMatrixStore(&C, c_base + (m0 + 48u) * p.ldc + n0 + 48u, acc3_3, false, p.ldc);
+    return;
+  }
+  subgroupMatrixStore(&Cs, sg * 256u, acc0_0, false, 16u);
+  workgroupBarrier();
+  scratch(sg, lane, c_base, m0 + 0u, n0 + 0u);
+  workgroupBarrier();
+  subgroupMatrixStore(&Cs, sg * 256u, acc0_1, false, 16u);
+  workgroupBarrier();
+  scratch(sg, lane, c_base, m0 + 0u, n0 + 16u);
+  workgroupBarrier();
+  subgroupMatrixStore(&Cs, sg * 256u, acc0_2, false, 16u);
+  workgroupBarrier();
+  scratch(sg, lane, c_base, m0 + 0u, n0 + 32u);
+  workgroupBarrier();
+  subgroupMatrixStore(&Cs, sg * 256u, acc0_3, false, 16u);
+  workgroupBarrier();
+  scratch(sg, lane, c_base, m0 + 0u, n0 + 48u);
+  workgroupBarrier();
+  subgroupMatrixStore(&Cs, sg * 256u, acc1_0, false, 16u);
+  workgroupBarrier();
+  scratch(sg, lane, c_base, m0 + 16u, n0 + 0u);
+  workgroupBarrier();
+  subgroupMatrixStore(&Cs, sg * 256u, acc1_1, false, 16u);
+  workgroupBarrier();
+  scratch(sg, lane, c_base, m0 + 16u, n0 + 16u);
+  workgroupBarrier();
+  subgroupMatrixStore(&Cs, sg * 256u, acc1_2, false, 16u);
+  workgroupBarrier();
+  scratch(sg, lane, c_base, m0 + 16u, n0 + 32u);
+  workgroupBarrier();
+  subgroupMatrixStore(&Cs, sg * 256u, acc1_3, false, 16u);
+  workgroupBarrier();
+  scratch(sg, lane, c_base, m0 + 16u, n0 + 48u);
+  workgroupBarrier();
+  subgroupMatrixStore(&Cs, sg * 256u, acc2_0, false, 16u);
+  workgroupBarrier();
+  scratch(sg, lane, c_base, m0 + 32u, n0 + 0u);
+  workgroupBarrier();
+  subgroupMatrixStore(&Cs, sg * 256u, acc2_1, false, 16u);
+  workgroupBarrier();
+  scratch(sg, lane, c_base, m0 + 32u, n0 + 16u);
+  workgroupBarrier();
+  subgroupMatrixStore(&Cs, sg * 256u, acc2_2, false, 16u);
+  workgroupBarrier();
+  scratch(sg, lane, c_base, m0 + 32u, n0 + 32u);
+  workgroupBarrier();
+  subgroupMatrixStore(&Cs, sg * 256u, acc2_3, false, 16u);
+  workgroupBarrier();
+  scratch(sg, lane, c_base, m0 + 32u, n0 + 48u);
+  workgroupBarrier();
+  subgroupMatrixStore(&Cs, sg * 256u, acc3_0, false, 16u);
+  workgroupBarrier();
+  scratch(sg, lane, c_base, m0 + 48u, n0 + 0u);
+  workgroupBarrier();
+  subgroupMatrixStore(&Cs, sg * 256u, acc3_1, false, 16u);
+  workgroupBarrier();
+  scratch(sg, lane, c_base, m0 + 48u, n0 + 16u);
+  workgroupBarrier();
+  subgroupMatrixStore(&Cs, sg * 256u, acc3_2, false, 16u);
+  workgroupBarrier();
+  scratch(sg, lane, c_base, m0 + 48u, n0 + 32u);
+  workgroupBarrier();
+  subgroupMatrixStore(&Cs, sg * 256u, acc3_3, false, 16u);
+  workgroupBarrier();
+  scratch(sg, lane, c_base, m0 + 48u, n0 + 48u);
+  workgroupBarrier();
+}
+
+// direct_64_u2: 1 x 1 subgroups of 4 x 4 matrices (64 x 64 of C), K unrolled 2x
+@compute @workgroup_size(32)
+fn direct_64_u2(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) t: u32) {
+  let outer = wg.z / p.inner;
+  let inner = wg.z % p.inner;
+  let a_base = p.a_off + outer * p.a_so + inner * p.a_si;
+  let b_base = p.b_off + outer * p.b_so + inner * p.b_si;
+  let c_base = p.c_off + outer * p.c_so + inner * p.c_si;
+  let sg = t / 32u;
+  let lane = t % 32u;
+  let row0 = wg.y * 64u;
+  let m0 = row0 + (sg / 1u) * 64u;
+  let n0 = wg.x * 64u + (sg % 1u) * 64u;
+  var acc0_0: subgroup_matrix_result<f32, 16, 16>;
+  var acc0_1: subgroup_matrix_result<f32, 16, 16>;
+  var acc0_2: subgroup_matrix_result<f32, 16, 16>;
+  var acc0_3: subgroup_matrix_result<f32, 16, 16>;
+  var acc1_0: subgroup_matrix_result<f32, 16, 16>;
+  var acc1_1: subgroup_matrix_result<f32, 16, 16>;
+  var acc1_2: subgroup_matrix_result<f32, 16, 16>;
+  var acc1_3: subgroup_matrix_result<f32, 16, 16>;
+  var acc2_0: subgroup_matrix_result<f32, 16, 16>;
+  var acc2_1: subgroup_matrix_result<f32, 16, 16>;
+  var acc2_2: subgroup_matrix_result<f32, 16, 16>;
+  var acc2_3: subgroup_matrix_result<f32, 16, 16>;
+  var acc3_0: subgroup_matrix_result<f32, 16, 16>;
+  var acc3_1: subgroup_matrix_result<f32, 16, 16>;
+  var acc3_2: subgroup_matrix_result<f32, 16, 16>;
+  var acc3_3: subgroup_matrix_result<f32, 16, 16>;
+  for (var k = 0u; k < p.K; k += 32u) {
+    {
+      let l0 = dleft(a_base, m0 + 0u, k + 0u);
+      let l1 = dleft(a_base, m0 + 16u, k + 0u);
+      let l2 = dleft(a_base, m0 + 32u, k + 0u);
+      let l3 = dleft(a_base, m0 + 48u, k + 0u);
+      let r0 = dright(b_base, n0 + 0u, k + 0u);
+      let r1 = dright(b_base, n0 + 16u, k + 0u);
+      let r2 = dright(b_base, n0 + 32u, k + 0u);
+      let r3 = dright(b_base, n0 + 48u, k + 0u);
+      acc0_0 = subgroupMatrixMultiplyAccumulate(l0, r0, acc0_0);
+      acc1_0 = subgroupMatrixMultiplyAccumulate(l1, r0, acc1_0);
+      acc2_0 = subgroupMatrixMultiplyAccumulate(l2, r0, acc2_0);
+      acc3_0 = subgroupMatrixMultiplyAccumulate(l3, r0, acc3_0);
+      acc0_1 = subgroupMatrixMultiplyAccumulate(l0, r1, acc0_1);
+      acc1_1 = subgroupMatrixMultiplyAccumulate(l1, r1, acc1_1);
+      acc2_1 = subgroupMatrixMultiplyAccumulate(l2, r1, acc2_1);
+      acc3_1 = subgroupMatrixMultiplyAccumulate(l3, r1, acc3_1);
+      acc0_2 = subgroupMatrixMultiplyAccumulate(l0, r2, acc0_2);
+      acc1_2 = subgroupMatrixMultiplyAccumulate(l1, r2, acc1_2);
+      acc2_2 = subgroupMatrixMultiplyAccumulate(l2, r2, acc2_2);
+      acc3_2 = subgroupMatrixMultiplyAccumulate(l3, r2, acc3_2);
+      acc0_3 = subgroupMatrixMultiplyAccumulate(l0, r3, acc0_3);
+      acc1_3 = subgroupMatrixMultiplyAccumulate(l1, r3, acc1_3);
+      acc2_3 = subgroupMatrixMultiplyAccumulate(l2, r3, acc2_3);
+      acc3_3 = subgroupMatrixMultiplyAccumulate(l3, r3, acc3_3);
+    }
+    {
+      let l0 = dleft(a_base, m0 + 0u, k + 16u);
+      let l1 = dleft(a_base, m0 + 16u, k + 16u);
+      let l2 = dleft(a_base, m0 + 32u, k + 16u);
+      let l3 = dleft(a_base, m0 + 48u, k + 16u);
+      let r0 = dright(b_base, n0 + 0u, k + 16u);
+      let r1 = dright(b_base, n0 + 16u, k + 16u);
+      let r2 = dright(b_base, n0 + 32u, k + 16u);
+      let r3 = dright(b_base, n0 + 48u, k + 16u);
+      acc0_0 = subgroupMatrixMultiplyAccumulate(l0, r0, acc0_0);
+      acc1_0 = subgroupMatrixMultiplyAccumulate(l1, r0, acc1_0);
+      acc2_0 = subgroupMatrixMultiplyAccumulate(l2, r0, acc2_0);
+      acc3_0 = subgroupMatrixMultiplyAccumulate(l3, r0, acc3_0);
+      acc0_1 = subgroupMatrixMultiplyAccumulate(l0, r1, acc0_1);
+      acc1_1 = subgroupMatrixMultiplyAccumulate(l1, r1, acc1_1);
+      acc2_1 = subgroupMatrixMultiplyAccumulate(l2, r1, acc2_1);
+      acc3_1 = subgroupMatrixMultiplyAccumulate(l3, r1, acc3_1);
+      acc0_2 = subgroupMatrixMultiplyAccumulate(l0, r2, acc0_2);
+      acc1_2 = subgroupMatrixMultiplyAccumulate(l1, r2, acc1_2);
+      acc2_2 = subgroupMatrixMultiplyAccumulate(l2, r2, acc2_2);
+      acc3_2 = subgroupMatrixMultiplyAccumulate(l3, r2, acc3_2);
+      acc0_3 = subgroupMatrixMultiplyAccumulate(l0, r3, acc0_3);
+      acc1_3 = subgroupMatrixMultiplyAccumulate(l1, r3, acc1_3);
+      acc2_3 = subgroupMatrixMultiplyAccumulate(l2, r3, acc2_3);
+      acc3_3 = subgroupMatrixMultiplyAccumulate(l3, r3, acc3_3);
+    }
+  }
+  if ((p.flags & ROWSUM) != 0u && wg.x == 0u) { drowsum(wg.z, a_base, row0, 64u, t, 32u); }
+  let plain = (p.flags & (ACCUMULATE | BIAS | RESIDUAL | GELU | GELU_GRAD)) == 0u && p.alpha == 1.0;
+  if (plain) {
+    subgroupMatrixStore(&C, c_base + (m0 + 0u) * p.ldc + n0 + 0u, acc0_0, false, p.ldc);
+    subgroupMatrixStore(&C, c_base + (m0 + 0u) * p.ldc + n0 + 16u, acc0_1, false, p.ldc);
+    subgroupMatrixStore(&C, c_base + (m0 + 0u) * p.ldc + n0 + 32u, acc0_2, false, p.ldc);
+    subgroupMatrixStore(&C, c_base + (m0 + 0u) * p.ldc + n0 + 48u, acc0_3, false, p.ldc);
+    subgroupMatrixStore(&C, c_base + (m0 + 16u) * p.ldc + n0 + 0u, acc1_0, false, p.ldc);
+    subgroupMatrixStore(&C, c_base + (m0 + 16u) * p.ldc + n0 + 16u, acc1_1, false, p.ldc);
+    subgroupMatrixStore(&C, c_base + (m0 + 16u) * p.ldc + n0 + 32u, acc1_2, false, p.ldc);
+    subgroupMatrixStore(&C, c_base + (m0 + 16u) * p.ldc + n0 + 48u, acc1_3, false, p.ldc);
+    subgroupMatrixStore(&C, c_base + (m0 + 32u) * p.ldc + n0 + 0u, acc2_0, false, p.ldc);
+    subgroupMatrixStore(&C, c_base + (m0 + 32u) * p.ldc + n0 + 16u, acc2_1, false, p.ldc);
+    subgroupMatrixStore(&C, c_base + (m0 + 32u) * p.ldc + n0 + 32u, acc2_2, false, p.ldc);
+    subgroupMatrixStore(&C, c_base + (m0 + 32u) * p.ldc + n0 + 48u, acc2_3, false, p.ldc);
+    subgroupMatrixStore(&C, c_base + (m0 + 48u) * p.ldc + n0 + 0u, acc3_0, false, p.ldc);
+    subgroupMatrixStore(&C, c_base + (m0 + 48u) * p.ldc + n0 + 16u, acc3_1, false, p.ldc);
+    subgroupMatrixStore(&C, c_base + (m0 + 48u) * p.ldc + n0 + 32u, acc3_2, false, p.ldc);
+    subgroupMatrixStore(&C, c_base + (m0 + 48u) * p.ldc + n0 + 48u, acc3_3, false, p.ldc);
+    return;
+  }
+  subgroupMatrixStore(&Cs, sg * 256u, acc0_0, false, 16u);
+  workgroupBarrier();
+  scratch(sg, lane, c_base, m0 + 0u, n0 + 0u);
+  workgroupBarrier();
+  subgroupMatrixStore(&Cs, sg * 256u, acc0_1, false, 16u);
+  workgroupBarrier();
+  scratch(sg, lane, c_base, m0 + 0u, n0 + 16u);
+  workgroupBarrier();
+  subgroupMatrixStore(&Cs, sg * 256u, acc0_2, false, 16u);
+  workgroupBarrier();
+  scratch(sg, lane, c_base, m0 + 0u, n0 + 32u);
+  workgroupBarrier();
+  subgroupMatrixStore(&Cs, sg * 256u, acc0_3, false, 16u);
+  workgroupBarrier();
+  scratch(sg, lane, c_base, m0 + 0u, n0 + 48u);
+  workgroupBarrier();
+  subgroupMatrixStore(&Cs, sg * 256u, acc1_0, false, 16u);
+  workgroupBarrier();
+  scratch(sg, lane, c_base, m0 + 16u, n0 + 0u);
+  workgroupBarrier();
+  subgroupMatrixStore(&Cs, sg * 256u, acc1_1, false, 16u);
+  workgroupBarrier();
+  scratch(sg, lane, c_base, m0 + 16u, n0 + 16u);
+  workgroupBarrier();
+  subgroupMatrixStore(&Cs, sg * 256u, acc1_2, false, 16u);
+  workgroupBarrier();
+  scratch(sg, lane, c_base, m0 + 16u, n0 + 32u);
+  workgroupBarrier();
+  subgroupMatrixStore(&Cs, sg * 256u, acc1_3, false, 16u);
+  workgroupBarrier();
+  scratch(sg, lane, c_base, m0 + 16u, n0 + 48u);
+  workgroupBarrier();
+  subgroupMatrixStore(&Cs, sg * 256u, acc2_0, false, 16u);
+  workgroupBarrier();
+  scratch(sg, lane, c_base, m0 + 32u, n0 + 0u);
+  workgroupBarrier();
+  subgroupMatrixStore(&Cs, sg * 256u, acc2_1, false, 16u);
+  workgroupBarrier();
+  scratch(sg, lane, c_base, m0 + 32u, n0 + 16u);
+  workgroupBarrier();
+  subgroupMatrixStore(&Cs, sg * 256u, acc2_2, false, 16u);
+  workgroupBarrier();
+  scratch(sg, lane, c_base, m0 + 32u, n0 + 32u);
+  workgroupBarrier();
+  subgroupMatrixStore(&Cs, sg * 256u, acc2_3, false, 16u);
+  workgroupBarrier();
+  scratch(sg, lane, c_base, m0 + 32u, n0 + 48u);
+  workgroupBarrier();
+  subgroupMatrixStore(&Cs, sg * 256u, acc3_0, false, 16u);
+  workgroupBarrier();
+  scratch(sg, lane, c_base, m0 + 48u, n0 + 0u);
+  workgroupBarrier();
+  subgroupMatrixStore(&Cs, sg * 256u, acc3_1, false, 16u);
+  workgroupBarrier();
+  scratch(sg, lane, c_base, m0 + 48u, n0 + 16u);
+  workgroupBarrier();
+  subgroupMatrixStore(&Cs, sg * 256u, acc3_2, false, 16u);
+  workgroupBarrier();
+  scratch(sg, lane, c_base, m0 + 48u, n0 + 32u);
+  workgroupBarrier();
+  subgroupMatrixStore(&Cs, sg * 256u, acc3_3, false, 16u);
+  workgroupBarrier();
+  scratch(sg, lane, c_base, m0 + 48u, n0 + 48u);
+  workgroupBarrier();
+}
+
+// direct_64x128: 1 x 2 subgroups of 4 x 4 matrices (64 x 128 of C), K unrolled 1x
+@compute @workgroup_size(64)
+fn direct_64x128(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) t: u32) {
+  let outer = wg.z / p.inner;
+  let inner = wg.z % p.inner;
+  let a_base = p.a_off + outer * p.a_so + inner * p.a_si;
+  let b_base = p.b_off + outer * p.b_so + inner * p.b_si;
+  let c_base = p.c_off + outer * p.c_so + inner * p.c_si;
+  let sg = t / 32u;
+  let lane = t % 32u;
+  let row0 = wg.y * 64u;
+  let m0 = row0 + (sg / 2u) * 64u;
+  let n0 = wg.x * 128u + (sg % 2u) * 64u;
+  var acc0_0: subgroup_matrix_result<f32, 16, 16>;
+  var acc0_1: subgroup_matrix_result<f32, 16, 16>;
+  var acc0_2: subgroup_matrix_result<f32, 16, 16>;
+  var acc0_3: subgroup_matrix_result<f32, 16, 16>;
+  var acc1_0: subgroup_matrix_result<f32, 16, 16>;
+  var acc1_1: subgroup_matrix_result<f32, 16, 16>;
+  var acc1_2: subgroup_matrix_result<f32, 16, 16>;
+  var acc1_3: subgroup_matrix_result<f32, 16, 16>;
+  var acc2_0: subgroup_matrix_result<f32, 16, 16>;
+  var acc2_1: subgroup_matrix_result<f32, 16, 16>;
+  var acc2_2: subgroup_matrix_result<f32, 16, 16>;
+  var acc2_3: subgroup_matrix_result<f32, 16, 16>;
+  var acc3_0: subgroup_matrix_result<f32, 16, 16>;
+  var acc3_1: subgroup_matrix_result<f32, 16, 16>;
+  var acc3_2: subgroup_matrix_result<f32, 16, 16>;
+  var acc3_3: subgroup_matrix_result<f32, 16, 16>;
+  for (var k = 0u; k < p.K; k += 16u) {
+    {
+      let l0 = dleft(a_base, m0 + 0u, k + 0u);
+      let l1 = dleft(a_base, m0 + 16u, k + 0u);
+      let l2 = dleft(a_base, m0 + 32u, k + 0u);
+      let l3 = dleft(a_base, m0 + 48u, k + 0u);
+      let r0 = dright(b_base, n0 + 0u, k + 0u);
+      let r1 = dright(b_base, n0 + 16u, k + 0u);
+      let r2 = dright(b_base, n0 + 32u, k + 0u);
+      let r3 = dright(b_base, n0 + 48u, k + 0u);
+      acc0_0 = subgroupMatrixMultiplyAccumulate(l0, r0, acc0_0);
+      acc1_0 = subgroupMatrixMultiplyAccumulate(l1, r0, acc1_0);
+      acc2_0 = subgroupMatrixMultiplyAccumulate(l2, r0, acc2_0);
+      acc3_0 = subgroupMatrixMultiplyAccumulate(l3, r0, acc3_0);
+      acc0_1 = subgroupMatrixMultiplyAccumulate(l0, r1, acc0_1);
+      acc1_1 = subgroupMatrixMultiplyAccumulate(l1, r1, acc1_1);
+      acc2_1 = subgroupMatrixMultiplyAccumulate(l2, r1, acc2_1);
+      acc3_1 = subgroupMatrixMultiplyAccumulate(l3, r1, acc3_1);
+      acc0_2 = subgroupMatrixMultiplyAccumulate(l0, r2, acc0_2);
+      acc1_2 = subgroupMatrixMultiplyAccumulate(l1, r2, acc1_2);
+      acc2_2 = subgroupMatrixMultiplyAccumulate(l2, r2, acc2_2);
+      acc3_2 = subgroupMatrixMultiplyAccumulate(l3, r2, acc3_2);
+      acc0_3 = subgroupMatrixMultiplyAccumulate(l0, r3, acc0_3);
+      acc1_3 = subgroupMatrixMultiplyAccumulate(l1, r3, acc1_3);
+      acc2_3 = subgroupMatrixMultiplyAccumulate(l2, r3, acc2_3);
+      acc3_3 = subgroupMatrixMultiplyAccumulate(l3, r3, acc3_3);
+    }
+  }
+  if ((p.flags & ROWSUM) != 0u && wg.x == 0u) { drowsum(wg.z, a_base, row0, 64u, t, 64u); }
+  let plain = (p.flags & (ACCUMULATE | BIAS | RESIDUAL | GELU | GELU_GRAD)) == 0u && p.alpha == 1.0;
+  if (plain) {
+    subgroupMatrixStore(&C, c_base + (m0 + 0u) * p.ldc + n0 + 0u, acc0_0, false, p.ldc);
+    subgroupMatrixStore(&C, c_base + (m0 + 0u) * p.ldc + n0 + 16u, acc0_1, false, p.ldc);
+    subgroupMatrixStore(&C, c_base + (m0 + 0u) * p.ldc + n0 + 32u, acc0_2, false, p.ldc);
+    subgroupMatrixStore(&C, c_base + (m0 + 0u) * p.ldc + n0 + 48u, acc0_3, false, p.ldc);
+    subgroupMatrixStore(&C, c_base + (m0 + 16u) * p.ldc + n0 + 0u, acc1_0, false, p.ldc);
+    subgroupMatrixStore(&C, c_base + (m0 + 16u) * p.ldc + n0 + 16u, acc1_1, false, p.ldc);
+    subgroupMatrixStore(&C, c_base + (m0 + 16u) * p.ldc + n0 + 32u, acc1_2, false, p.ldc);
+    subgroupMatrixStore(&C, c_base + (m0 + 16u) * p.ldc + n0 + 48u, acc1_3, false, p.ldc);
+    subgroupMatrixStore(&C, c_base + (m0 + 32u) * p.ldc + n0 + 0u, acc2_0, false, p.ldc);
+    subgroupMatrixStore(&C, c_base + (m0 + 32u) * p.ldc + n0 + 16u, acc2_1, false, p.ldc);
+    subgroupMatrixStore(&C, c_base + (m0 + 32u) * p.ldc + n0 + 32u, acc2_2, false, p.ldc);
+    subgroupMatrixStore(&C, c_base + (m0 + 32u) * p.ldc + n0 + 48u, acc2_3, false, p.ldc);
+    subgroupMatrixStore(&C, c_base + (m0 + 48u) * p.ldc + n0 + 0u, acc3_0, false, p.ldc);
+    subgroupMatrixStore(&C, c_base + (m0 + 48u) * p.ldc + n0 + 16u, acc3_1, false, p.ldc);
+    subgroupMatrixStore(&C, c_base + (m0 + 48u) * p.ldc + n0 + 32u, acc3_2, false, p.ldc);
+    subgroupMatrixStore(&C, c_base + (m0 + 48u) * p.ldc + n0 + 48u, acc3_3, false, p.ldc);
+    return;
+  }
+  subgroupMatrixStore(&Cs, sg * 256u, acc0_0, false, 16u);
+  workgroupBarrier();
+  scratch(sg, lane, c_base, m0 + 0u, n0 + 0u);
+  workgroupBarrier();
+  subgroupMatrixStore(&Cs, sg * 256u, acc0_1, false, 16u);
+  workgroupBarrier();
+  scratch(sg, lane, c_base, m0 + 0u, n0 + 16u);
+  workgroupBarrier();
+  subgroupMatrixStore(&Cs, sg * 256u, acc0_2, false, 16u);
+  workgroupBarrier();
+  scratch(sg, lane, c_base, m0 + 0u, n0 + 32u);
+  workgroupBarrier();
+  subgroupMatrixStore(&Cs, sg * 256u, acc0_3, false, 16u);
+  workgroupBarrier();
+  scratch(sg, lane, c_base, m0 + 0u, n0 + 48u);
+  workgroupBarrier();
+  subgroupMatrixStore(&Cs, sg * 256u, acc1_0, false, 16u);
+  workgroupBarrier();
+  scratch(sg, lane, c_base, m0 + 16u, n0 + 0u);
+  workgroupBarrier();
+  subgroupMatrixStore(&Cs, sg * 256u, acc1_1, false, 16u);
+  workgroupBarrier();
+  scratch(sg, lane, c_base, m0 + 16u, n0 + 16u);
+  workgroupBarrier();
+  subgroupMatrixStore(&Cs, sg * 256u, acc1_2, false, 16u);
+  workgroupBarrier();
+  scratch(sg, lane, c_base, m0 + 16u, n0 + 32u);
+  workgroupBarrier();
+  subgroupMatrixStore(&Cs, sg * 256u, acc1_3, false, 16u);
+  workgroupBarrier();
+  scratch(sg, lane, c_base, m0 + 16u, n0 + 48u);
+  workgroupBarrier();
+  subgroupMatrixStore(&Cs, sg * 256u, acc2_0, false, 16u);
+  workgroupBarrier();
+  scratch(sg, lane, c_base, m0 + 32u, n0 + 0u);
+  workgroupBarrier();
+  subgroupMatrixStore(&Cs, sg * 256u, acc2_1, false, 16u);
+  workgroupBarrier();
+  scratch(sg, lane, c_base, m0 + 32u, n0 + 16u);
+  workgroupBarrier();
+  subgroupMatrixStore(&Cs, sg * 256u, acc2_2, false, 16u);
+  workgroupBarrier();
+  scratch(sg, lane, c_base, m0 + 32u, n0 + 32u);
+  workgroupBarrier();
+  subgroupMatrixStore(&Cs, sg * 256u, acc2_3, false, 16u);
+  workgroupBarrier();
+  scratch(sg, lane, c_base, m0 + 32u, n0 + 48u);
+  workgroupBarrier();
+  subgroupMatrixStore(&Cs, sg * 256u, acc3_0, false, 16u);
+  workgroupBarrier();
+  scratch(sg, lane, c_base, m0 + 48u, n0 + 0u);
+  workgroupBarrier();
+  subgroupMatrixStore(&Cs, sg * 256u, acc3_1, false, 16u);
+  workgroupBarrier();
+  scratch(sg, lane, c_base, m0 + 48u, n0 + 16u);
+  workgroupBarrier();
+  subgroupMatrixStore(&Cs, sg * 256u, acc3_2, false, 16u);
+  workgroupBarrier();
+  scratch(sg, lane, c_base, m0 + 48u, n0 + 32u);
+  workgroupBarrier();
+  subgroupMatrixStore(&Cs, sg * 256u, acc3_3, false, 16u);
+  workgroupBarrier();
+  scratch(sg, lane, c_base, m0 + 48u, n0 + 48u);
+  workgroupBarrier();
+}
+
+// direct_128x64: 2 x 1 subgroups of 4 x 4 matrices (128 x 64 of C), K unrolled 1x
+@compute @workgroup_size(64)
+fn direct_128x64(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) t: u32) {
+  let outer = wg.z / p.inner;
+  let inner = wg.z % p.inner;
+  let a_base = p.a_off + outer * p.a_so + inner * p.a_si;
+  let b_base = p.b_off + outer * p.b_so + inner * p.b_si;
+  let c_base = p.c_off + outer * p.c_so + inner * p.c_si;
+  let sg = t / 32u;
+  let lane = t % 32u;
+  let row0 = wg.y * 128u;
+  let m0 = row0 + (sg / 1u) * 64u;
+  let n0 = wg.x * 64u + (sg % 1u) * 64u;
+  var acc0_0: subgroup_matrix_result<f32, 16, 16>;
+  var acc0_1: subgroup_matrix_result<f32, 16, 16>;
+  var acc0_2: subgroup_matrix_result<f32, 16, 16>;
+  var acc0_3: subgroup_matrix_result<f32, 16, 16>;
+  var acc1_0: subgroup_matrix_result<f32, 16, 16>;
+  var acc1_1: subgroup_matrix_result<f32, 16, 16>;
+  var acc1_2: subgroup_matrix_result<f32, 16, 16>;
+  var acc1_3: subgroup_matrix_result<f32, 16, 16>;
+  var acc2_0: subgroup_matrix_result<f32, 16, 16>;
+  var acc2_1: subgroup_matrix_result<f32, 16, 16>;
+  var acc2_2: subgroup_matrix_result<f32, 16, 16>;
+  var acc2_3: subgroup_matrix_result<f32, 16, 16>;
+  var acc3_0: subgroup_matrix_result<f32, 16, 16>;
+  var acc3_1: subgroup_matrix_result<f32, 16, 16>;
+  var acc3_2: subgroup_matrix_result<f32, 16, 16>;
+  var acc3_3: subgroup_matrix_result<f32, 16, 16>;
+  for (var k = 0u; k < p.K; k += 16u) {
+    {
+      let l0 = dleft(a_base, m0 + 0u, k + 0u);
+      let l1 = dleft(a_base, m0 + 16u, k + 0u);
+      let l2 = dleft(a_base, m0 + 32u, k + 0u);
+      let l3 = dleft(a_base, m0 + 48u, k + 0u);
+      let r0 = dright(b_base, n0 + 0u, k + 0u);
+      let r1 = dright(b_base, n0 + 16u, k + 0u);
+      let r2 = dright(b_base, n0 + 32u, k + 0u);
+      let r3 = dright(b_base, n0 + 48u, k + 0u);
+      acc0_0 = subgroupMatrixMultiplyAccumulate(l0, r0, acc0_0);
+      acc1_0 = subgroupMatrixMultiplyAccumulate(l1, r0, acc1_0);
+      acc2_0 = subgroupMatrixMultiplyAccumulate(l2, r0, acc2_0);
+      acc3_0 = subgroupMatrixMultiplyAccumulate(l3, r0, acc3_0);
+      acc0_1 = subgroupMatrixMultiplyAccumulate(l0, r1, acc0_1);
+      acc1_1 = subgroupMatrixMultiplyAccumulate(l1, r1, acc1_1);
+      acc2_1 = subgroupMatrixMultiplyAccumulate(l2, r1, acc2_1);
+      acc3_1 = subgroupMatrixMultiplyAccumulate(l3, r1, acc3_1);
+      acc0_2 = subgroupMatrixMultiplyAccumulate(l0, r2, acc0_2);
+      acc1_2 = subgroupMatrixMultiplyAccumulate(l1, r2, acc1_2);
+      acc2_2 = subgroupMatrixMultiplyAccumulate(l2, r2, acc2_2);
+      acc3_2 = subgroupMatrixMultiplyAccumulate(l3, r2, acc3_2);
+      acc0_3 = subgroupMatrixMultiplyAccumulate(l0, r3, acc0_3);
+      acc1_3 = subgroupMatrixMultiplyAccumulate(l1, r3, acc1_3);
+      acc2_3 = subgroupMatrixMultiplyAccumulate(l2, r3, acc2_3);
+      acc3_3 = subgroupMatrixMultiplyAccumulate(l3, r3, acc3_3);
+    }
+  }
+  if ((p.flags & ROWSUM) != 0u && wg.x == 0u) { drowsum(wg.z, a_base, row0, 128u, t, 64u); }
+  let plain = (p.flags & (ACCUMULATE | BIAS | RESIDUAL | GELU | GELU_GRAD)) == 0u && p.alpha == 1.0;
+  if (plain) {
+    subgroupMatrixStore(&C, c_base + (m0 + 0u) * p.ldc + n0 + 0u, acc0_0, false, p.ldc);
+    subgroupMatrixStore(&C, c_base + (m0 + 0u) * p.ldc + n0 + 16u, acc0_1, false, p.ldc);
+    subgroupMatrixStore(&C, c_base + (m0 + 0u) * p.ldc + n0 + 32u, acc0_2, false, p.ldc);
+    subgroupMatrixStore(&C, c_base + (m0 + 0u) * p.ldc + n0 + 48u, acc0_3, false, p.ldc);
+    subgroupMatrixStore(&C, c_base + (m0 + 16u) * p.ldc + n0 + 0u, acc1_0, false, p.ldc);
+    subgroupMatrixStore(&C, c_base + (m0 + 16u) * p.ldc + n0 + 16u, acc1_1, false, p.ldc);
+    subgroupMatrixStore(&C, c_base + (m0 + 16u) * p.ldc + n0 + 32u, acc1_2, false, p.ldc);
+    subgroupMatrixStore(&C, c_base + (m0 + 16u) * p.ldc + n0 + 48u, acc1_3, false, p.ldc);
+    subgroupMatrixStore(&C, c_base + (m0 + 32u) * p.ldc + n0 + 0u, acc2_0, false, p.ldc);
+    subgroupMatrixStore(&C, c_base + (m0 + 32u) * p.ldc + n0 + 16u, acc2_1, false, p.ldc);
+    subgroupMatrixStore(&C, c_base + (m0 + 32u) * p.ldc + n0 + 32u, acc2_2, false, p.ldc);
+    subgroupMatrixStore(&C, c_base + (m0 + 32u) * p.ldc + n0 + 48u, acc2_3, false, p.ldc);
+    subgroupMatrixStore(&C, c_base + (m0 + 48u) * p.ldc + n0 + 0u, acc3_0, false, p.ldc);
+    subgroupMatrixStore(&C, c_base + (m0 + 48u) * p.ldc + n0 + 16u, acc3_1, false, p.ldc);
+    subgroupMatrixStore(&C, c_base + (m0 + 48u) * p.ldc + n0 + 32u, acc3_2, false, p.ldc);
+    subgroupMatrixStore(&C, c_base + (m0 + 48u) * p.ldc + n0 + 48u, acc3_3, false, p.ldc);
+    return;
+  }
+  subgroupMatrixStore(&Cs, sg * 256u, acc0_0, false, 16u);
+  workgroupBarrier();
+  scratch(sg, lane, c_base, m0 + 0u, n0 + 0u);
+  workgroupBarrier();
+  subgroupMatrixStore(&Cs, sg * 256u, acc0_1, false, 16u);
+  workgroupBarrier();
+  scratch(sg, lane, c_base, m0 + 0u, n0 + 16u);
+  workgroupBarrier();
+  subgroupMatrixStore(&Cs, sg * 256u, acc0_2, false, 16u);
+  workgroupBarrier();
+  scratch(sg, lane, c_base, m0 + 0u, n0 + 32u);
+  workgroupBarrier();
+  subgroupMatrixStore(&Cs, sg * 256u, acc0_3, false, 16u);
+  workgroupBarrier();
+  scratch(sg, lane, c_base, m0 + 0u, n0 + 48u);
+  workgroupBarrier();
+  subgroupMatrixStore(&Cs, sg * 256u, acc1_0, false, 16u);
+  workgroupBarrier();
+  scratch(sg, lane, c_base, m0 + 16u, n0 + 0u);
+  workgroupBarrier();
+  subgroupMatrixStore(&Cs, sg * 256u, acc1_1, false, 16u);
+  workgroupBarrier();
+  scratch(sg, lane, c_base, m0 + 16u, n0 + 16u);
+  workgroupBarrier();
+  subgroupMatrixStore(&Cs, sg * 256u, acc1_2, false, 16u);
+  workgroupBarrier();
+  scratch(sg, lane, c_base, m0 + 16u, n0 + 32u);
+  workgroupBarrier();
+  subgroupMatrixStore(&Cs, sg * 256u, acc1_3, false, 16u);
+  workgroupBarrier();
+  scratch(sg, lane, c_base, m0 + 16u, n0 + 48u);
+  workgroupBarrier();
+  subgroupMatrixStore(&Cs, sg * 256u, acc2_0, false, 16u);
+  workgroupBarrier();
+  scratch(sg, lane, c_base, m0 + 32u, n0 + 0u);
+  workgroupBarrier();
+  subgroupMatrixStore(&Cs, sg * 256u, acc2_1, false, 16u);
+  workgroupBarrier();
+  scratch(sg, lane, c_base, m0 + 32u, n0 + 16u);
+  workgroupBarrier();
+  subgroupMatrixStore(&Cs, sg * 256u, acc2_2, false, 16u);
+  workgroupBarrier();
+  scratch(sg, lane, c_base, m0 + 32u, n0 + 32u);
+  workgroupBarrier();
+  subgroupMatrixStore(&Cs, sg * 256u, acc2_3, false, 16u);
+  workgroupBarrier();
+  scratch(sg, lane, c_base, m0 + 32u, n0 + 48u);
+  workgroupBarrier();
+  subgroupMatrixStore(&Cs, sg * 256u, acc3_0, false, 16u);
+  workgroupBarrier();
+  scratch(sg, lane, c_base, m0 + 48u, n0 + 0u);
+  workgroupBarrier();
+  subgroupMatrixStore(&Cs, sg * 256u, acc3_1, false, 16u);
+  workgroupBarrier();
+  scratch(sg, lane, c_base, m0 + 48u, n0 + 16u);
+  workgroupBarrier();
+  subgroupMatrixStore(&Cs, sg * 256u, acc3_2, false, 16u);
+  workgroupBarrier();
+  scratch(sg, lane, c_base, m0 + 48u, n0 + 32u);
+  workgroupBarrier();
+  subgroupMatrixStore(&Cs, sg * 256u, acc3_3, false, 16u);
+  workgroupBarrier();
+  scratch(sg, lane, c_base, m0 + 48u, n0 + 48u);
+  workgroupBarrier();
+}
+
+// direct_128: 2 x 2 subgroups of 4 x 4 matrices (128 x 128 of C), K unrolled 1x
+@compute @workgroup_size(128)
+fn direct_128(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) t: u32) {
+  let outer = wg.z / p.inner;
+  let inner = wg.z % p.inner;
+  let a_base = p.a_off + outer * p.a_so + inner * p.a_si;
+  let b_base = p.b_off + outer * p.b_so + inner * p.b_si;
+  let c_base = p.c_off + outer * p.c_so + inner * p.c_si;
+  let sg = t / 32u;
+  let lane = t % 32u;
+  let row0 = wg.y * 128u;
+  let m0 = row0 + (sg / 2u) * 64u;
+  let n0 = wg.x * 128u + (sg % 2u) * 64u;
+  var acc0_0: subgroup_matrix_result<f32, 16, 16>;
+  var acc0_1: subgroup_matrix_result<f32, 16, 16>;
+  var acc0_2: subgroup_matrix_result<f32, 16, 16>;
+  var acc0_3: subgroup_matrix_result<f32, 16, 16>;
+  var acc1_0: subgroup_matrix_result<f32, 16, 16>;
+  var acc1_1: subgroup_matrix_result<f32, 16, 16>;
+  var acc1_2: subgroup_matrix_result<f32, 16, 16>;
+  var acc1_3: subgroup_matrix_result<f32, 16, 16>;
+  var acc2_0: subgroup_matrix_result<f32, 16, 16>;
+  var acc2_1: subgroup_matrix_result<f32, 16, 16>;
+  var acc2_2: subgroup_matrix_result<f32, 16, 16>;
+  var acc2_3: subgroup_matrix_result<f32, 16, 16>;
+  var acc3_0: subgroup_matrix_result<f32, 16, 16>;
+  var acc3_1: subgroup_matrix_result<f32, 16, 16>;
+  var acc3_2: subgroup_matrix_result<f32, 16, 16>;
+  var acc3_3: subgroup_matrix_result<f32, 16, 16>;
+  for (var k = 0u; k < p.K; k += 16u) {
+    {
+      let l0 = dleft(a_base, m0 + 0u, k + 0u);
+      let l1 = dleft(a_base, m0 + 16u, k + 0u);
+      let l2 = dleft(a_base, m0 + 32u, k + 0u);
+      let l3 = dleft(a_base, m0 + 48u, k + 0u);
+      let r0 = dright(b_base, n0 + 0u, k + 0u);
+      let r1 = dright(b_base, n0 + 16u, k + 0u);
+      let r2 = dright(b_base, n0 + 32u, k + 0u);
+      let r3 = dright(b_base, n0 + 48u, k + 0u);
+      acc0_0 = subgroupMatrixMultiplyAccumulate(l0, r0, acc0_0);
+      acc1_0 = subgroupMatrixMultiplyAccumulate(l1, r0, acc1_0);
+      acc2_0 = subgroupMatrixMultiplyAccumulate(l2, r0, acc2_0);
+      acc3_0 = subgroupMatrixMultiplyAccumulate(l3, r0, acc3_0);
+      acc0_1 = subgroupMatrixMultiplyAccumulate(l0, r1, acc0_1);
+      acc1_1 = subgroupMatrixMultiplyAccumulate(l1, r1, acc1_1);
+      acc2_1 = subgroupMatrixMultiplyAccumulate(l2, r1, acc2_1);
+      acc3_1 = subgroupMatrixMultiplyAccumulate(l3, r1, acc3_1);
+      acc0_2 = subgroupMatrixMultiplyAccumulate(l0, r2, acc0_2);
+      acc1_2 = subgroupMatrixMultiplyAccumulate(l1, r2, acc1_2);
+      acc2_2 = subgroupMatrixMultiplyAccumulate(l2, r2, acc2_2);
+      acc3_2 = subgroupMatrixMultiplyAccumulate(l3, r2, acc3_2);
+      acc0_3 = subgroupMatrixMultiplyAccumulate(l0, r3, acc0_3);
+      acc1_3 = subgroupMatrixMultiplyAccumulate(l1, r3, acc1_3);
+      acc2_3 = subgroupMatrixMultiplyAccumulate(l2, r3, acc2_3);
+      acc3_3 = subgroupMatrixMultiplyAccumulate(l3, r3, acc3_3);
+    }
+  }
+  if ((p.flags & ROWSUM) != 0u && wg.x == 0u) { drowsum(wg.z, a_base, row0, 128u, t, 128u); }
+  let plain = (p.flags & (ACCUMULATE | BIAS | RESIDUAL | GELU | GELU_GRAD)) == 0u && p.alpha == 1.0;
+  if (plain) {
+    subgroupMatrixStore(&C, c_base + (m0 + 0u) * p.ldc + n0 + 0u, acc0_0, false, p.ldc);
+    subgroupMatrixStore(&C, c_base + (m0 + 0u) * p.ldc + n0 + 16u, acc0_1, false, p.ldc);
+    subgroupMatrixStore(&C, c_base + (m0 + 0u) * p.ldc + n0 + 32u, acc0_2, false, p.ldc);
+    subgroupMatrixStore(&C, c_base + (m0 + 0u) * p.ldc + n0 + 48u, acc0_3, false, p.ldc);
+    subgroupMatrixStore(&C, c_base + (m0 + 16u) * p.ldc + n0 + 0u, acc1_0, false, p.ldc);
+    subgroupMatrixStore(&C, c_base + (m0 + 16u) * p.ldc + n0 + 16u, acc1_1, false, p.ldc);
+    subgroupMatrixStore(&C, c_base + (m0 + 16u) * p.ldc + n0 + 32u, acc1_2, false, p.ldc);
+    subgroupMatrixStore(&C, c_base + (m0 + 16u) * p.ldc + n0 + 48u, acc1_3, false, p.ldc);
+    subgroupMatrixStore(&C, c_base + (m0 + 32u) * p.ldc + n0 + 0u, acc2_0, false, p.ldc);
+    subgroupMatrixStore(&C, c_base + (m0 + 32u) * p.ldc + n0 + 16u, acc2_1, false, p.ldc);
+    subgroupMatrixStore(&C, c_base + (m0 + 32u) * p.ldc + n0 + 32u, acc2_2, false, p.ldc);
+    subgroupMatrixStore(&C, c_base + (m0 + 32u) * p.ldc + n0 + 48u, acc2_3, false, p.ldc);
+    subgroupMatrixStore(&C, c_base + (m0 + 48u) * p.ldc + n0 + 0u, acc3_0, false, p.ldc);
+    subgroupMatrixStore(&C, c_base + (m0 + 48u) * p.ldc + n0 + 16u, acc3_1, false, p.ldc);
+    subgroupMatrixStore(&C, c_base + (m0 + 48u) * p.ldc + n0 + 32u, acc3_2, false, p.ldc);
+    subgroupMatrixStore(&C, c_base + (m0 + 48u) * p.ldc + n0 + 48u, acc3_3, false, p.ldc);
+    return;
+  }
+  subgroupMatrixStore(&Cs, sg * 256u, acc0_0, false, 16u);
+  workgroupBarrier();
+  scratch(sg, lane, c_base, m0 + 0u, n0 + 0u);
+  workgroupBarrier();
+  subgroupMatrixStore(&Cs, sg * 256u, acc0_1, false, 16u);
+  workgroupBarrier();
+  scratch(sg, lane, c_base, m0 + 0u, n0 + 16u);
+  workgroupBarrier();
+  subgroupMatrixStore(&Cs, sg * 256u, acc0_2, false, 16u);
+  workgroupBarrier();
+  scratch(sg, lane, c_base, m0 + 0u, n0 + 32u);
+  workgroupBarrier();
+  subgroupMatrixStore(&Cs, sg * 256u, acc0_3, false, 16u);
+  workgroupBarrier();
+  scratch(sg, lane, c_base, m0 + 0u, n0 + 48u);
+  workgroupBarrier();
+  subgroupMatrixStore(&Cs, sg * 256u, acc1_0, false, 16u);
+  workgroupBarrier();
+  scratch(sg, lane, c_base, m0 + 16u, n0 + 0u);
+  workgroupBarrier();
+  subgroupMatrixStore(&Cs, sg * 256u, acc1_1, false, 16u);
+  workgroupBarrier();
+  scratch(sg, lane, c_base, m0 + 16u, n0 + 16u);
+  workgroupBarrier();
+  subgroupMatrixStore(&Cs, sg * 256u, acc1_2, false, 16u);
+  workgroupBarrier();
+  scratch(sg, lane, c_base, m0 + 16u, n0 + 32u);
+  workgroupBarrier();
+  subgroupMatrixStore(&Cs, sg * 256u, acc1_3, false, 16u);
+  workgroupBarrier();
+  scratch(sg, lane, c_base, m0 + 16u, n0 + 48u);
+  workgroupBarrier();
+  subgroupMatrixStore(&Cs, sg * 256u, acc2_0, false, 16u);
+  workgroupBarrier();
+  scratch(sg, lane, c_base, m0 + 32u, n0 + 0u);
+  workgroupBarrier();
+  subgroupMatrixStore(&Cs, sg * 256u, acc2_1, false, 16u);
+  workgroupBarrier();
+  scratch(sg, lane, c_base, m0 + 32u, n0 + 16u);
+  workgroupBarrier();
+  subgroupMatrixStore(&Cs, sg * 256u, acc2_2, false, 16u);
+  workgroupBarrier();
+  scratch(sg, lane, c_base, m0 + 32u, n0 + 32u);
+  workgroupBarrier();
+  subgroupMatrixStore(&Cs, sg * 256u, acc2_3, false, 16u);
+  workgroupBarrier();
+  scratch(sg, lane, c_base, m0 + 32u, n0 + 48u);
+  workgroupBarrier();
+  subgroupMatrixStore(&Cs, sg * 256u, acc3_0, false, 16u);
+  workgroupBarrier();
+  scratch(sg, lane, c_base, m0 + 48u, n0 + 0u);
+  workgroupBarrier();
+  subgroupMatrixStore(&Cs, sg * 256u, acc3_1, false, 16u);
+  workgroupBarrier();
+  scratch(sg, lane, c_base, m0 + 48u, n0 + 16u);
+  workgroupBarrier();
+  subgroupMatrixStore(&Cs, sg * 256u, acc3_2, false, 16u);
+  workgroupBarrier();
+  scratch(sg, lane, c_base, m0 + 48u, n0 + 32u);
+  workgroupBarrier();
+  subgroupMatrixStore(&Cs, sg * 256u, acc3_3, false, 16u);
+  workgroupBarrier();
+  scratch(sg, lane, c_base, m0 + 48u, n0 + 48u);
+  workgroupBarrier();
+}
+
+// direct_32x64: 1 x 1 subgroups of 2 x 4 matrices (32 x 64 of C), K unrolled 1x
+@compute @workgroup_size(32)
+fn direct_32x64(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) t: u32) {
+  let outer = wg.z / p.inner;
+  let inner = wg.z % p.inner;
+  let a_base = p.a_off + outer * p.a_so + inner * p.a_si;
+  let b_base = p.b_off + outer * p.b_so + inner * p.b_si;
+  let c_base = p.c_off + outer * p.c_so + inner * p.c_si;
+  let sg = t / 32u;
+  let lane = t % 32u;
+  let row0 = wg.y * 32u;
+  let m0 = row0 + (sg / 1u) * 32u;
+  let n0 = wg.x * 64u + (sg % 1u) * 64u;
+  var acc0_0: subgroup_matrix_result<f32, 16, 16>;
+  var acc0_1: subgroup_matrix_result<f32, 16, 16>;
+  var acc0_2: subgroup_matrix_result<f32, 16, 16>;
+  var acc0_3: subgroup_matrix_result<f32, 16, 16>;
+  var acc1_0: subgroup_matrix_result<f32, 16, 16>;
+  var acc1_1: subgroup_matrix_result<f32, 16, 16>;
+  var acc1_2: subgroup_matrix_result<f32, 16, 16>;
+  var acc1_3: subgroup_matrix_result<f32, 16, 16>;
+  for (var k = 0u; k < p.K; k += 16u) {
+    {
+      let l0 = dleft(a_base, m0 + 0u, k + 0u);
+      let l1 = dleft(a_base, m0 + 16u, k + 0u);
+      let r0 = dright(b_base, n0 + 0u, k + 0u);
+      let r1 = dright(b_base, n0 + 16u, k + 0u);
+      let r2 = dright(b_base, n0 + 32u, k + 0u);
+      let r3 = dright(b_base, n0 + 48u, k + 0u);
+      acc0_0 = subgroupMatrixMultiplyAccumulate(l0, r0, acc0_0);
+      acc1_0 = subgroupMatrixMultiplyAccumulate(l1, r0, acc1_0);
+      acc0_1 = subgroupMatrixMultiplyAccumulate(l0, r1, acc0_1);
+      acc1_1 = subgroupMatrixMultiplyAccumulate(l1, r1, acc1_1);
+      acc0_2 = subgroupMatrixMultiplyAccumulate(l0, r2, acc0_2);
+      acc1_2 = subgroupMatrixMultiplyAccumulate(l1, r2, acc1_2);
+      acc0_3 = subgroupMatrixMultiplyAccumulate(l0, r3, acc0_3);
+      acc1_3 = subgroupMatrixMultiplyAccumulate(l1, r3, acc1_3);
+    }
+  }
+  if ((p.flags & ROWSUM) != 0u && wg.x == 0u) { drowsum(wg.z, a_base, row0, 32u, t, 32u); }
+  let plain = (p.flags & (ACCUMULATE | BIAS | RESIDUAL | GELU | GELU_GRAD)) == 0u && p.alpha == 1.0;
+  if (plain) {
+    subgroupMatrixStore(&C, c_base + (m0 + 0u) * p.ldc + n0 + 0u, acc0_0, false, p.ldc);
+    subgroupMatrixStore(&C, c_base + (m0 + 0u) * p.ldc + n0 + 16u, acc0_1, false, p.ldc);
+    subgroupMatrixStore(&C, c_base + (m0 + 0u) * p.ldc + n0 + 32u, acc0_2, false, p.ldc);
+    subgroupMatrixStore(&C, c_base + (m0 + 0u) * p.ldc + n0 + 48u, acc0_3, false, p.ldc);
+    subgroupMatrixStore(&C, c_base + (m0 + 16u) * p.ldc + n0 + 0u, acc1_0, false, p.ldc);
+    subgroupMatrixStore(&C, c_base + (m0 + 16u) * p.ldc + n0 + 16u, acc1_1, false, p.ldc);
+    subgroupMatrixStore(&C, c_base + (m0 + 16u) * p.ldc + n0 + 32u, acc1_2, false, p.ldc);
+    subgroupMatrixStore(&C, c_base + (m0 + 16u) * p.ldc + n0 + 48u, acc1_3, false, p.ldc);
+    return;
+  }
+  subgroupMatrixStore(&Cs, sg * 256u, acc0_0, false, 16u);
+  workgroupBarrier();
+  scratch(sg, lane, c_base, m0 + 0u, n0 + 0u);
+  workgroupBarrier();
+  subgroupMatrixStore(&Cs, sg * 256u, acc0_1, false, 16u);
+  workgroupBarrier();
+  scratch(sg, lane, c_base, m0 + 0u, n0 + 16u);
+  workgroupBarrier();
+  subgroupMatrixStore(&Cs, sg * 256u, acc0_2, false, 16u);
+  workgroupBarrier();
+  scratch(sg, lane, c_base, m0 + 0u, n0 + 32u);
+  workgroupBarrier();
+  subgroupMatrixStore(&Cs, sg * 256u, acc0_3, false, 16u);
+  workgroupBarrier();
+  scratch(sg, lane, c_base, m0 + 0u, n0 + 48u);
+  workgroupBarrier();
+  subgroupMatrixStore(&Cs, sg * 256u, acc1_0, false, 16u);
+  workgroupBarrier();
+  scratch(sg, lane, c_base, m0 + 16u, n0 + 0u);
+  workgroupBarrier();
+  subgroupMatrixStore(&Cs, sg * 256u, acc1_1, false, 16u);
+  workgroupBarrier();
+  scratch(sg, lane, c_base, m0 + 16u, n0 + 16u);
+  workgroupBarrier();
+  subgroupMatrixStore(&Cs, sg * 256u, acc1_2, false, 16u);
+  workgroupBarrier();
+  scratch(sg, lane, c_base, m0 + 16u, n0 + 32u);
+  workgroupBarrier();
+  subgroupMatrixStore(&Cs, sg * 256u, acc1_3, false, 16u);
+  workgroupBarrier();
+  scratch(sg, lane, c_base, m0 + 16u, n0 + 48u);
+  workgroupBarrier();
+}

@@ -298,33 +298,80 @@ def wgsl(bm=128, bn=128, bk=32, wm=2, wn=4) -> str:
     return "\n".join(out) + "\n"
 
 
-def wgsl_direct(wm=2, wn=2, fm=2, fn=4, ku=1) -> str:
-    """A measuring variant without workgroup staging: each subgroup loads its operand matrices
-    straight from f16 storage (A: M x K, B: K x N, row-major; sizes multiples of the tile, K of
-    16 * ku), f32 results stored straight to C. Bindings 0 params, 1 A, 2 B, 3 C. For the probe's
-    comparison with the staged kernel; not a model's kernel (no edges, no epilogues)."""
-    bm, bn, nt = wm * fm * 16, wn * fn * 16, wm * wn * 32
-    out = [f"""// matmul_f16 direct variant: {wm} x {wn} subgroups of {fm} x {fn} 16x16 matrices, k unrolled {ku}x
-enable f16;
-enable subgroups;
-enable chromium_experimental_subgroup_matrix;
-diagnostic(off, chromium.subgroup_matrix_uniformity);
-struct Params {{
-  M: u32, N: u32, K: u32, flags: u32, alpha: f32, inner: u32, lda: u32, ldb: u32, ldc: u32,
-  a_off: u32, b_off: u32, c_off: u32, bias_off: u32, a_so: u32, a_si: u32, b_so: u32, b_si: u32,
-  c_so: u32, c_si: u32,
-}}
-@group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> A: array<f16>;
-@group(0) @binding(2) var<storage, read> B: array<f16>;
-@group(0) @binding(3) var<storage, read_write> C: array<f32>;
+# The direct-load entries: name -> (wm, wn, fm, fn, ku): wm x wn subgroups a workgroup, each
+# owning fm x fn 16x16 result matrices, the K loop unrolled ku times. Measured on the H200 (see
+# __init__.PREFERENCE for which shapes each serves).
+DIRECT = {"direct_64": (1, 1, 4, 4, 1), "direct_64_u2": (1, 1, 4, 4, 2), "direct_64x128": (1, 2, 4, 4, 1),
+          "direct_128x64": (2, 1, 4, 4, 1), "direct_128": (2, 2, 4, 4, 1), "direct_32x64": (1, 1, 2, 4, 1)}
+
+DIRECT_HEADER = """
+// ---- Direct-load entries (direct_*) and the f16 cast ---------------------------------------------
+// The same contract without the causal flags, on operands already in f16 (A16, B16: the f16 copies
+// that cast_f16 writes, offsets and strides in f16 elements): each subgroup loads its operand
+// matrices straight from storage, no workgroup memory and no barriers in the K loop (the
+// hardware's caches serve the re-reads). A transposed operand is loaded column-major. The host
+// picks an entry only where M, N and K are multiples of its tile and the offsets keep 16-byte
+// alignment (matmul_f16.pick_direct); ROWSUM is summed from storage by the column-0 workgroups.
+@group(0) @binding(1) var<storage, read> A16: array<f16>;
+@group(0) @binding(2) var<storage, read> B16: array<f16>;
+
+fn dleft(base: u32, m: u32, k: u32) -> subgroup_matrix_left<f16, 16, 16> {
+  if (TRANSPOSE_A) { return subgroupMatrixLoad<subgroup_matrix_left<f16, 16, 16>>(&A16, base + k * p.lda + m, true, p.lda); }
+  return subgroupMatrixLoad<subgroup_matrix_left<f16, 16, 16>>(&A16, base + m * p.lda + k, false, p.lda);
+}
+
+fn dright(base: u32, n: u32, k: u32) -> subgroup_matrix_right<f16, 16, 16> {
+  if (TRANSPOSE_B) { return subgroupMatrixLoad<subgroup_matrix_right<f16, 16, 16>>(&B16, base + n * p.ldb + k, true, p.ldb); }
+  return subgroupMatrixLoad<subgroup_matrix_right<f16, 16, 16>>(&B16, base + k * p.ldb + n, false, p.ldb);
+}
+
+// ROWSUM: G[z * M + r] = the sum over K of row r of op(A), rows r0 .. r0 + rows, nt invocations.
+fn drowsum(z: u32, base: u32, r0: u32, rows: u32, t: u32, nt: u32) {
+  for (var r = t; r < rows; r += nt) {
+    var s = 0.0;
+    for (var k = 0u; k < p.K; k++) {
+      if (TRANSPOSE_A) { s += f32(A16[base + k * p.lda + r0 + r]); } else { s += f32(A16[base + (r0 + r) * p.lda + k]); }
+    }
+    if (r0 + r < p.M) { G[z * p.M + r0 + r] = s; }
+  }
+}
+
+// D16[dst_off / 2 ..] <- S32[src_off .. src_off + n] as packed f16 pairs (dst_off even; an odd n
+// leaves a zero in the last high half), rounded as the staged kernel rounds (f16()).
+@group(0) @binding(0) var<uniform> cp: Cast;
+@group(0) @binding(1) var<storage, read> S32: array<f32>;
+@group(0) @binding(2) var<storage, read_write> D16: array<u32>;
+
+@compute @workgroup_size(256)
+fn cast_f16(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nw: vec3u) {
+  let w = gid.x + gid.y * nw.x * 256u;
+  let i = 2u * w;
+  if (i >= cp.n) { return; }
+  var y = 0.0;
+  if (i + 1u < cp.n) { y = S32[cp.src_off + i + 1u]; }
+  D16[cp.dst_off / 2u + w] = bitcast<u32>(vec2<f16>(vec2<f32>(S32[cp.src_off + i], y)));
+}
+"""
+
+
+def wgsl_direct(name: str, wm: int, wn: int, fm: int, fn: int, ku: int) -> str:
+    """One direct-load entry point: wm x wn subgroups of fm x fn 16x16 matrices, K unrolled ku times
+    (K a multiple of 16 * ku). Every accumulator and operand matrix a named variable (see above)."""
+    sm, sn, nt = 16 * fm, 16 * fn, 32 * wm * wn
+    out = [f"""
+// {name}: {wm} x {wn} subgroups of {fm} x {fn} matrices ({wm * sm} x {wn * sn} of C), K unrolled {ku}x
 @compute @workgroup_size({nt})
-fn matmul(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) t: u32) {{
+fn {name}(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) t: u32) {{
+  let outer = wg.z / p.inner;
+  let inner = wg.z % p.inner;
+  let a_base = p.a_off + outer * p.a_so + inner * p.a_si;
+  let b_base = p.b_off + outer * p.b_so + inner * p.b_si;
+  let c_base = p.c_off + outer * p.c_so + inner * p.c_si;
   let sg = t / 32u;
-  let m0 = wg.y * {bm}u + (sg / {wn}u) * {fm * 16}u;
-  let n0 = wg.x * {bn}u + (sg % {wn}u) * {fn * 16}u;
-  let lda = p.lda;
-  let ldb = p.ldb;"""]
+  let lane = t % 32u;
+  let row0 = wg.y * {wm * sm}u;
+  let m0 = row0 + (sg / {wn}u) * {sm}u;
+  let n0 = wg.x * {wn * sn}u + (sg % {wn}u) * {sn}u;"""]
     w = out.append
     for i in range(fm):
         for j in range(fn):
@@ -333,19 +380,35 @@ fn matmul(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) t: 
     for u in range(ku):
         w("    {")
         for i in range(fm):
-            w(f"      let l{i} = subgroupMatrixLoad<subgroup_matrix_left<f16, 16, 16>>(&A, (m0 + {16 * i}u) * lda + k + {16 * u}u, false, lda);")
+            w(f"      let l{i} = dleft(a_base, m0 + {16 * i}u, k + {16 * u}u);")
         for j in range(fn):
-            w(f"      let r{j} = subgroupMatrixLoad<subgroup_matrix_right<f16, 16, 16>>(&B, (k + {16 * u}u) * ldb + n0 + {16 * j}u, false, ldb);")
-        for i in range(fm):
-            for j in range(fn):
+            w(f"      let r{j} = dright(b_base, n0 + {16 * j}u, k + {16 * u}u);")
+        for j in range(fn):
+            for i in range(fm):
                 w(f"      acc{i}_{j} = subgroupMatrixMultiplyAccumulate(l{i}, r{j}, acc{i}_{j});")
         w("    }")
     w("  }")
+    w(f"  if ((p.flags & ROWSUM) != 0u && wg.x == 0u) {{ drowsum(wg.z, a_base, row0, {wm * sm}u, t, {nt}u); }}")
+    w("  let plain = (p.flags & (ACCUMULATE | BIAS | RESIDUAL | GELU | GELU_GRAD)) == 0u && p.alpha == 1.0;")
+    w("  if (plain) {")
     for i in range(fm):
         for j in range(fn):
-            w(f"  subgroupMatrixStore(&C, (m0 + {16 * i}u) * p.ldc + n0 + {16 * j}u, acc{i}_{j}, false, p.ldc);")
+            w(f"    subgroupMatrixStore(&C, c_base + (m0 + {16 * i}u) * p.ldc + n0 + {16 * j}u, acc{i}_{j}, false, p.ldc);")
+    w("    return;")
+    w("  }")
+    for i in range(fm):
+        for j in range(fn):
+            w(f"  subgroupMatrixStore(&Cs, sg * 256u, acc{i}_{j}, false, 16u);")
+            w("  workgroupBarrier();")
+            w(f"  scratch(sg, lane, c_base, m0 + {16 * i}u, n0 + {16 * j}u);")
+            w("  workgroupBarrier();")
     w("}")
     return "\n".join(out) + "\n"
+
+
+def module() -> str:
+    """The whole file: the staged kernel (DEFAULT tiling), the cast and the direct entries."""
+    return wgsl(**DEFAULT) + DIRECT_HEADER + "".join(wgsl_direct(name, *t) for name, t in DIRECT.items())
 
 
 def path() -> Path:
@@ -359,4 +422,4 @@ if __name__ == "__main__":
         bm, bn, bk, wm, wn = (int(x) for x in sys.argv[2:7])
         Path(sys.argv[1]).write_text(assemble("matmul_f16", wgsl(bm, bn, bk, wm, wn)))
     else:
-        path().write_text(wgsl(**DEFAULT))
+        path().write_text(module())

@@ -6,6 +6,7 @@
 #   bash .gpu/bin/with-browser.sh bash tools/gpu/f16probe/run.sh
 # Locally it runs on SwiftShader, which has no subgroup matrices: it reports that and stops.
 # PROBE_DAWN_FLAGS replaces the f16 flag (e.g. to add disable_robustness); PROBE_TAG names the files.
+# PROBE_PAGE=direct.html: matmul_f16's direct entries and cast (direct.js; its query from gen/direct.query).
 # PROBE_QUERY: e.g. "variants=all&sizes=4096,8192". Result lines go to stdout and $OUT/f16probe.jsonl.
 here=$(cd "$(dirname "$0")" && pwd); root=$(cd "$here/../../.." && pwd)
 CH=${CHROMIUM_BIN:-/usr/bin/chromium}
@@ -16,7 +17,7 @@ python3 "$here/serve.py" $port "$root" & sp=$!
 sleep 1
 $CH --headless --no-sandbox --disable-background-networking --disable-component-update --disable-sync \
   --no-first-run --user-data-dir="$(mktemp -d)" $FLAGS \
-  "http://localhost:$port/tools/gpu/f16probe/probe.html?${PROBE_QUERY:-}" >"${OUT:-/tmp}/f16probe${PROBE_TAG:-}-chromium.log" 2>&1 & cp=$!
+  "http://localhost:$port/tools/gpu/f16probe/${PROBE_PAGE:-probe.html}?${PROBE_QUERY:-$(cat "$root/gen/direct.query" 2>/dev/null)}" >"${OUT:-/tmp}/f16probe${PROBE_TAG:-}-chromium.log" 2>&1 & cp=$!
 for i in $(seq 1 ${PROBE_WAIT:-400}); do grep -q '"done"' "$RESULT" 2>/dev/null && break; sleep 1; done
 cat "$RESULT" 2>/dev/null || { echo "no result"; tail -20 "${OUT:-/tmp}/f16probe${PROBE_TAG:-}-chromium.log"; }
 kill $cp $sp 2>/dev/null; wait 2>/dev/null || true
