@@ -208,7 +208,9 @@ def test_a_forest_draws_its_surface_live_and_shows_the_baseline_row(app):
     assert page.evaluate("() => window.liveNotes") == [f"Drawn by the trees grown so far: after {k} of 4 trees." for k in (1, 2, 3)]
     assert page.locator("#forest-live").count() == 0  # the finished forest's plots replaced them
     surface = page.locator("#forest-plots [data-plot=surface] [role=img]").get_attribute("aria-label")
-    assert surface.startswith("Decision surface over petal width (cm) and sepal length (cm) (the other feature at its training median)")
+    assert surface.startswith("Decision surface over petal width (cm) and sepal length (cm): predicted classes:")
+    assert page.locator("#forest-plots .surface-slice").inner_text().startswith(
+        "Over petal width (cm) (across) and sepal length (cm) (up); the other feature held at its training median: ")
     head = page.locator("#forest-metrics thead th").all_inner_texts()
     assert head == ["Metric", "This forest", "Baseline"]
     rows = {r[0]: r[1:] for r in (tr.locator("td").all_inner_texts() for tr in page.locator("#forest-metrics tbody tr").all())}
@@ -326,7 +328,7 @@ def test_the_runs_tab_names_data_sets_shows_parameters_and_draws_each_metric_apa
     row = page.locator(f"#runs-list tbody tr[data-id='{run}']")
     row.wait_for()
     cells = row.locator("td").all_inner_texts()
-    assert cells[2:5] == ["random_forest", "greenhouse.csv", "n_estimators 2 · max_depth 3 · random_state 0"]
+    assert cells[3:7] == ["random_forest", "greenhouse.csv", "yield", "n_estimators 2 · max_depth 3 · random_state 0"]
     assert stored["id"] not in page.locator("#runs-list").inner_text()  # names, not ids
     assert "greenhouse.csv" in page.locator("#runs-data").inner_text()
     # Every metric on its own chart and axis: mse (greenhouse) apart from accuracy (iris).
@@ -345,9 +347,9 @@ def test_the_runs_tab_names_data_sets_shows_parameters_and_draws_each_metric_apa
     assert not page.locator("#runs-more").is_visible()  # one page holds them all
     # Hovering reads the point out in the legend.
     value = page.locator("#runs-time-chart .u-legend .u-series").nth(1).locator(".u-value")
-    assert value.inner_text() == "–"
+    assert value.inner_text() == ""  # no placeholder dash before the cursor comes
     page.hover("#runs-time-chart .u-over")
-    page.wait_for_function("(e) => e.textContent !== '–'", arg=value.element_handle())
+    page.wait_for_function("(e) => e.textContent !== ''", arg=value.element_handle())
     assert float(value.inner_text()) > 0  # its main time, in seconds
     # The charts follow the window: narrower on a phone, wide again after.
     page.set_viewport_size(PHONE)

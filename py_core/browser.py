@@ -95,6 +95,20 @@ async def predict_csv(model, data, name: str, hooks=None) -> str:
     return json.dumps(out)
 
 
+def forest_estimate(request_json: str, hooks=None) -> str:
+    """A forest's time here and whether the adapter holds it, before Train (jobs.estimate)."""
+    from .jobs.estimate import forest_estimate as estimate
+    return json.dumps(estimate(json.loads(request_json)))
+
+
+def table_fits(dataset_id: str, hooks=None) -> str:
+    """Whether the tab can hold a synthetic table, asked before it is generated (jobs.estimate)."""
+    from .jobs.estimate import table_fits as fits
+    from .wasm import heap
+    wasm = heap()
+    return json.dumps({"refused": fits(dataset_id, None if wasm is None else wasm.room)})
+
+
 def transformer_presets(hooks=None) -> str:
     from .transformer import PRESETS
     return json.dumps(PRESETS)

@@ -78,7 +78,7 @@ CREATE TABLE IF NOT EXISTS retired (
 """
 RETIRED_KEPT = 10_000  # ids of retired runs remembered (about 100 bytes each)
 SUMMARY_COLUMNS = ("dataset", "backend", "device", "metric", "value", "main_time", "total_time",
-                   "note", "params", "size")
+                   "note", "params", "size", "target")
 PARAMS_BYTES = 1024
 
 # The canonical textual UUID; braces, "urn:uuid:" and bare hex are refused so one run has one id.
@@ -190,6 +190,7 @@ def summarize(run: dict, size: int) -> dict:
                 kept.pop(str(k)[:64])
                 break
     return {"dataset": _text(config.get("dataset")) or _text(config.get("text")),
+            "target": _text(config.get("target")),
             "backend": backend, "device": device, "metric": metric,
             "value": _num(metrics.get(metric)) if metric else None,
             "main_time": _num(timings.get(MAIN_TIME.get(kind, "total"))),
@@ -211,6 +212,8 @@ def migrate(conn: sqlite3.Connection) -> None:
     for col in SUMMARY_COLUMNS:
         if col not in have:
             conn.execute(f"ALTER TABLE runs ADD COLUMN {col} {types.get(col, 'TEXT')}")
+    if "size" in have and not set(SUMMARY_COLUMNS) <= have:  # a column added since: every run refilled
+        conn.execute("UPDATE runs SET size = NULL")
     conn.execute("CREATE INDEX IF NOT EXISTS runs_dataset_created ON runs (dataset, created_at)")
     conn.execute("CREATE INDEX IF NOT EXISTS runs_device_created ON runs (device, created_at)")
     todo = conn.execute("SELECT rowid FROM runs WHERE size IS NULL").fetchall()

@@ -124,7 +124,7 @@ def test_two_features_draw_a_decision_surface(datasets, reference_backend):
     reg = {"kind": "random_forest", "dataset": "diabetes", "target": "progression",
            "features": ["x2", "x8"], "params": {"n_estimators": 3, "max_depth": 3}}
     s = run(forest_job.run(reg, reference_backend, context(datasets)))["plots"]["surface"]
-    assert len(s["levels"]) == forest_plots.LEVELS + 1 and max(s["grid"]["values"]) < forest_plots.LEVELS
+    assert len(s["grid"]["values"]) == forest_plots.SURFACE ** 2 and s["scale"][0] <= min(s["grid"]["values"])
 
 
 def test_live_plots_redraw_as_tree_batches_finish(datasets, reference_backend):
@@ -145,7 +145,7 @@ def test_live_plots_redraw_as_tree_batches_finish(datasets, reference_backend):
     first, last = updates[0]["plots"], updates[-1]["plots"]
     assert len(first["pred_vs_actual"]) == len(live["plots"]["pred_vs_actual"]) == 89
     assert first["surface"]["grid"]["values"] != last["surface"]["grid"]["values"]  # the surface moved
-    assert first["surface"]["levels"] == final["levels"]  # on the same colours
+    assert first["surface"]["scale"] == final["scale"]  # on the same colours
     truth = np.array([t for t, _ in first["pred_vs_actual"]])
     err = [np.mean((truth - np.array([p for _, p in u["pred_vs_actual"]])) ** 2) for u in (first, last)]
     assert err[1] < err[0]  # seven trees predict better than one

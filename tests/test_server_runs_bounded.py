@@ -27,7 +27,7 @@ def test_list_gives_summaries_not_bodies(client):
     assert listed == [{"id": run["id"], "kind": "random_forest", "created_at": listed[0]["created_at"],
                        "dataset": "diabetes", "backend": "webgpu", "device": "webgpu · nvidia",
                        "metric": "mse", "value": 3042.5, "main_time": 0.25, "total_time": 1.5,
-                       "note": None, "params": {"n_estimators": 10}, "size": listed[0]["size"]}]
+                       "note": None, "params": {"n_estimators": 10}, "size": listed[0]["size"], "target": None}]
     assert listed[0]["size"] > 4000  # the body's bytes, counted; the body itself is not sent
     selftest = {"id": str(uuid.uuid4()), "kind": "selftest", "backend": "webgpu",
                 "adapter": {"vendor": "google", "is_fallback_adapter": True},
@@ -188,6 +188,29 @@ def test_old_database_is_migrated_and_readable(settings):
     with sqlite3.connect(settings.db_path) as conn:
         cols = {r[1] for r in conn.execute("PRAGMA table_info(runs)")}
     assert set(SUMMARY_COLUMNS) <= cols
+
+
+def test_a_database_from_before_the_target_column_gets_its_targets(settings):
+    """The Runs tab's Target column: a database of the summaries but the target (as stored before
+    it) gains the column at start-up, filled from each run's config."""
+    settings.data_dir.mkdir(parents=True)
+    old = [c for c in SUMMARY_COLUMNS if c != "target"]
+    conn = sqlite3.connect(settings.db_path)
+    conn.execute(f"CREATE TABLE runs (id TEXT PRIMARY KEY, kind TEXT NOT NULL, created_at TEXT NOT NULL, "
+                 f"body TEXT NOT NULL, {', '.join(old)})")
+    run = run_of(config={"kind": "random_forest", "dataset": "wine", "target": "target", "params": {}})
+    conn.execute("INSERT INTO runs (id, kind, created_at, body, size) VALUES (?, ?, ?, ?, ?)",
+                 (run["id"], run["kind"], "2026-01-01T00:00:00Z", json.dumps(run), 10))
+    conn.commit()
+    conn.close()
+    from conftest import TestClient
+    from server.app import create_app
+    with TestClient(create_app(settings), base_url="http://127.0.0.1") as client:
+        listed = client.get("/api/runs").json()["runs"]
+        assert listed[0]["target"] == "target" and listed[0]["dataset"] == "wine"
+        posted = run_of(config={"dataset": "diabetes", "target": "progression"})
+        client.post("/api/runs", json=posted)
+        assert client.get("/api/runs").json()["runs"][0]["target"] == "progression"
 
 
 @pytest.mark.parametrize("change, field", [

@@ -185,8 +185,12 @@ function compactPlots(plots) {
   const out = { ...plots };
   delete out.residuals;
   if (out.pred_vs_actual) out.pred_vs_actual = thin(out.pred_vs_actual);
-  if (out.surface) out.surface = { ...out.surface, points: thin(out.surface.points), levels: out.surface.levels?.map(round),
-                                   grid: { ...out.surface.grid, x: out.surface.grid.x.map(round), y: out.surface.grid.y.map(round) } };
+  if (out.surface) {
+    const g = out.surface.grid;
+    out.surface = { ...out.surface, points: thin(out.surface.points), scale: out.surface.scale?.map(round),
+                    held: out.surface.held?.map(([name, v]) => [name, round(v)]),
+                    grid: { ...g, x: g.x.map(round), y: g.y.map(round), values: g.values.map(round) } };
+  }
   if (out.importances) out.importances = out.importances.map((f) => ({ ...f, importance: round(f.importance) }));
   return out;
 }

@@ -103,11 +103,11 @@ export function lineChart(container, series, opts = {}) {
       cursor: { drag: { x: true, y: false } },
       scales: { x: { time: false } },
       axes: [axis(t, xName, { integer: opts.integerX }), axis(t, yName)],
-      series: [{ label: xName, value: (u, v) => (v == null ? "–" : fmtNumber(v, 6)) },
+      series: [{ label: xName, value: (u, v) => (v == null ? "" : fmtNumber(v, 6)) },
         ...handle.series.map((s, i) => ({
           label: s.name, stroke: t.colors[i % t.colors.length], width: 1.6, spanGaps: true,
           points: { show: single, size: 6, fill: t.colors[i % t.colors.length] },
-          value: (u, v) => (v == null ? "–" : fmtNumber(v, 5)),
+          value: (u, v) => (v == null ? "" : fmtNumber(v, 5)),
         }))],
     }, [xs, ...columns]);
     box.setAttribute("aria-label", `${title}: ` + handle.series.map((s) => {
@@ -160,10 +160,10 @@ export function scatterChart(container, points, opts = {}) {
     const sorted = handle.points.filter((p) => Number.isFinite(p[0]) && Number.isFinite(p[1]))
       .sort((a, b) => a[0] - b[0]);
     const xs = sorted.map((p) => p[0]), ys = sorted.map((p) => p[1]);
-    const series = [{ label: xName, value: (u, v) => (v == null ? "–" : fmtNumber(v, 5)) },
+    const series = [{ label: xName, value: (u, v) => (v == null ? "" : fmtNumber(v, 5)) },
       { label: yName, stroke: t.colors[0], fill: t.colors[0], paths: () => null,
         points: { show: true, size: 5, stroke: t.colors[0], fill: t.colors[0] },
-        value: (u, v) => (v == null ? "–" : fmtNumber(v, 5)) }];
+        value: (u, v) => (v == null ? "" : fmtNumber(v, 5)) }];
     const columns = [xs, ys];
     if (opts.diagonal || opts.zero) {
       series.push({ label: opts.diagonal ? "y = x" : "y = 0", stroke: t.muted, width: 1, dash: [4, 4],
@@ -287,32 +287,43 @@ export function confusion(container, matrix, names, { title = "Confusion matrix"
   return handle;
 }
 
-// grid: {x: [x0, x1], y: [y0, y1], n: cells per side, values: n*n class ids (row-major, y up)},
-// points: [[x, y, class], ...] drawn on top. opts.legend: names of the class ids (or levels);
-// opts.others: how many other features are held (at their medians). The handle's
-// update(grid, points) redraws it on the same axes' names (a live forest, batch after batch).
-export function surface(container, grid, points, { title = "Decision surface", xName = "x", yName = "y", legend, others = 0 } = {}) {
+// grid: {x: [x0, x1], y: [y0, y1], n: cells per side, values: n*n class ids or predicted values
+// (row-major, y up)}, points: [[x, y, class id or target value], ...] drawn on top. opts.classes:
+// the class ids' names (the legend); else opts.scale [lo, hi]: a regression's colour scale, the
+// cells and the points coloured by value on it. The legend is text under the canvas. The
+// handle's update(grid, points) redraws it on the same axes (a live forest, batch after batch).
+const TINT = 0.45;   // a surface cell's colour over the panel: the test rows' dots stand out on it
+export function surface(container, grid, points, { title = "Decision surface", xName = "x", yName = "y", classes = null, scale = null } = {}) {
   const state = { grid, points };
   const pad = { l: 58, r: 10, t: 8, b: 36 };   // the left: the y title, then the y ticks
+  const colour = (t, v) => (classes ? hexRgb(t.colors[v % t.colors.length]) : ramp(scale, v));
   const draw = (ctx, w, h, t) => {
     const { grid, points } = state;
     const [x0, x1] = grid.x, [y0, y1] = grid.y;
     const X = (v) => pad.l + ((v - x0) / (x1 - x0)) * (w - pad.l - pad.r);
     const Y = (v) => h - pad.b - ((v - y0) / (y1 - y0)) * (h - pad.t - pad.b);
+    // The cells as one n x n image, each pixel its colour mixed with the panel (opaque): scaled
+    // up without smoothing it has no seams, where translucent rectangles overlapping by half a
+    // pixel drew a darker grid.
     const n = grid.n;
-    const cw = (X(x1) - X(x0)) / n, ch = (Y(y0) - Y(y1)) / n;
-    ctx.globalAlpha = 0.28;
+    const cells = new OffscreenCanvas(n, n);
+    const cctx = cells.getContext("2d");
+    const image = cctx.createImageData(n, n);
+    const bg = hexRgb(t.panel);
     for (let r = 0; r < n; r++) for (let c = 0; c < n; c++) {
-      ctx.fillStyle = t.colors[grid.values[r * n + c] % t.colors.length];
-      ctx.fillRect(X(x0) + c * cw, Y(y0) - (r + 1) * ch, cw + 0.5, ch + 0.5);
+      const rgb = colour(t, grid.values[r * n + c]), at = ((n - 1 - r) * n + c) * 4;   // row 0 at the bottom
+      for (let k = 0; k < 3; k++) image.data[at + k] = Math.round(bg[k] + (rgb[k] - bg[k]) * TINT);
+      image.data[at + 3] = 255;
     }
-    ctx.globalAlpha = 0.9;
+    cctx.putImageData(image, 0, 0);
+    ctx.imageSmoothingEnabled = false;
+    ctx.drawImage(cells, X(x0), Y(y1), X(x1) - X(x0), Y(y0) - Y(y1));
+    ctx.lineWidth = 0.6; ctx.strokeStyle = t.panel;
     for (const [x, y, k] of points) {
-      ctx.fillStyle = t.colors[k % t.colors.length];
-      ctx.beginPath(); ctx.arc(X(x), Y(y), 2.6, 0, 2 * Math.PI); ctx.fill();
+      ctx.fillStyle = `rgb(${colour(t, k).join(",")})`;
+      ctx.beginPath(); ctx.arc(X(x), Y(y), 2.8, 0, 2 * Math.PI); ctx.fill(); ctx.stroke();
     }
-    ctx.globalAlpha = 1;
-    ctx.fillStyle = t.muted; ctx.strokeStyle = t.line;
+    ctx.fillStyle = t.muted; ctx.strokeStyle = t.line; ctx.lineWidth = 1;
     ctx.strokeRect(X(x0), Y(y1), X(x1) - X(x0), Y(y0) - Y(y1));
     ctx.textAlign = "center";
     for (const v of niceTicks(x0, x1)) ctx.fillText(fmtNumber(v, 3), X(v), h - pad.b + 14);
@@ -323,15 +334,34 @@ export function surface(container, grid, points, { title = "Decision surface", x
     ctx.fillText(xName, X((x0 + x1) / 2) - ctx.measureText(xName).width / 2, h - 6);
     ctx.save(); ctx.translate(10, pad.t + (h - pad.t - pad.b) / 2 + ctx.measureText(yName).width / 2);
     ctx.rotate(-Math.PI / 2); ctx.fillText(yName, 0, 0); ctx.restore();
+    legend(t);
   };
   const label = () => {
-    const classes = new Set(state.grid.values).size;
-    return `${title} over ${xName} and ${yName}${others ? ` (the other ${others === 1 ? "feature at its training median" : `${others} features at their training medians`})` : ""}: ` +
-      `${classes} predicted ${legend ? "regions" : "classes"}, ${state.points.length} test rows drawn on top`;
+    const v = state.grid.values;
+    const shown = classes ? `predicted classes: ${[...new Set(v)].sort((a, b) => a - b).map((k) => classes[k]).join(", ")}`
+      : `predictions from ${fmtNumber(Math.min(...v), 4)} to ${fmtNumber(Math.max(...v), 4)}`;
+    return `${title} over ${xName} and ${yName}: ${shown}; ${state.points.length} test rows drawn on top`;
   };
+  // The legend: each class's swatch and name, or the colour scale with its values at both ends
+  // and the middle.
+  const key = el("div", { class: "surface-legend", "aria-label": "Legend" });
+  function legend(t) {
+    if (classes) {
+      key.replaceChildren(el("span", { class: "muted" }, "class (cells: predicted, dots: true)"), ...classes.map((name, k) => el("span", { class: "legend-item" },
+        el("span", { class: "swatch", style: `background: ${t.colors[k % t.colors.length]}` }), String(name))));
+    } else {
+      const [lo, hi] = scale;
+      const stops = [0, 0.25, 0.5, 0.75, 1].map((f) => `rgb(${ramp(scale, lo + f * (hi - lo)).join(",")}) ${f * 100}%`);
+      key.replaceChildren(el("span", { class: "muted" }, "value (cells: predicted, dots: actual)"),
+        el("span", { class: "legend-scale" }, el("span", {}, fmtNumber(lo, 4)),
+          el("span", { class: "legend-bar", style: `background: linear-gradient(to right, ${stops.join(", ")})` }),
+          el("span", {}, fmtNumber(hi, 4))));
+    }
+  }
   const handle = canvasChart(container, label(), draw);
-  const rows = () => dataTable(handle.data, [xName, yName, "true class"],
-    state.points.map(([x, y, k]) => [x, y, legend ? legend[k] : k]));
+  handle.box.after(key);
+  const rows = () => dataTable(handle.data, [xName, yName, classes ? "true class" : "actual value"],
+    state.points.map(([x, y, k]) => [x, y, classes ? classes[k] : k]));
   rows();
   handle.update = (nextGrid, nextPoints) => {
     Object.assign(state, { grid: nextGrid, points: nextPoints });
@@ -340,6 +370,15 @@ export function surface(container, grid, points, { title = "Decision surface", x
     handle.redraw();
   };
   return handle;
+}
+
+// A value's colour on a regression surface's scale [lo, hi]: viridis (perceptually even, readable
+// in grey and by most colour-blind readers), five stops linearly between.
+const VIRIDIS = [[68, 1, 84], [59, 82, 139], [33, 145, 140], [94, 201, 98], [253, 231, 37]];
+function ramp([lo, hi], v) {
+  const f = Math.min(1, Math.max(0, hi > lo ? (v - lo) / (hi - lo) : 0.5)) * (VIRIDIS.length - 1);
+  const i = Math.min(VIRIDIS.length - 2, Math.floor(f)), u = f - i;
+  return VIRIDIS[i].map((a, k) => Math.round(a + (VIRIDIS[i + 1][k] - a) * u));
 }
 
 function niceTicks(lo, hi, n = 5) {
@@ -352,6 +391,8 @@ function niceTicks(lo, hi, n = 5) {
 }
 
 function hexRgb(hex) {
+  const short = /^#?([0-9a-f])([0-9a-f])([0-9a-f])$/i.exec(hex);   // "#fff": the page's --panel
+  if (short) return [1, 2, 3].map((i) => parseInt(short[i] + short[i], 16));
   const m = /^#?([0-9a-f]{2})([0-9a-f]{2})([0-9a-f]{2})$/i.exec(hex);
   return m ? [1, 2, 3].map((i) => parseInt(m[i], 16)) : [47, 111, 222];
 }

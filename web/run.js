@@ -4,9 +4,9 @@
 import { getRun } from "./api.js";
 import { lineChart } from "./charts.js";
 import { showComparisons } from "./panels/compare.js";
-import { drawPlots } from "./panels/forest.js";
+import { drawPlots } from "./panels/forest_plots.js";
 import { dataName, loadNames } from "./panels/runs.js";
-import { $, el, fmtNumber, fmtSeconds, scrollersTakeFocus, table } from "./ui.js";
+import { $, el, fmtNumber, fmtTiming, scrollersTakeFocus, table } from "./ui.js";
 
 const NOT_METRICS = new Set(["n_train", "n_test", "n_features", "predict_all_rows", "loss_curve", "val_curve"]);
 
@@ -72,12 +72,12 @@ async function main() {
   const base = run.extra?.baseline;
   const metricRows = Object.entries(m).filter(([k, v]) => typeof v === "number" && !NOT_METRICS.has(k))
     .map(([k, v]) => [k, fmtNumber(v, 5), base && typeof base[k] === "number" ? fmtNumber(base[k], 5) : "–"]);
-  const timingRows = Object.entries(run.timings || {}).filter(([, v]) => typeof v === "number").map(([k, v]) => [k, fmtSeconds(v)]);
+  const timingRows = Object.entries(run.timings || {}).filter(([, v]) => typeof v === "number").map(([k, v]) => [k, fmtTiming(k, v)]);
   const resultsCard = el("div", { class: "card" }, el("h2", {}, "Results"),
     m.n_test ? el("p", { class: "muted" }, `On the ${m.n_test} test rows (trained on ${m.n_train} rows).`) : null,
     metricRows.length ? table(["Metric", "This run", "Baseline"], metricRows, { id: "run-metrics" }) : null,
     base ? el("p", { class: "muted" }, `Baseline: ${base.predictor}.`) : null,
-    el("h3", {}, "Time"), table(["Phase", "Seconds"], timingRows, { id: "run-timings" }));
+    el("h3", {}, "Time"), table(["Phase", "Time"], timingRows, { id: "run-timings" }));
   const plots = el("div", { class: "cards", id: "run-plots", style: "margin-top:16px" });
   const compare = el("div", { id: "run-compare" });
   root.replaceChildren(el("div", { class: "cards" }, about, paramsCard, resultsCard), plots,

@@ -26,6 +26,15 @@ export function fmtSeconds(s) {
   return `${s.toFixed(2)} s`;
 }
 
+// A run's timings hold seconds, and beside them counts (the forest's "waits": how many times the
+// host waited on the GPU) and rates ("tokens_per_s"): each shown in its own unit.
+const COUNTS = new Set(["waits"]);
+export function fmtTiming(key, v) {
+  if (COUNTS.has(key)) return fmtNumber(v, 6);
+  if (key.endsWith("_per_s")) return `${fmtNumber(v, 4)} a second`;
+  return fmtSeconds(v);
+}
+
 export function fmtNumber(x, digits = 4) {
   if (x === null || x === undefined) return "–";
   if (typeof x !== "number") return String(x);

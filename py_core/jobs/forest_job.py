@@ -37,10 +37,13 @@ Result: {"metrics": {...}, "baseline": {...}, "timings": {...}, "model": {...}, 
 - plots: pred_vs_actual [[actual, predicted]] and residuals [[predicted, actual - predicted]]
   (regression, up to PLOT_POINTS test rows); confusion {"matrix" (rows: true class), "classes"};
   importances [{"name", "importance"}] (largest first); with two features or more, surface:
-  {"grid": {"x": [lo, hi], "y": [lo, hi], "n": SURFACE, "values": n*n class ids or levels,
-  row-major from the bottom}, "points": [[x, y, class or level]], "x_name", "y_name", "others":
-  the other features' count, held at their training medians} (regression: LEVELS levels of the
-  target's range, "levels" holds their edges). The sizes are forest_plots' constants.
+  {"grid": {"x": [lo, hi], "y": [lo, hi], "n": SURFACE, "values": n*n class ids (the order of
+  "classes") or predicted values (regression), row-major from the bottom}, "points": [[x, y,
+  class id or target value]], "x_name", "y_name", "others": the other features' count, held at
+  their training medians, "held": [[name, value]] the first HELD_SHOWN of them, "classes" (class
+  names: the legend) or "scale" ([lo, hi] of the target: the colour scale's ends, regression),
+  "note": a sentence when the features held decide the prediction on this slice, else None}.
+  The sizes are forest_plots' constants.
 - live (with "live": true): the forest grows in several batches (py_core.forest.builder), and
   about eight times as they finish a progress message {"live": {"trees": [grown, n_estimators],
   "plots": {"surface", and "pred_vs_actual" for regression}}} carries those plots as the trees so

@@ -1,6 +1,11 @@
 """The forest job's plots of a forest, or of its first trees while it grows (live): the decision
 surface over two features (the others at their training medians) and predicted against actual.
-Shapes: py_core.jobs.forest_job's docstring."""
+Shapes: py_core.jobs.forest_job's docstring.
+
+The surface is one slice of a forest over F features: it says which (the two shown, the others'
+values), and says so when the slice hides what decides: a surface of one class under test rows of
+several (wine, penguins: the features held at their medians pick the class whatever the two shown
+are), or, for regression, one whose predictions barely move while the rows' targets spread."""
 from __future__ import annotations
 
 import math
@@ -10,7 +15,10 @@ from ..errors import JobError
 
 PLOT_POINTS = 2000  # test rows drawn at most
 SURFACE = 64        # cells per side of the decision surface
-LEVELS = 8          # colours of a regression surface
+HELD_SHOWN = 6      # features held, named with their values in the surface's "held" (the rest counted)
+# A regression surface is "flat" when its predictions span less than this share of the test
+# rows' targets drawn on it: the colour scale then shows one colour under points of many.
+FLAT_SHARE = 0.1
 
 
 def every(n: int, most: int) -> list[int]:
@@ -62,7 +70,8 @@ class Plots:
 
     async def surface(self, predict, importances, final: bool = False) -> dict:
         """Predictions on a SURFACE x SURFACE grid over two features' range, the others at their
-        training medians, and the test rows on top."""
+        training medians, and the test rows on top; what the slice holds, and a note when the
+        features not shown decide the prediction."""
         prep, info = self.prep, self.info
         F = prep.n_features
         if self.pair is None or (final and self.asked is None):
@@ -77,22 +86,48 @@ class Plots:
         grid[fy::F] = array("d", [y0 + (r + 0.5) * (y1 - y0) / n for r in range(n) for _ in range(n)])
         test, keep = prep.X_test, self.keep
         values = self._labels(await predict(grid, n * n), n * n)
-        out = {"x_name": info["features"][fx], "y_name": info["features"][fy], "others": F - 2}
+        points = [[test[i * F + fx], test[i * F + fy], prep.y_test[i]] for i in keep]
+        held = [[name, self._value(j)] for j, name in enumerate(info["features"]) if j not in (fx, fy)]
+        out = {"x_name": info["features"][fx], "y_name": info["features"][fy], "others": F - 2,
+               "held": held[:HELD_SHOWN], "grid": {"x": [x0, x1], "y": [y0, y1], "n": n, "values": values},
+               "points": points}
         if self.classify:
-            return dict(out, grid={"x": [x0, x1], "y": [y0, y1], "n": n, "values": values},
-                        points=[[test[i * F + fx], test[i * F + fy], prep.y_test[i]] for i in keep])
-        # Levels over the target's range: a forest predicts within it, so the colours stay put
-        # while it grows.
-        lo = min(min(prep.y_train), min(prep.y_test))
-        hi = max(max(prep.y_train), max(prep.y_test))
-        width = (hi - lo) / LEVELS or 1.0
+            out["classes"] = [str(c) for c in info["classes"]]
+        else:
+            # The scale spans the target's range: a forest predicts within it, so the colours stay
+            # put while it grows.
+            out["scale"] = [min(min(prep.y_train), min(prep.y_test)), max(max(prep.y_train), max(prep.y_test))]
+        out["note"] = self._flat_note(values, [p[2] for p in points], F - 2)
+        return out
 
-        def level(v):
-            return min(LEVELS - 1, max(0, int((v - lo) / width)))
+    def _value(self, j: int):
+        """Feature j's value on the surface: its training median, as a category's name for a
+        categorical feature (its codes are the categories' order)."""
+        name, median = self.info["features"][j], self.prep.medians[j]
+        names = self.info["categories"].get(name)
+        if names and self.info["kinds"][j] != "numeric":
+            return names[min(len(names) - 1, max(0, int(round(median))))]
+        return median
 
-        return dict(out, grid={"x": [x0, x1], "y": [y0, y1], "n": n, "values": [level(v) for v in values]},
-                    points=[[test[i * F + fx], test[i * F + fy], level(prep.y_test[i])] for i in keep],
-                    levels=[lo + k * width for k in range(LEVELS + 1)])
+    def _flat_note(self, values: list, truths: list, others: int) -> str | None:
+        """A sentence when the surface barely varies under test rows that do: the features held
+        (not the two shown) decide the prediction on this slice. None otherwise, or with no
+        feature held."""
+        if not others or not truths:
+            return None
+        held = "the feature not shown decides" if others == 1 else f"the {others} features not shown decide"
+        if self.classify:
+            shown, seen = set(values), set(truths)
+            if len(shown) > 1 or len(seen) < 2:
+                return None
+            name = self.info["classes"][next(iter(shown))]
+            return (f"The whole slice predicts {name}, under test rows of {len(seen)} classes: with the "
+                    f"other features at their medians, {held} the prediction, not these two.")
+        spread, seen = max(values) - min(values), max(truths) - min(truths)
+        if not seen or spread >= FLAT_SHARE * seen:
+            return None
+        return (f"The slice's predictions span {spread:.4g}, under a tenth of the {seen:.4g} the test "
+                f"rows' targets span: with the other features at their medians, {held} the prediction.")
 
 
 def _span(*parts) -> tuple[float, float]:

@@ -76,9 +76,16 @@ SYNTHETIC = "synthetic:"
 def synthetic_table(dataset_id: str, should_stop=None):
     """The table of a `synthetic:NAME?n_samples=1000&seed=0` id; should_stop as
     `py_core.data.generate` takes it."""
+    from ..data import generate
+    name, params = synthetic_params(dataset_id)
+    return generate(name, should_stop=should_stop, **params)
+
+
+def synthetic_params(dataset_id: str) -> tuple[str, dict]:
+    """(generator name, its parameters) of a `synthetic:NAME?...` id, checked."""
     from urllib.parse import parse_qsl
 
-    from ..data import GENERATORS, generate
+    from ..data import GENERATORS
     name, _, query = dataset_id[len(SYNTHETIC):].partition("?")
     if name not in GENERATORS:
         raise JobError(f"no synthetic generator {name!r}: one of {', '.join(GENERATORS)}")
@@ -91,7 +98,7 @@ def synthetic_table(dataset_id: str, should_stop=None):
             params[key] = type(default)(float(value)) if isinstance(default, int) else float(value)
         except ValueError:
             raise JobError(f"generator {name!r}: {key}={value!r} is not a number") from None
-    return generate(name, should_stop=should_stop, **params)
+    return name, params
 
 
 async def _maybe_await(value):

@@ -104,6 +104,9 @@ export function mountDataPanel(root, playground) {
             el("label", {}, `${k} `, el("input", { type: "number", name: k, value: asked.get(k) ?? v, step: "any", class: "short",
               onchange: () => choose() }))));
         }
+        // A table the tab cannot hold is refused before it is generated.
+        const { refused } = await playground.call("table_fits", [syntheticId()]);
+        if (refused) { setStatus(`Not generated: ${refused}.`, true); return; }
         show(await playground.call("describe_synthetic", [syntheticId()]), syntheticId());
       } else {
         genParams.replaceChildren();

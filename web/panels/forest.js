@@ -3,35 +3,18 @@
 // as each batch of trees finishes, then metrics against the baseline, plots, times with the
 // adapter named, the model to download, and predictions on a new CSV. Trains on the Data tab's
 // selection; every run is posted to the server.
-import { getOnnx, getRecentRuns, getSnippet } from "../api.js";
-import { bars, confusion, scatterChart, surface } from "../charts.js";
+import { getOnnx, getSnippet } from "../api.js";
 import { showComparisons } from "./compare.js";
+import { adapterClass, FIELDS, fieldProblem, measured, PRESETS, ratesKey, SAMPLES } from "./forest_params.js";
+import { drawPlots, sliceText } from "./forest_plots.js";
 import { download as download_, forestJSONParts } from "../forest_model.js";
 import { forestJsonSnippet } from "../snippets.js";
 import { rowsText } from "./data.js";
 import { initial, save } from "../state.js";
 import { el, filePicker, fmtNumber, fmtSeconds, progressBar, setProgress, snippetBox, table } from "../ui.js";
 
-export const PRESETS = {
-  quick: { label: "Quick look (50 trees, depth 8)", params: { n_estimators: 50, max_depth: 8 } },
-  sklearn: { label: "scikit-learn defaults (100 trees, full depth)", params: { n_estimators: 100, max_depth: null } },
-  large: { label: "Large (200 trees, depth 16)", params: { n_estimators: 200, max_depth: 16 } },
-};
-
-const FIELDS = [
-  ["n_estimators", "Trees", "number", 100],
-  ["max_depth", "Max depth (empty: none)", "number", 12],
-  ["min_samples_split", "Min samples to split", "number", 2],
-  ["min_samples_leaf", "Min samples per leaf", "number", 1],
-  ["max_features", "Max features (sqrt, log2, fraction, count; empty: task default)", "text", ""],
-  ["n_bins", "Bins per feature (≤ 256; a feature of ≤ 1,024 values gets one a value)", "number", 256],
-  ["random_state", "Seed", "number", 0],
-];
-
 // Sized for a software adapter or the CPU path: a forest that trains in seconds there.
 const SMALL = { n_estimators: 20, max_depth: 8 };
-// Seconds a tree-level when no run on this adapter is stored yet: rough, by adapter class.
-const CLASS_SECONDS = { gpu: 0.004, software: 0.08, cpu: 0.05 };
 // "Retrain when a parameter changes" is offered when a forest is estimated to take at most this
 // long here (small data on a GPU: under a second).
 const RETRAIN_SECONDS = 5;
@@ -43,10 +26,13 @@ export function mountForestPanel(root, playground) {
     Object.entries(PRESETS).map(([k, p]) => el("option", { value: k }, p.label)));
   const criterion = el("select", { id: "forest-criterion" }, ["gini", "entropy"].map((c) => el("option", { value: c }, c)));
   const bootstrap = el("input", { type: "checkbox", id: "forest-bootstrap", checked: initial("rf.bootstrap") !== "0" });
+  const problems = {};   // a field's problem, in words, under it
   const form = el("div", { class: "form" }, FIELDS.map(([name, labelText, type, value]) => {
     const asked = initial(`rf.${name}`);
-    inputs[name] = el("input", { type, id: `forest-${name}`, value: asked ?? value ?? "", step: type === "number" ? "1" : null });
-    return el("label", { class: "field" }, labelText, inputs[name]);
+    inputs[name] = el("input", { type, id: `forest-${name}`, value: asked ?? value ?? "", step: type === "number" ? "any" : null,
+                                 "aria-describedby": `forest-${name}-problem` });
+    problems[name] = el("span", { class: "field-problem", id: `forest-${name}-problem` });
+    return el("label", { class: "field" }, labelText, inputs[name], problems[name]);
   }), el("label", { class: "field" }, "Criterion (classification)", criterion),
   el("label", { class: "field" }, el("span", {}, bootstrap, " bootstrap samples")));
   if (initial("rf.criterion")) criterion.value = initial("rf.criterion");
@@ -122,6 +108,7 @@ export function mountForestPanel(root, playground) {
   let autoTimer = null;
   function changed() {
     delete estimate.dataset.sized;
+    validate();   // each field's problem under it, as it is typed
     saveParams();
     updateEstimate();
     if (auto.checked && !training) {
@@ -138,7 +125,21 @@ export function mountForestPanel(root, playground) {
     criterion.disabled = s.task !== "classification";
     surfaceChoices(s.features);
     updateEstimate();
+    if (shown && !training) markStale(sameData(shown.config, s) ? null
+      : `The data or target changed: these are the results of run ${shown.id.slice(0, 8)} (${shown.config.target} from ` +
+        `${shown.config.features.length} features of ${shown.name}). Train to see this selection's.`);
   });
+
+  // The run whose results and plots are shown, and a line over them when they are no longer what
+  // the form would train: a new forest training, one stopped or failed, the data changed.
+  let shown = null;
+  const sameData = (c, s) => c.dataset === s.dataset && c.target === s.target && c.task === s.task
+    && c.features.join("\u0000") === s.features.join("\u0000");
+  function markStale(text) {
+    resultCard.querySelector("#forest-stale")?.remove();
+    for (const box of [resultCard, plots, compare]) box.classList.toggle("stale", Boolean(text));
+    if (text) resultCard.querySelector("h2").after(el("p", { class: "surface-note", id: "forest-stale", role: "note" }, text));
+  }
 
   // Defaults sized to the adapter: a software adapter or the CPU path gets a small forest
   // (unless the link asked for something else).
@@ -152,40 +153,57 @@ export function mountForestPanel(root, playground) {
     updateEstimate();
   }).catch(() => {});
 
-  // An estimate before Train: from the last forest stored for this adapter (seconds a
-  // tree-level, scaled), else a rough figure for the adapter's class.
-  let pastRuns = null;
+  // An estimate before Train (py_core.jobs.estimate): the work counted from the rows, features,
+  // trees and depth, at this adapter's rates as learned from the forests this tab (this browser)
+  // measured, else an adapter class's; and a warning when it would take minutes or cannot fit.
+  let asked = 0;
   async function updateEstimate() {
     const s = playground.selection, info = playground.info;
     if (!s || !info) return;
     const p = params();
     if (p.error) { estimate.textContent = ""; return; }
-    const trainRows = Math.round(s.rows * (1 - s.split.test_size));
-    const levels = (d) => Math.max(1, Math.min(d ?? Math.ceil(Math.log2(Math.max(2, trainRows))) + 4, 40));
-    const work = (p.n_estimators ?? 100) * levels(p.max_depth);
-    if (pastRuns === null) {
-      pastRuns = [];
-      try { pastRuns = await getRecentRuns("random_forest", 10); } catch (e) { /* no history */ }
-    }
-    const same = pastRuns.find((r) => r.backend === info.backend && r.adapter?.vendor === info.adapter?.vendor
-      && r.adapter?.architecture === info.adapter?.architecture && r.timings?.fit > 0);
-    const cls = info.backend !== "webgpu" ? "cpu" : playground.isSoftware() ? "software" : "gpu";
-    let seconds, basis;
-    if (same) {
-      // The kernels are compiled once a tab: the last fit's time without it.
-      const w = (same.config?.params?.n_estimators ?? 100) * levels(same.config?.params?.max_depth);
-      const fit = same.timings.fit - (same.timings.compile || 0);
-      seconds = (fit / w) * work;
-      basis = `from your last forest on this adapter (${fmtSeconds(fit)}${same.timings.compile ? " without compiling the kernels" : ""})`;
-    } else {
-      seconds = CLASS_SECONDS[cls] * work;
-      basis = `a rough figure for a ${cls === "gpu" ? "GPU" : cls === "software" ? "software adapter" : "CPU"}; it improves after one run`;
-    }
-    estimate.dataset.seconds = String(seconds);
-    estimate.textContent = `Estimated time: ${fmtDuration(seconds)} (${basis}).`
-      + (estimate.dataset.sized === "small" ? " Parameters sized down for this adapter." : "");
-    auto.disabled = !(seconds <= RETRAIN_SECONDS);
+    const mine = ++asked;
+    const cls = adapterClass(playground);
+    const samples = measured(info);
+    let out;
+    try {
+      out = await playground.call("forest_estimate", [JSON.stringify({
+        rows: Math.round(s.rows * (1 - s.split.test_size)), features: s.features.length, params: jobParams(p),
+        n_classes: s.task === "classification" ? 2 : 0, adapter_class: cls, samples,
+        limits: info.backend === "webgpu" ? info.limits : null })]);
+    } catch (e) { return; }
+    if (mine !== asked) return;   // a later change asked again
+    if (out.error) { estimate.textContent = ""; return; }
+    const basis = out.learned ? `at the rates of your last ${out.learned === 1 ? "forest" : `${out.learned} forests`} on this adapter`
+      : `at a ${cls === "gpu" ? "GPU" : cls === "software" ? "software adapter" : "CPU"}'s usual rates; it learns from each forest you train here`;
+    estimate.dataset.seconds = String(out.seconds);
+    estimate.className = out.refused || out.minutes ? "estimate warn" : "estimate";
+    estimate.textContent = out.refused ? `This forest cannot fit this adapter: ${out.refused}.`
+      : `Estimated time: ${fmtDuration(out.seconds)} (${basis}).`
+        + (out.minutes ? " That is minutes: fewer trees, a max_depth or fewer rows would be quicker." : "")
+        + (estimate.dataset.sized === "small" ? " Parameters sized down for this adapter." : "");
+    auto.disabled = !(out.seconds <= RETRAIN_SECONDS) || Boolean(out.refused);
     if (auto.disabled) auto.checked = false;
+  }
+
+  // A finished forest's measured fit (less compiling the kernels: once a tab) joins this
+  // adapter's samples, with its work as the estimate counts it.
+  async function learn(run) {
+    const info = playground.info, m = run.metrics, t = run.timings;
+    const fit = t.fit - (t.compile || 0);
+    if (!info || !(fit > 0)) return;
+    const out = await playground.call("forest_estimate", [JSON.stringify({
+      rows: m.n_train, features: m.n_features, params: run.config.params,
+      n_classes: m.accuracy !== undefined ? 2 : 0, adapter_class: adapterClass(playground) })]).catch(() => null);
+    if (!out || out.error) return;
+    const key = ratesKey(info);
+    localStorage.setItem(key, JSON.stringify([...measured(info), { ...out.work, seconds: fit }].slice(-SAMPLES)));
+  }
+
+  // The parameters as the estimate takes them: the forest's own (criterion only for classes).
+  function jobParams(p) {
+    const { criterion, ...rest } = p;
+    return playground.selection?.task === "classification" ? { ...rest, criterion } : rest;
   }
 
   function validate() {
@@ -193,20 +211,26 @@ export function mountForestPanel(root, playground) {
     return p.error || null;
   }
 
+  // The form's parameters, or {error, field}: the first field with a problem (each field's is
+  // shown under it as it is typed).
   function params() {
     const out = {};
+    let first = null;
     for (const [name, , type] of FIELDS) {
       const raw = inputs[name].value.trim();
+      const problem = fieldProblem(name, raw, { bad: inputs[name].validity.badInput,
+                                               features: playground.selection?.features.length });
+      inputs[name].setAttribute("aria-invalid", problem ? "true" : "false");
+      problems[name].textContent = problem || "";
+      if (problem) { first ||= { error: problem, field: name }; continue; }
       if (raw === "") { if (name === "max_depth") out[name] = null; continue; }
+      // A fraction of 1 is every feature: sent as null (scikit-learn's None), since JSON writes
+      // the number 1.0 as 1, which Python reads as one feature.
       if (name === "max_features") {
-        if (["sqrt", "log2"].includes(raw)) out[name] = raw;
-        else if (/^\d+$/.test(raw) && Number(raw) >= 1) out[name] = Number.parseInt(raw, 10);
-        // A fraction of 1 is every feature: sent as null (scikit-learn's None), since JSON
-        // writes the number 1.0 as 1, which Python reads as one feature.
-        else if (/^(0?\.\d+|1\.0*)$/.test(raw)) out[name] = Number(raw) === 1 ? null : Number(raw);
-        else return { error: `Max features "${raw}" is not one of: sqrt, log2, a fraction in (0, 1], or a whole count ≥ 1.` };
+        out[name] = ["sqrt", "log2"].includes(raw) ? raw : /^\d+$/.test(raw) ? Number.parseInt(raw, 10) : Number(raw) === 1 ? null : Number(raw);
       } else out[name] = type === "number" ? Number(raw) : raw;
     }
+    if (first) return first;
     out.bootstrap = bootstrap.checked;
     if (playground.selection?.task === "classification") out.criterion = criterion.value;
     return out;
@@ -216,13 +240,14 @@ export function mountForestPanel(root, playground) {
     const s = playground.selection;
     if (!s) { status.textContent = "Pick a data set in the Data tab first."; return; }
     const p = params();
-    if (p.error) { status.className = "status error"; status.textContent = p.error; inputs.max_features.focus(); return; }
+    if (p.error) { status.className = "status error"; status.textContent = `Not trained: ${p.error}`; inputs[p.field].focus(); return; }
     // live: the surface (and predicted against actual) redrawn after each batch of trees.
     const job = { kind: "random_forest", dataset: s.dataset, target: s.target, task: s.task,
                   features: s.features, params: p, split: s.split, live: true,
                   ...(surfacePair() ? { surface: surfacePair() } : {}) };
     train.disabled = true; stop.disabled = false; training = true;
     status.className = "status"; status.textContent = "Training…";
+    if (shown) markStale(`A new forest is training: these are the results of run ${shown.id.slice(0, 8)}.`);
     setProgress(bar, 0);
     try {
       live = null;
@@ -236,9 +261,9 @@ export function mountForestPanel(root, playground) {
       status.textContent = `Trained and stored as run ${run.id.slice(0, 8)}.`;
       playground.announce?.(`Forest trained: ${headline(run.metrics)}.`);
       lastModel = run.result.model || null;
-      pastRuns = null;
       showResults(run);
       showComparisons(compare, run);
+      await learn(run);
       updateEstimate();
     } catch (e) {
       status.className = e.stopped ? "status" : "status error";
@@ -246,6 +271,10 @@ export function mountForestPanel(root, playground) {
       const where = e.stopped && /stopped at level \d+ of trees [\d-]+, with \d+ of \d+ trees finished/.exec(e.detail || "");
       status.textContent = where ? `Stopped ${where[0].replace(/^stopped /, "")}: the forest is discarded, nothing was posted.`
         : e.stopped ? "Stopped: nothing was posted." : `Training failed: ${e.message}`;
+      // The discarded forest's live plots go; the last finished run's come back, marked as such.
+      if (live) drawPlots(shown ? shown.plots : {}, plots, charts);
+      live = null;
+      if (shown) markStale(`${e.stopped ? "Stopped" : "Failed"}: that forest is discarded; these are the results of run ${shown.id.slice(0, 8)}, trained before.`);
     } finally {
       train.disabled = false; stop.disabled = true; training = false;
     }
@@ -262,6 +291,11 @@ export function mountForestPanel(root, playground) {
       plots.prepend(el("p", { class: "muted live-note", id: "forest-live", role: "status" }));
     } else {
       live.surface?.update(p.surface.grid, p.surface.points);
+      const card = plots.querySelector("[data-plot=surface]");
+      if (card && p.surface) {
+        card.querySelector(".surface-slice").textContent = sliceText(p.surface);
+        Object.assign(card.querySelector(".surface-note"), { textContent: p.surface.note || "", hidden: !p.surface.note });
+      }
       if (p.pred_vs_actual) live.scatter?.update(p.pred_vs_actual);
     }
     plots.querySelector("#forest-live").textContent = `Drawn by the trees grown so far: ${note}.`;
@@ -331,6 +365,9 @@ export function mountForestPanel(root, playground) {
     baseRow.forEach((tr) => tr.lastChild.classList.add("muted"));
     live = null;
     drawPlots(run.result?.plots || run.extra?.plots || {}, plots, charts);
+    shown = { id: run.id, config: run.config, name: playground.selection?.name ?? run.config.dataset,
+              plots: run.result?.plots || run.extra?.plots || {} };
+    markStale(null);
   }
 }
 
@@ -365,29 +402,4 @@ export { fmtDuration };
 // How to load the JSON download elsewhere (plain Python with py_core): web/snippets.js builds it.
 function snippet(run, model) {
   return snippetBox("forest-snippet", "Use the JSON model elsewhere (Python, py_core)", forestJsonSnippet(run, model.binary));
-}
-
-// The forest's plots in `plots` (a .cards box); `charts` holds their handles (destroyed on redraw),
-// each with its `kind` (the plot's key). `live`: the plots of the trees so far (no residuals).
-export function drawPlots(p, plots, charts = [], { live = false } = {}) {
-  for (const c of charts.splice(0)) c.destroy();
-  plots.replaceChildren();
-  const add = (kind, title, draw, note) => {
-    const box = el("div");
-    plots.append(el("div", { class: "card", dataset: { plot: kind } }, el("h2", {}, title),
-      note ? el("p", { class: "muted" }, note) : null, box));
-    charts.push(Object.assign(draw(box), { kind }));
-  };
-  const s = p.surface;
-  if (s) {
-    add("surface", "Decision surface", (c) => surface(c, s.grid, s.points, { xName: s.x_name, yName: s.y_name, others: s.others,
-      legend: s.levels ? s.levels.map((v) => fmtNumber(v, 3)) : null }),
-    s.others ? (s.others === 1 ? "The other feature at its training median." : `The other ${s.others} features at their training medians.`) : null);
-  }
-  if (p.pred_vs_actual) add("pred_vs_actual", "Predicted against actual", (c) => scatterChart(c, p.pred_vs_actual, { title: "Predicted against actual (test rows)", xName: "actual", yName: "predicted", diagonal: true }));
-  if (p.confusion) add("confusion", "Confusion matrix (test set)", (c) => confusion(c, p.confusion.matrix, p.confusion.classes));
-  const residuals = live ? null : p.residuals || p.pred_vs_actual?.map(([t, y]) => [y, t - y]);
-  if (residuals) add("residuals", "Residuals", (c) => scatterChart(c, residuals, { title: "Residuals (test rows)", xName: "predicted", yName: "actual − predicted", zero: true }));
-  if (p.importances) add("importances", "Feature importances", (c) => bars(c, p.importances.map((f) => [f.name ?? f[0], f.importance ?? f[1]]), { title: "Feature importances" }));
-  return charts;
 }

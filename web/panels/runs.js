@@ -5,7 +5,7 @@
 import { getRun, getRunFacets, getRuns, listDatasets, listTexts } from "../api.js";
 import { lineChart } from "../charts.js";
 import { initial, save } from "../state.js";
-import { el, fmtNumber, fmtSeconds } from "../ui.js";
+import { el, fmtNumber, fmtSeconds, fmtTiming, table } from "../ui.js";
 import { asText, showComparisons } from "./compare.js";
 
 const PAGE = 100;   // summaries a page (the server lists summaries, never whole runs)
@@ -34,7 +34,8 @@ function fromSummary(s) {
   const metric = typeof s.metric === "string" && num(s.value) !== null ? { [s.metric]: s.value } : {};
   const params = s.params && typeof s.params === "object" && !Array.isArray(s.params) ? s.params : {};
   return { id: asText(s.id), kind, created_at: s.created_at, device: asText(s.device), note: s.note,
-           config: { dataset: typeof s.dataset === "string" ? s.dataset : undefined, params },
+           config: { dataset: typeof s.dataset === "string" ? s.dataset : undefined,
+                     target: typeof s.target === "string" ? s.target : undefined, params },
            metrics: metric, timings: { [MAIN_TIME[kind] || "total"]: num(s.main_time), total: num(s.total_time) } };
 }
 const metricOf = (r) => METRIC.find((m) => typeof r.metrics?.[m] === "number");
@@ -73,12 +74,15 @@ export function mountRunsPanel(root, playground) {
   const timeChart = el("div", { id: "runs-time-chart" });
   const metricCharts = el("div", { id: "runs-metric-chart" });
   const detail = el("div", { id: "runs-detail" });
+  // Two runs picked in the list, side by side.
+  const pair = el("div", { id: "runs-pair", class: "card", hidden: true });
+  let picked = [];
   root.append(el("div", { class: "card" }, el("h2", {}, "Runs"),
     el("div", { class: "row" }, el("label", {}, "Model ", filters.kind), el("label", {}, "Data ", filters.data),
       el("label", {}, "Device ", filters.device), refresh), list, more),
   el("div", { class: "cards", style: "margin-top:16px" },
     el("div", { class: "card" }, el("h2", {}, "Time, run after run"), timeChart),
-    el("div", { class: "card" }, el("h2", {}, "Result, run after run"), metricCharts)), detail);
+    el("div", { class: "card" }, el("h2", {}, "Result, run after run"), metricCharts)), pair, detail);
 
   let runs = [];
   let charts = [];
@@ -143,13 +147,16 @@ export function mountRunsPanel(root, playground) {
     }
     const when = (r) => { const d = new Date(r.created_at); return Number.isNaN(d.getTime()) ? asText(r.created_at) : d.toLocaleString(); };
     const number = new Map(shown.slice().reverse().map((r, i) => [r.id, i + 1]));   // oldest is run 1
-    const head = ["#", "When", "Model", "Data", "Parameters", "Device", "Result", "Main time", "Total", ""];
+    const head = ["Compare", "#", "When", "Model", "Data", "Target", "Parameters", "Device", "Result", "Main time", "Total", ""];
     const tbl = el("table", {},
       el("thead", {}, el("tr", {}, head.map((h) => el("th", { scope: "col" }, h || el("span", { class: "sr-only" }, "Actions"))))),
       el("tbody", {}, shown.map((r) => el("tr", { dataset: { id: r.id } },
+        el("td", {}, el("input", { type: "checkbox", class: "runs-pick", "aria-label": `Compare run ${number.get(r.id)}`,
+                                   checked: picked.some((p) => p.id === r.id), onclick: (ev) => ev.stopPropagation(),
+                                   onchange: (ev) => pick(r, number.get(r.id), ev.target.checked) })),
         el("td", {}, String(number.get(r.id))),
         el("td", {}, el("a", { href: `/runs/${r.id}`, title: "This run's own page" }, when(r))),
-        el("td", {}, r.kind), el("td", {}, dataOf(r)), el("td", { title: JSON.stringify(r.config?.params || {}) }, paramsText(r)),
+        el("td", {}, r.kind), el("td", {}, dataOf(r)), el("td", {}, r.config?.target ?? "–"), el("td", { title: JSON.stringify(r.config?.params || {}) }, paramsText(r)),
         el("td", {}, deviceOf(r)), el("td", {}, summary(r)),
         el("td", {}, fmtSeconds(r.timings?.[MAIN_TIME[r.kind]])), el("td", {}, fmtSeconds(r.timings?.total)),
         el("td", {}, el("button", { class: "secondary small", type: "button",
@@ -185,6 +192,50 @@ export function mountRunsPanel(root, playground) {
     }
     if (!metricCharts.children.length) metricCharts.append(el("p", { class: "muted" }, "No runs with a metric."));
   }
+  // Two runs at most: a third pick lets the first go. With two, their parameters, metrics and
+  // timings in two columns, the rows that differ marked.
+  async function pick(run, n, on) {
+    picked = picked.filter((p) => p.id !== run.id);
+    if (on) picked.push({ id: run.id, n });
+    if (picked.length > 2) picked = picked.slice(-2);
+    list.querySelectorAll("input.runs-pick").forEach((box) => { box.checked = picked.some((p) => p.id === box.closest("tr").dataset.id); });
+    if (picked.length < 2) {
+      pair.hidden = picked.length === 0;
+      pair.replaceChildren(el("h2", {}, "Two runs side by side"), el("p", { class: "muted" }, "Pick one more run to compare."));
+      return;
+    }
+    const want = picked.map((p) => p.id).join();
+    try {
+      const [a, b] = await Promise.all(picked.map((p) => getRun(p.id)));
+      if (picked.map((p) => p.id).join() !== want) return;   // picked again meanwhile
+      showPair(a, b, picked.map((p) => p.n));
+    } catch (e) {
+      pair.replaceChildren(el("p", { class: "status error" }, `Could not load the runs: ${e.message}`));
+    }
+  }
+
+  function showPair(a, b, [na, nb]) {
+    const value = (v) => (v === null || v === undefined ? "–" : typeof v === "number" ? fmtNumber(v, 5)
+      : typeof v === "object" ? JSON.stringify(v) : String(v));
+    const section = (title, get, fmt = (k, v) => value(v)) => {
+      const keys = [...new Set([...Object.keys(get(a) || {}), ...Object.keys(get(b) || {})])]
+        .filter((k) => [get(a)?.[k], get(b)?.[k]].some((v) => v !== undefined && (typeof v !== "object" || v === null)));
+      return keys.map((k) => {
+        const [x, y] = [get(a)?.[k], get(b)?.[k]].map((v) => (v === undefined ? "–" : fmt(k, v)));
+        return { cells: [`${title}: ${k}`, x, y, x === y ? "" : "differs"], differs: x !== y };
+      });
+    };
+    const about = (r) => ({ model: r.kind, data: dataName(dataId(r)), target: r.config?.target, device: deviceOf(r) });
+    const rows = [...section("run", about), ...section("parameter", (r) => r.config?.params),
+      ...section("metric", (r) => r.metrics), ...section("time", (r) => r.timings, (k, v) => (typeof v === "number" ? fmtTiming(k, v) : value(v)))];
+    const tbl = table(["", `Run ${na}`, `Run ${nb}`, "Differs"], rows.map((r) => r.cells), { id: "runs-pair-table" });
+    tbl.querySelectorAll("tbody tr").forEach((tr, i) => { if (rows[i].differs) tr.classList.add("differs"); });
+    const n = rows.filter((r) => r.differs).length;
+    pair.hidden = false;
+    pair.replaceChildren(el("h2", {}, `Run ${na} and run ${nb} side by side`),
+      el("p", { class: "muted" }, `${n} of ${rows.length} rows differ (marked).`), tbl);
+  }
+
   playground.onRun(() => load());
   load();
 }

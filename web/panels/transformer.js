@@ -33,6 +33,37 @@ const CLASS_RATES = {
   software: { layer: 0.31, step: 13.1, evalBatch: 0.4, char: 0.25, setup: 2 },
   cpu: { layer: 0.08, step: 465, evalBatch: 0.34, char: 5, setup: 1.5 },
 };
+// An estimate past this many seconds is warned about before Train (py_core.jobs.estimate.MINUTES).
+const MINUTES = 60;
+// This browser's last transformer run on an adapter (its config, timings and size), the tab's own
+// rates across reloads; the server's recent runs are the fallback.
+const ratesKey = (info) => `playground.transformer-rates:${info.backend}|${info.adapter?.vendor || ""}|${info.adapter?.architecture || ""}|${info.adapter?.description || ""}`;
+function measured(info) {
+  try {
+    const run = JSON.parse(localStorage.getItem(ratesKey(info)) || "null");
+    return run?.timings?.step > 0 && run.metrics?.n_params > 0 ? run : null;
+  } catch (e) { return null; }
+}
+function remember(run) {
+  const info = { backend: run.backend, adapter: run.adapter };
+  localStorage.setItem(ratesKey(info), JSON.stringify({ config: { params: run.config?.params }, timings: run.timings,
+                                                        metrics: { n_params: run.metrics.n_params } }));
+}
+// What is wrong with a field's text, in the words of its label, or null (empty: the preset's
+// value); TransformerConfig.validate's rules. bad: not a number; heads: the heads asked for.
+export function fieldProblem(k, raw, { bad = false, heads = 0 } = {}) {
+  const label = FIELDS.find(([name]) => name === k)[1];
+  if (bad) return `${label}: type a number.`;
+  if (raw === "") return null;
+  const v = Number(raw);
+  if (k === "lr") return Number.isFinite(v) && v > 0 ? null : "Learning rate: a number above 0, such as 0.001.";
+  if (!/^\d+$/.test(raw)) return `${label}: a whole number${k === "seed" ? "" : ", 1 or more"}.`;
+  if (k === "seed") return v < 2 ** 32 ? null : "Seed: a whole number below 4,294,967,296.";
+  if (v < 1) return `${label}: 1 or more.`;
+  if (k === "n_embd" && heads >= 1 && v % heads) return `Embedding width: a multiple of the heads (${heads}), such as ${Math.ceil(v / heads) * heads}.`;
+  return null;
+}
+
 // Validations in a run of `steps`: at every `every` steps and at the end.
 const validations = (steps, every) => Math.floor(steps / every) + (steps % every ? 1 : 0);
 // The weights in PyTorch: nanoGPT's parameter names and GPTConfig (server/snippets.py).
@@ -61,7 +92,9 @@ export function mountTransformerPanel(root, playground) {
     el("div", { class: "row" }, el("label", {}, "Name ", pasteName), pasteUse));
   const preset = el("select", { id: "tf-preset" });
   const estimate = el("p", { class: "estimate", id: "tf-estimate" });
-  const inputs = Object.fromEntries(FIELDS.map(([k]) => [k, el("input", { type: "number", id: `tf-${k}`, step: "any" })]));
+  const inputs = Object.fromEntries(FIELDS.map(([k]) => [k, el("input", { type: "number", id: `tf-${k}`, step: "any",
+                                                                          "aria-describedby": `tf-${k}-problem` })]));
+  const problems = Object.fromEntries(FIELDS.map(([k]) => [k, el("span", { class: "field-problem", id: `tf-${k}-problem` })]));
   const size = el("div", { class: "muted", id: "tf-size" });
   // Precision: f32 (the default, parity with PyTorch f32) or mixed (matmuls on tensor cores)
   const precision = el("select", { id: "tf-precision" },
@@ -90,7 +123,7 @@ export function mountTransformerPanel(root, playground) {
     el("div", { class: "card" }, el("h2", {}, "Text"), el("div", { class: "row" }, textSelect,
       filePicker(textFile, "Upload a text…", { id: "text-choose" })), pasteBox, textStatus, textPreview),
     el("div", { class: "card" }, el("h2", {}, "Model"), el("div", { class: "row" }, el("label", {}, "Preset ", preset)),
-      el("div", { class: "form" }, FIELDS.map(([k, label]) => el("label", { class: "field" }, label, inputs[k]))),
+      el("div", { class: "form" }, FIELDS.map(([k, label]) => el("label", { class: "field" }, label, inputs[k], problems[k]))),
       el("div", { class: "row" }, el("label", {}, "Precision ", precision)), precisionNote,
       size, estimate, el("div", { class: "row" }, train, pauseBtn, stopBtn), bar, status)),
   el("div", { class: "cards", id: "transformer-plots" },
@@ -120,7 +153,21 @@ export function mountTransformerPanel(root, playground) {
     return p;
   }
 
+  // Each field's problem under it, as it is typed; true when there is none.
+  function checkFields() {
+    const values = Object.fromEntries(FIELDS.map(([k]) => [k, inputs[k].value.trim()]));
+    let ok = true;
+    for (const [k] of FIELDS) {
+      const problem = fieldProblem(k, values[k], { bad: inputs[k].validity.badInput, heads: Number(values.n_head) });
+      problems[k].textContent = problem || "";
+      inputs[k].setAttribute("aria-invalid", problem ? "true" : "false");
+      ok &&= !problem;
+    }
+    return ok;
+  }
+
   async function updateSize() {
+    if (!checkFields()) { train.disabled = true; return; }
     const info = await playground.call("transformer_size", [JSON.stringify(params()), vocabSize]);
     if (info.error) { size.textContent = info.error; size.className = "status error"; train.disabled = true; return; }
     lastSize = info;
@@ -129,7 +176,7 @@ export function mountTransformerPanel(root, playground) {
     size.textContent = `${fmtNumber(info.n_params / 1e6, 3)} M parameters · needs ${fmtBytes(info.total)} of GPU memory ` +
       `(largest buffer ${fmtBytes(info.largest_buffer)}, this adapter binds up to ${fmtBytes(info.binding_limit)})` +
       (info.fits ? "" : ": too large for this adapter");
-    train.disabled = !info.fits;
+    train.disabled = !info.fits || !checkFields();   // a field typed into meanwhile may be wrong
   }
 
   function applyPreset() {
@@ -176,7 +223,8 @@ export function mountTransformerPanel(root, playground) {
     }
     const cls = info.backend !== "webgpu" ? "cpu" : playground.isSoftware() ? "software" : "gpu";
     const work = (n, c) => (n / 1e6) * ((c.batch_size || 32) / 32) * ((c.block_size || 64) / 64);
-    const same = pastRuns.find((r) => r.backend === info.backend && r.adapter?.vendor === info.adapter?.vendor
+    // This tab's own last run on this adapter (kept across reloads), else the server's.
+    const same = measured(info) || pastRuns.find((r) => r.backend === info.backend && r.adapter?.vendor === info.adapter?.vendor
       && r.adapter?.architecture === info.adapter?.architecture && r.timings?.step > 0 && r.metrics?.n_params);
     const rates = same ? pastRates(same, work, CLASS_RATES[cls]) : CLASS_RATES[cls];
     const perStep = (p.n_layer || 1) * rates.layer + rates.step * work(lastSize.n_params, p);
@@ -188,7 +236,9 @@ export function mountTransformerPanel(root, playground) {
     const basis = same ? `from your last run on this adapter (${fmtSeconds(same.timings.step)} a step)`
       : `a rough figure for a ${cls === "gpu" ? "GPU" : cls === "software" ? "software adapter" : "CPU"}; it improves after one run`;
     estimate.dataset.seconds = String(seconds);
+    estimate.className = seconds > MINUTES ? "estimate warn" : "estimate";
     estimate.textContent = `Estimated time: ${fmtDuration(seconds)} for ${steps} steps (${basis}).` +
+      (seconds > MINUTES ? " That is minutes: fewer steps, a smaller batch or model would be quicker." : "") +
       (sizedDown ? ` Steps sized down to ${SMALL_STEPS} for this adapter.` : "");
   }
 
@@ -242,7 +292,7 @@ export function mountTransformerPanel(root, playground) {
   train.addEventListener("click", async () => {
     const live = LIVE_SAMPLE[slow() ? "slow" : "fast"];
     const job = { kind: "transformer", text: textSelect.value, params: { ...params(), sample_chars: 0, live_sample: live } };
-    curve = []; valCurve = [];
+    curve = []; valCurve = []; at = null;
     train.disabled = true; pauseBtn.disabled = false; stopBtn.disabled = false; sampleBtn.disabled = true;
     status.className = "status"; status.textContent = "Starting…";
     try {
@@ -257,6 +307,8 @@ export function mountTransformerPanel(root, playground) {
           sampleNote.textContent = `Sampled at step ${p.step} of ${p.steps}, while training:`;
           output.textContent = p.sample;
         }
+        if (p.step !== undefined) at = [p.step, p.steps];
+        if (paused) { status.textContent = pausedText(); return; }
         status.textContent = `${p.stage}` + (p.step !== undefined ? ` · step ${p.step}${p.steps ? ` of ${p.steps}` : ""}` : "") +
           (p.loss !== undefined ? ` · loss ${fmtNumber(p.loss, 4)}` : "") +
           (p.tokens_per_s ? ` · ${Math.round(p.tokens_per_s).toLocaleString()} tokens/s` : "") +
@@ -271,6 +323,7 @@ export function mountTransformerPanel(root, playground) {
       weightsName = `transformer-${run.id.slice(0, 8)}.safetensors`;
       showSnippet(getSnippet(run.id));
       showComparisons(compare, run);
+      remember(run);
       pastRuns = null;  // the next estimate starts from this run's rates
       updateEstimate();
       // The PyTorch twin's loss curve, laid over the browser's once it is in.
@@ -286,8 +339,9 @@ export function mountTransformerPanel(root, playground) {
     } catch (e) {
       status.className = e.stopped ? "status" : "status error";
       // A stopped run keeps its model as trained so far: it can be sampled and saved (not posted).
-      const kept = e.stopped && /stopped at step \d+ of \d+[^.]*/.exec(e.detail || "");
-      status.textContent = kept ? `Stopped: ${kept[0].replace(/^stopped/, "").trim()}. Nothing was posted.`
+      // The whole line: it holds numbers with points ("0.1 MiB on the GPU").
+      const kept = e.stopped && /stopped at step \d+ of \d+[^\n]*/.exec(e.detail || "");
+      status.textContent = kept ? `Stopped ${kept[0].replace(/^stopped/, "").trim().replace(/\.?$/, ".")} Nothing was posted.`
         : e.stopped ? "Stopped: nothing was posted." : `Training failed: ${e.message}`;
       if (kept) {
         sampleBtn.disabled = false; download.disabled = false;
@@ -296,13 +350,18 @@ export function mountTransformerPanel(root, playground) {
       }
     } finally {
       train.disabled = false; pauseBtn.disabled = true; stopBtn.disabled = true; pauseBtn.textContent = "Pause";
+      paused = false;
     }
   });
+  let paused = false;   // progress already on its way says "Paused", not the stage it reports
+  let at = null;        // [step, steps] of the last progress
+  const pausedText = () => (at ? `Paused at step ${at[0]}${at[1] ? ` of ${at[1]}` : ""}.` : "Paused.");
   pauseBtn.addEventListener("click", () => {
     const pausing = pauseBtn.textContent === "Pause";
+    paused = pausing;
     playground.pause(pausing);
     pauseBtn.textContent = pausing ? "Resume" : "Pause";
-    status.textContent = pausing ? "Paused." : "Resuming…";
+    status.textContent = pausing ? pausedText() : "Resuming…";
   });
   stopBtn.addEventListener("click", () => { playground.stop(); status.textContent = "Stopping…"; });
 
@@ -330,7 +389,10 @@ export function mountTransformerPanel(root, playground) {
   });
   textSelect.addEventListener("change", chooseText);
   preset.addEventListener("change", applyPreset);
-  for (const i of Object.values(inputs)) i.addEventListener("change", () => { sizedDown = false; saveParams(); updateSize(); });
+  for (const i of Object.values(inputs)) {
+    i.addEventListener("change", () => { sizedDown = false; saveParams(); updateSize(); });
+    i.addEventListener("input", () => { if (!checkFields()) train.disabled = true; });
+  }
   async function useText(file, name) {
     textStatus.className = "status"; textStatus.textContent = `Uploading ${name}…`;
     try { const t = await uploadText(file, { name }); await refreshTexts(t.id); return true; }
