@@ -5,6 +5,8 @@ its phases, and the results each build gave (the same forest gives the same figu
 
     python -m bench.ab bench/results/raw-2026-11-27-h200-ahead --calls 3,4,6
 
+The raw results are packed: `tar xJf raw-2026-11-27-h200-ahead.tar.xz` in bench/results first.
+
 Profiled runs (params "profile") are left out: their timestamps slow the fit.
 """
 from __future__ import annotations
