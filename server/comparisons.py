@@ -24,7 +24,7 @@ cluster, is the source of truth):
 Where jobs run: a Dask `distributed` cluster. By default the server starts an embedded
 `LocalCluster` (`comparison_workers` worker processes, one thread each: one job at a time a
 worker, since a job may use every core or the GPU); `--cluster tcp://host:8786` uses an existing
-scheduler instead, whose workers may sit on other machines (README: "Comparisons on a cluster").
+scheduler instead, whose workers may sit on other machines (docs/deploy.md: "Comparisons on a cluster").
 The server claims queued rows oldest first, as many as the cluster has worker threads, and
 submits each as a task (server/runners/task.py) that runs the job in a child process under its
 limits: `job_timeout_s` (wall clock) and `job_memory_mb` (resident memory), both enforced in the

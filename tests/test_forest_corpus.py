@@ -14,7 +14,7 @@ no seed can pair, and a test set of 30 to 500 rows moves a point a row or two: t
 are larger (CLASS_TREES trees, CLASS_SEEDS seeds) and the bar is held against scikit-learn's own
 RandomForestClassifier averaged over SK_SEEDS seeds (cheap: it is scikit-learn's time) for the
 median, and the same-draws forest for the worst (see the assertions for the bars).
-The table is printed in the test output (and kept in the README)."""
+The table is printed in the test output (and kept in docs/accuracy.md)."""
 from __future__ import annotations
 
 import statistics

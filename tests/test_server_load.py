@@ -1,6 +1,6 @@
 """Issue 16, point 9: the load test (bench/load.py) in small: 1,000 slow connections (trickled
 headers or nothing at all) and 20 normal clients for a few seconds; every normal request is
-answered, none fails, and the log stays small. The README's figures come from the full run,
+answered, none fails, and the log stays small. The figures in docs/limits.md come from the full run,
 `python -m bench.load` (1,000 slow connections, 50 clients, 30 s)."""
 
 import resource

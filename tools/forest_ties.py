@@ -1,5 +1,5 @@
 """How much ties and binning alone move the forest's accuracy on the real-data corpus
-(tests/forest_corpus.py): the figures behind the README's "Tree by tree" paragraph.
+(tests/forest_corpus.py): the figures behind docs/accuracy.md's "Tree by tree" paragraph.
 
 For each classification set, 100-tree forests with every feature (max_features=None: no random
 feature draws, so trees differ only where splits tie) on the same bootstrap draws, averaged over

@@ -2,7 +2,7 @@
 
 cuML bins features into quantiles as py_core does (`n_bins`, up to 256 here and there), so it is
 the closest GPU counterpart. Its wheels are large and tied to a CUDA version, hence not part of
-the `cuda` extra: `pip install cuml-cu12` (or cuml-cu13, matching the server's CUDA; README).
+the `cuda` extra: `pip install cuml-cu12` (or cuml-cu13, matching the server's CUDA; docs/deploy.md).
 """
 from __future__ import annotations
 
