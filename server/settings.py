@@ -98,7 +98,6 @@ class Settings:
     web_dir: Path = PROJECT_ROOT / "web"  # index.html, ES modules, CSS
     pyodide_dir: Path = PROJECT_ROOT / "web" / "node_modules" / "pyodide"  # npm package `pyodide`
     wheels_dir: Path = PROJECT_ROOT / "web" / "build"  # the py_core wheel the page loads
-    shaders_dir: Path = PROJECT_ROOT / "py_core" / "kernels"  # WGSL: /shaders/<family>/<family>.wgsl
     # Host names accepted without a token: blocks DNS rebinding of a loopback server by a web page.
     loopback_hosts: tuple[str, ...] = field(default=LOOPBACK_NAMES)
 

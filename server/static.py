@@ -1,5 +1,6 @@
-"""The page's files: `/` (web/index.html), `/web/`, `/pyodide/`, `/wheels/`, `/shaders/`,
-`/vendor/uplot/` (the npm package's dist/), and `/runs/<id>` (web/run.html: one stored run).
+"""The page's files: `/` (web/index.html), `/web/`, `/pyodide/`, `/wheels/`, `/vendor/uplot/` (the
+npm package's dist/), and `/runs/<id>` (web/run.html: one stored run). The WGSL is not served on
+its own: the page's Python reads it from the wheel (py_core/shaders/).
 
 Starlette's StaticFiles, with three changes: media types from our own table (browsers refuse a
 `.wasm` for streaming compilation or an ES module served with the wrong type, and the system's
@@ -191,5 +192,4 @@ def static_routes(settings: Settings) -> list:
     return routes + [
         Mount("/pyodide", app=PyodideStatic(settings.pyodide_dir, gz), name="pyodide"),
         Mount("/wheels", app=PlaygroundStatic(settings.wheels_dir, gz), name="wheels"),
-        Mount("/shaders", app=PlaygroundStatic(settings.shaders_dir, gz), name="shaders"),
     ]

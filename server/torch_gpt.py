@@ -16,7 +16,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from py_core.kernels import transformer_init as init_kernel
+from py_core.rng import init_key, quantile_table, scale_of, stream_key, uniform
 from py_core.transformer import (
     STREAM_SAMPLE,
     STREAM_TRAIN,
@@ -29,7 +29,6 @@ from py_core.transformer import (
     split,
 )
 from py_core.transformer.config import TORCH_MODES, parse_job_params
-from py_core.transformer.rng import init_key, stream_key, uniform
 
 
 class SelfAttention(nn.Module):
@@ -114,7 +113,7 @@ def _mix32(x: torch.Tensor) -> torch.Tensor:
 
 def normals_torch(key: int, n: int, std: float, device="cpu") -> torch.Tensor:
     """py_core's normals_fixed (the init_normal kernel) vectorised: the same float32 bits."""
-    table = torch.tensor(init_kernel.quantile_table().tolist(), dtype=torch.int64, device=device)
+    table = torch.tensor(quantile_table().tolist(), dtype=torch.int64, device=device)
     u = _mix32(_mix32(torch.arange(n, dtype=torch.int64, device=device) ^ key))
     r = (u & 0x7FFFFFFF).clamp(min=1)
     octave = torch.frexp(r.double())[1].long() - 1  # floor(log2 r), exact below 2**53
@@ -126,7 +125,7 @@ def normals_torch(key: int, n: int, std: float, device="cpu") -> torch.Tensor:
     i = octave * 256 + j
     z = table[i] - (((table[i] - table[i + 1]) * f) >> 16)
     z = torch.where((u >> 31) != 0, -z, z)
-    return z.to(torch.float32) * torch.tensor(init_kernel.scale_of(std), dtype=torch.float32, device=device)
+    return z.to(torch.float32) * torch.tensor(scale_of(std), dtype=torch.float32, device=device)
 
 
 def init_flat(layout: ParamLayout, seed: int, device="cpu") -> torch.Tensor:

@@ -40,12 +40,11 @@ def pytest_collection_modifyitems(items):
 
 def settings_in(root, **changes) -> Settings:
     """Settings for a test server under `root`: its data dir, CPU device, empty static folders."""
-    roots = {name: root / name for name in ("web", "pyodide", "wheels", "shaders")}
+    roots = {name: root / name for name in ("web", "pyodide", "wheels")}
     for path in roots.values():
         path.mkdir()
     return Settings(data_dir=root / "data", device="cpu", web_dir=roots["web"],
-                    pyodide_dir=roots["pyodide"], wheels_dir=roots["wheels"],
-                    shaders_dir=roots["shaders"], **changes)
+                    pyodide_dir=roots["pyodide"], wheels_dir=roots["wheels"], **changes)
 
 
 @pytest.fixture

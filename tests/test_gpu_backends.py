@@ -7,7 +7,8 @@ from array import array
 
 import pytest
 
-from py_core.gpu import LimitError, Struct
+from py_core.gpu import LimitError
+from py_core.kernels.layout import Struct
 from py_core.kernels.matmul import ACCUMULATE, PARAMS, TRANS_A, TRANS_B, grid
 from py_core.selftest import max_error, random_floats, run_selftest
 

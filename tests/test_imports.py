@@ -2,7 +2,9 @@
 
 The graph is read from the source, not from a running interpreter: every `import` and
 `from ... import` in every py_core module, at module level or inside a function (a lazy import is
-still a dependency), with relative imports resolved. Any cycle fails the test and is printed.
+still a dependency), with relative imports resolved. Any cycle fails the test and is printed, and
+so does any import against the layers the README draws (`LAYERS`), and any import of the server's
+below py_core's public surface.
 """
 from __future__ import annotations
 
@@ -102,3 +104,75 @@ def test_the_graph_sees_lazy_and_relative_imports():
 def test_no_import_cycles_among_py_core_modules():
     found = cycles(graph())
     assert not found, "import cycles:\n" + "\n".join(" <-> ".join(c) for c in found)
+
+
+# The layers, lowest first: a module imports its own layer and those below, never one above.
+# `py_core` itself (its __init__) is the composition root: it wires the families into the GPU
+# interface (py_core.kernels registers their WGSL and references there), so it is in none.
+LAYERS = [
+    ("base", ("py_core.errors", "py_core.rng", "py_core.wasm")),       # below every layer
+    ("GPU interface", ("py_core.gpu",)),
+    ("kernel families", ("py_core.kernels",)),
+    ("algorithms", ("py_core.data", "py_core.forest", "py_core.transformer")),
+    ("jobs", ("py_core.jobs", "py_core.selftest", "py_core.benchmark")),
+    ("the worker's entry", ("py_core.browser",)),
+]
+# What the server may import of py_core: the algorithms, the jobs, the backends it runs them on
+# and the shared RNG; not the kernel families (the algorithms' own business) nor the tab's entry.
+SERVER_MAY_IMPORT = ("py_core.data", "py_core.forest", "py_core.transformer", "py_core.jobs",
+                     "py_core.gpu", "py_core.rng", "py_core.errors")
+
+
+def layer_of(module: str) -> int | None:
+    for i, (_, prefixes) in enumerate(LAYERS):
+        if any(module == p or module.startswith(p + ".") for p in prefixes):
+            return i
+    return None
+
+
+def layer_violations(g: dict[str, set[str]]) -> list[str]:
+    out = []
+    for name, targets in sorted(g.items()):
+        mine = layer_of(name)
+        for target in sorted(targets):
+            theirs = layer_of(target)
+            if mine is not None and theirs is not None and theirs > mine:
+                out.append(f"{name} ({LAYERS[mine][0]}) imports {target} ({LAYERS[theirs][0]})")
+    return out
+
+
+def server_imports() -> list[tuple[str, str, str]]:
+    """(server file, py_core module, name) for every py_core import in server/, lazy ones too."""
+    found = []
+    for path in sorted((ROOT / "server").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            if isinstance(node, ast.Import):
+                found += [(path.name, a.name, "") for a in node.names if a.name.startswith("py_core")]
+            elif isinstance(node, ast.ImportFrom) and not node.level and (node.module or "").startswith("py_core"):
+                found += [(path.name, node.module, a.name) for a in node.names]
+    return found
+
+
+def test_every_py_core_module_has_a_layer():
+    assert not [m for m in modules() if m != "py_core" and layer_of(m) is None and not m.endswith(".setup")]
+
+
+def test_imports_follow_the_layers():
+    found = layer_violations(graph())
+    assert not found, "imports against the layers:\n" + "\n".join(found)
+
+
+def test_the_layer_check_sees_an_upward_import():
+    g = {"py_core.gpu.backend": {"py_core.kernels.family"}, "py_core.kernels.matmul": {"py_core.gpu"},
+         "py_core.forest.trees": {"py_core.rng"}, "py_core.rng": set()}
+    assert layer_violations(g) == [
+        "py_core.gpu.backend (GPU interface) imports py_core.kernels.family (kernel families)"]
+
+
+def test_the_server_imports_only_py_cores_public_surface():
+    found = server_imports()
+    assert len(found) > 10  # the check sees the server's imports, lazy ones included
+    bad = [f"{f}: {m} {n}" for f, m, n in found
+           if not any(m == p or m.startswith(p + ".") for p in SERVER_MAY_IMPORT)
+           or n.startswith("_") or any(part.startswith("_") for part in m.split("."))]
+    assert not bad, "the server imports below py_core's public surface:\n" + "\n".join(bad)

@@ -11,8 +11,8 @@ import re
 
 import pytest
 
-from py_core.gpu import Struct
 from py_core.kernels import family as fam
+from py_core.kernels.layout import Struct
 
 FAMILIES = fam.families()
 
@@ -30,7 +30,7 @@ def test_every_family_is_a_package_with_its_wgsl_description_reference_and_cases
 def test_the_wgsl_uses_the_generated_names(name):
     """The family's file declares none of the generated structs or constants itself, and tests
     flags by name, never by a bare number."""
-    text = fam.wgsl_file(name).read_text()
+    text = fam.body(name)
     d = fam.description(name)
     for struct in d.structs:
         assert not re.search(rf"^\s*struct\s+{struct}\b", text, re.M), f"{name}.wgsl declares {struct}"
@@ -109,3 +109,43 @@ def test_generated_structs_match_the_python_packing(name, native_backend):
         assert list(got) == list(words[:len(struct.fields)]), f"{name}: {struct_name}"
         b.free(u)
         b.free(out)
+
+
+def test_the_wgsl_lives_in_the_top_level_shaders_folder():
+    """One file a family in shaders/ (or a generator in its description), the shared sections
+    beside them, and nothing else: no stray file a family no longer reads."""
+    folder = fam.shader_dir()
+    assert folder == fam.PACKAGE.parent / "shaders"
+    files = {p.stem for p in folder.glob("*.wgsl")} - {"common"}
+    generated = {n for n in FAMILIES if fam.description(n).generate}
+    assert generated == {"matmul_f16", "transformer_matmul"} and files == set(FAMILIES) - {"matmul_f16"}
+    used = set()
+    for name in FAMILIES:
+        used |= set(re.findall(r"^#include\s+(\w+)", fam.body(name), re.M))
+    assert used <= set(fam.sections())
+
+
+def test_shared_sections_are_written_once():
+    """GELU and the matmul epilogue are sections of the shared WGSL: no family writes them out,
+    and each family that uses them gets them once, from the include."""
+    for name in FAMILIES:
+        own = fam.body(name)
+        assert "fn tanh_(" not in own and "fn store1(" not in own and "const K0" not in own, name
+    for name in ("transformer_elementwise", "transformer_matmul", "matmul_f16"):
+        assert fam.shader_source(name).count("fn gelu_grad(") == 1, name
+    for name in ("transformer_matmul", "matmul_f16"):
+        assert fam.shader_source(name).count("fn store1(") == 1, name
+
+
+def test_the_f32_tilings_are_written_out_with_constant_accumulator_indices():
+    from py_core.kernels import transformer_matmul as tm
+    src = fam.shader_source("transformer_matmul")
+    for entry, (rows, cols) in tm.TILES.items():
+        assert src.count(f"fn {entry}(") == 1
+        blocks = (rows // 64) * (cols // 64)
+        assert src.count(f"var acc: array<vec4<f32>, {4 * blocks}>;") >= 1
+    # every multiply-add and store names its accumulator by a number: none indexed by a variable
+    written = tm.entries(tm.TILES)
+    assert written in src and not re.search(r"acc\[[a-z]", written)
+    assert len(re.findall(r"acc\[\d+\] = fma\(", src)) == sum(
+        4 * (r // 64) * (c // 64) for r, c in tm.TILES.values())

@@ -24,7 +24,7 @@ def app_routes() -> list[tuple[str, str]]:
 
 STATIC_FILES = {  # a real file under each mount, so that with the token the answer is a 200
     "/web": "/web/app.js", "/pyodide": "/pyodide/pyodide.mjs", "/wheels": "/wheels/manifest.json",
-    "/shaders": "/shaders/matmul/matmul.wgsl", "/vendor/uplot": "/vendor/uplot/uPlot.esm.js",
+    "/vendor/uplot": "/vendor/uplot/uPlot.esm.js",
 }
 
 

@@ -16,15 +16,15 @@ FILES = {  # path under its root -> expected Content-Type
     ("pyodide", "python_stdlib.zip"): "application/zip",
     ("wheels", "py_core-0.1.0-py3-none-any.whl"): "application/zip",
     ("wheels", "py_core.tar"): "application/x-tar",
-    ("shaders", "matmul.wgsl"): "text/wgsl; charset=utf-8",
-    ("shaders", "notes.unknownext"): "application/octet-stream",
+    ("web", "kernel.wgsl"): "text/wgsl; charset=utf-8",
+    ("web", "notes.unknownext"): "application/octet-stream",
 }
 
 
 @pytest.fixture
 def tree(settings):
     roots = {"web": settings.web_dir, "pyodide": settings.pyodide_dir,
-             "wheels": settings.wheels_dir, "shaders": settings.shaders_dir}
+             "wheels": settings.wheels_dir}
     for (root, name), _ in FILES.items():
         (roots[root] / name).write_bytes(f"{root}/{name}".encode())
     (settings.web_dir.parent / "secret.txt").write_text("outside")
@@ -109,6 +109,6 @@ def test_real_web_folder(tmp_path):
         if wasm.exists():
             r = client.get("/pyodide/pyodide.asm.wasm")
             assert r.status_code == 200 and r.headers["content-type"] == "application/wasm"
-        for path in sorted((PROJECT_ROOT / "py_core" / "kernels").glob("*/*.wgsl")):
-            url = f"/shaders/{path.parent.name}/{path.name}"
-            assert client.get(url).headers["content-type"] == "text/wgsl; charset=utf-8"
+        # the WGSL travels in the wheel, read by the page's Python: nothing serves it on its own
+        assert client.get("/shaders/matmul.wgsl").status_code == 404
+        assert client.get("/shaders/matmul/matmul.wgsl").status_code == 404

@@ -9,10 +9,11 @@ from array import array
 
 import pytest
 
+from py_core import rng as rng_module
 from py_core.gpu import LimitError
 from py_core.gpu.reference import ReferenceBackend
-from py_core.kernels import transformer_init as init_kernel
 from py_core.kernels.transformer_embedding import SCHED
+from py_core.rng import normals, stream_key
 from py_core.transformer import (
     PRESETS,
     STREAM_TRAIN,
@@ -28,7 +29,6 @@ from py_core.transformer import (
     split,
 )
 from py_core.transformer.model import GPT, Activations
-from py_core.transformer.rng import normals, stream_key
 
 
 def test_presets_round_trip_through_json():
@@ -106,14 +106,14 @@ PINNED = [1.8812036514282227, 0.9529132843017578, 0.36832332611083984]
 def test_quantile_table_is_the_same_under_any_c_library():
     """The table comes from NormalDist.inv_cdf, whose last bits may differ between libms (glibc
     here, musl in Pyodide): every entry is far from a rounding boundary, so its integer cannot."""
-    assert init_kernel.table_margin() > 1e-6
-    t = init_kernel.quantile_table()
+    assert rng_module.table_margin() > 1e-6
+    t = rng_module.quantile_table()
     assert len(t) == 31 * 256 + 1 and t[-1] == 0
     assert all(a > b for a, b in zip(t, t[1:]))  # decreasing: interpolation never underflows
     assert max(a - b for a, b in zip(t, t[1:])) < 1 << 16  # (a - b) * f fits 32 bits
     # quantiles of tail mass 1/4 and 2.5% (u < 2**31: positive), in units of 2**-20
     assert t[30 * 256] == round(0.6744897501960817 * 2**20)
-    assert abs(init_kernel.fixed_normal(round(0.025 * 2**32), t) / 2**20 - 1.959964) < 1e-5
+    assert abs(rng_module.fixed_normal(round(0.025 * 2**32), t) / 2**20 - 1.959964) < 1e-5
 
 
 def test_gpu_initial_weights_are_the_python_bits(native_backend):

@@ -49,6 +49,7 @@ for (const dir of ["gpu", "kernels", "transformer", "texts"]) {
   }
 }
 py.FS.writeFile("/home/pyodide/py_core/__init__.py", "");
+py.FS.writeFile("/home/pyodide/py_core/rng.py", fs.readFileSync(path.join(root, "rng.py")));
 py.runPython("import sys; sys.path.insert(0, '/home/pyodide')");
 py.setStdout({ batched: (s) => process.stdout.write(s + "\n") });
 py.runPython(fs.readFileSync(process.argv[2], "utf8"));

@@ -50,14 +50,34 @@ def test_the_check_sees_lazy_imports():
     assert imported_roots("def f():\n    import numpy as np\n    from wgpu.x import y\n", "m") == {"numpy", "wgpu"}
 
 
-def test_the_wheel_holds_py_core_its_wgsl_and_texts_but_not_the_native_backend(wheel):
+def test_the_wheel_holds_py_core_the_shaders_and_texts_but_not_the_native_backend(wheel):
     with zipfile.ZipFile(wheel) as z:
         names = set(z.namelist())
         meta = z.read(f"py_core-{py_core.__version__}.dist-info/METADATA").decode()
     assert f"Version: {py_core.__version__}" in meta
     sources = {p.relative_to(ROOT).as_posix() for p in (ROOT / "py_core").rglob("*")
-               if p.suffix in (".py", ".wgsl", ".txt") and "__pycache__" not in p.parts}
+               if p.suffix in (".py", ".txt") and "__pycache__" not in p.parts} - {"py_core/setup.py"}
     server_only = {s for s in sources if s.startswith("py_core/gpu/native/")}
-    assert server_only and not server_only & names
+    assert server_only and not server_only & names and "py_core/setup.py" not in names
     assert sources - server_only <= names, sorted(sources - server_only - names)
-    assert "py_core/kernels/common.wgsl" in names and "py_core/kernels/forest/forest.wgsl" in names
+    # the WGSL has one source, the top-level shaders/: none inside py_core, all of it in the wheel
+    assert not list((ROOT / "py_core").rglob("*.wgsl"))
+    shaders = {"py_core/" + p.relative_to(ROOT).as_posix() for p in (ROOT / "shaders").rglob("*.wgsl")}
+    assert {"py_core/shaders/common.wgsl", "py_core/shaders/forest.wgsl"} <= shaders <= names
+    assert {n for n in names if n.endswith(".wgsl")} == shaders
+
+
+def test_the_installed_wheel_compiles_the_same_shaders(wheel, tmp_path):
+    """Installed (unpacked, as Pyodide's micropip does), py_core reads its WGSL from
+    py_core/shaders/: every family's assembled source hashes as the repository's does."""
+    from py_core.kernels import family as fam
+    with zipfile.ZipFile(wheel) as z:
+        z.extractall(tmp_path)
+    code = ("import json; from py_core.kernels import family as f; "
+            "print(json.dumps({n: [f.fingerprint(n), str(f.shader_dir())] for n in f.families()}))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env={"PYTHONPATH": str(tmp_path)},
+                         check=True, capture_output=True, text=True).stdout
+    installed = json.loads(out)
+    assert set(installed) == set(fam.families())
+    for name, (print_, folder) in installed.items():
+        assert print_ == fam.fingerprint(name) and folder == str(tmp_path / "py_core" / "shaders"), name

@@ -1,6 +1,18 @@
 """py_core's kernel interface and its backends (see `backend.py` for the contract)."""
-from .backend import Backend, Buffer, Clear, Copy, Dispatch, GPUError, Kernel, LimitError, Plan, shader_source
-from .layout import Struct
+from .backend import (
+    Backend,
+    Buffer,
+    Catalog,
+    Clear,
+    Copy,
+    Dispatch,
+    GPUError,
+    Kernel,
+    LimitError,
+    Plan,
+    shader_source,
+    use_catalog,
+)
 
 BACKENDS = ("reference", "native", "webgpu")
 
@@ -20,5 +32,5 @@ def get_backend(name: str = "reference", **options) -> Backend:
 
 
 __all__ = ["Backend", "Buffer", "Clear", "Copy", "Dispatch", "GPUError", "Kernel", "LimitError",
-           "Plan", "Struct",
+           "Plan", "Catalog", "use_catalog",
            "get_backend", "shader_source", "BACKENDS"]

@@ -2,7 +2,7 @@
 
 An algorithm is written once as async Python over this interface:
 
-    k = await backend.kernel("matmul", "matmul")             # py_core/kernels/matmul/matmul.wgsl
+    k = await backend.kernel("matmul", "matmul")             # shaders/matmul.wgsl
     a = backend.buffer("f32", data=array("f", ...))          # device buffers, typed
     p = backend.buffer("u32", data=PARAMS.pack(...), uniform=True)
     plan = backend.plan()                                    # recorded once ...
@@ -15,6 +15,11 @@ binding 0 is the kernel's uniform parameters when it has any. Buffers are f32, u
 
 Backends: `reference` (plain Python, the executable specification), `native` (wgpu-py on
 wgpu-native, on the server's GPU or lavapipe) and `webgpu` (the browser, through Pyodide's JS FFI).
+
+This layer knows no kernel family: a backend receives a kernel's program from the `Catalog` the
+families register (`py_core.kernels` does, when imported: `py_core/__init__.py` imports it), the
+WGSL source of a family for the GPU backends, the plain-Python function of an entry point for the
+reference backend.
 """
 from __future__ import annotations
 
@@ -25,7 +30,7 @@ import itertools
 import time
 from array import array
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Callable, NamedTuple
 
 from .scope import Scope
 
@@ -159,11 +164,30 @@ def op_name(op) -> str:
     return op.kernel.name if isinstance(op, Dispatch) else type(op).__name__.lower()
 
 
+class Catalog(NamedTuple):
+    """Where backends get a kernel's program: handed in by the kernel families (`use_catalog`)."""
+    source: Callable[[str], str]             # family -> the WGSL a GPU backend compiles
+    reference: Callable[[str, str], object]  # (family, entry) -> fn(buffers, grid, constants)
+
+
+_CATALOG: list[Catalog] = []
+
+
+def use_catalog(source: Callable[[str], str], reference: Callable[[str, str], object]) -> None:
+    """Register the kernel families' programs (py_core.kernels calls this when imported)."""
+    _CATALOG[:] = [Catalog(source, reference)]
+
+
+def catalog() -> Catalog:
+    if not _CATALOG:
+        raise RuntimeError("no kernel catalog registered: import py_core.kernels, which hands the "
+                           "backends the families' WGSL and references")
+    return _CATALOG[0]
+
+
 def shader_source(family: str) -> str:
-    """The WGSL a backend compiles for `family` (`py_core.kernels.family`: the generated layouts
-    and constants, the family's file, its includes)."""
-    from ..kernels.family import shader_source as source
-    return source(family)
+    """The WGSL a backend compiles for `family`, as the catalog gives it."""
+    return catalog().source(family)
 
 
 class Backend(abc.ABC):

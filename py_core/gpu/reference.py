@@ -9,8 +9,7 @@ import os
 import platform
 from array import array
 
-from .. import kernels
-from .backend import TYPECODES, Backend, Buffer, Clear, Copy, Dispatch, Kernel, Plan
+from .backend import TYPECODES, Backend, Buffer, Clear, Copy, Dispatch, Kernel, Plan, catalog
 
 
 class ReferenceBackend(Backend):
@@ -38,7 +37,7 @@ class ReferenceBackend(Backend):
         return array(buf.handle.typecode, buf.handle[:n])
 
     async def _compile(self, kernel: Kernel):
-        return kernels.lookup(kernel.family, kernel.entry)
+        return catalog().reference(kernel.family, kernel.entry)
 
     async def _run(self, plan: Plan, repeat: int) -> None:
         for _ in range(repeat):

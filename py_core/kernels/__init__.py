@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import importlib
 
+from ..gpu.backend import use_catalog
+
 _REGISTRY: dict[tuple[str, str], object] = {}
 
 
@@ -32,3 +34,9 @@ def lookup(family: str, entry: str):
         return _REGISTRY[(family, entry)]
     except KeyError:
         raise KeyError(f"kernel family {family!r} has no reference for entry {entry!r}") from None
+
+
+# The GPU interface imports no family: it is handed their WGSL and references here.
+from .family import shader_source  # noqa: E402  (after lookup: family.py imports nothing of this)
+
+use_catalog(shader_source, lookup)

@@ -1,8 +1,12 @@
 """A kernel family's one description, and the WGSL text a backend compiles.
 
-A family is a package `py_core/kernels/<family>/`: `<family>.wgsl` (the kernels), `__init__.py`
-(this description, `FAMILY`, beside the plain-Python reference and the host-side policy: grids,
-tilings) and `cases.py` (its self-test cases). The description names the family's uniform
+A family is its WGSL, `shaders/<family>.wgsl` at the top of the repository (`py_core/shaders/` in
+the wheel, where the build puts the same files), and a package `py_core/kernels/<family>/`:
+`__init__.py` (this description, `FAMILY`, beside the plain-Python reference and the host-side
+policy: grids, tilings) and `cases.py` (its self-test cases). Where entry points are written out
+per tiling (named registers and accumulators: transformer_matmul's, matmul_f16's), the
+description's `generate` makes their text when the shader is loaded, after the family's file
+(matmul_f16 has none). The description names the family's uniform
 layouts (`Struct`s) and constants (flags, sentinels, sizes); `shader_source(family)` generates
 their WGSL declarations and puts them before the family's WGSL, so a layout or a flag is written
 once, in Python, and the WGSL uses the names:
@@ -10,9 +14,9 @@ once, in Python, and the WGSL uses the names:
     struct Params { M: u32, N: u32, K: u32, flags: u32, alpha: f32 }
     const TRANS_A: u32 = 1u;
 
-Shared WGSL helpers live in `common.wgsl`, in sections that start with a line `// == NAME`; a
-line `#include NAME` in a family's WGSL is replaced by that section (once per shader, sections
-may include others). `fingerprint(family)` is a hash of the expanded text: what ran, exactly.
+Shared WGSL helpers live in `shaders/common.wgsl` and `shaders/lib/*.wgsl`, in sections that
+start with a line `// == NAME`; a line `#include NAME` in a family's WGSL is replaced by that
+section (once per shader, sections may include others). `fingerprint(family)` is a hash of the expanded text: what ran, exactly.
 """
 from __future__ import annotations
 
@@ -23,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+PACKAGE = HERE.parent
 COMMON = "common.wgsl"
 _INCLUDE = re.compile(r"^#include\s+(\w+)\s*$", re.MULTILINE)
 _SECTION = re.compile(r"^// == (\w+)\s*$", re.MULTILINE)
@@ -35,6 +40,7 @@ class Family:
     family's WGSL. Ints become `u32` constants, floats abstract floats."""
     structs: dict = field(default_factory=dict)
     consts: dict = field(default_factory=dict)
+    generate: object = None  # () -> WGSL written out in Python, after the family's shaders/ file
 
     def header(self, family: str) -> str:
         lines = [(f"// Generated from py_core/kernels/{family}/__init__.py (FAMILY) when the shader "
@@ -57,19 +63,52 @@ def description(family: str) -> Family:
     return getattr(module, "FAMILY", None) or Family()
 
 
+def shader_dir() -> Path:
+    """Where the WGSL lies: py_core/shaders/ in the installed wheel, else the repository's
+    shaders/ (the one source: the wheel's build copies it, nothing commits it twice)."""
+    for folder in (PACKAGE / "shaders", PACKAGE.parent / "shaders"):
+        if (folder / COMMON).is_file():
+            return folder
+    raise FileNotFoundError(f"no shaders/ beside or inside {PACKAGE}")
+
+
 def wgsl_file(family: str) -> Path:
-    path = HERE / family / f"{family}.wgsl"
+    path = shader_dir() / f"{family}.wgsl"
     if not re.fullmatch(r"\w+", family) or not path.is_file():
         raise FileNotFoundError(f"no shader family {family!r} (looked for {path})")
     return path
 
 
+def body(family: str) -> str:
+    """The family's own WGSL: its shaders/ file (if any), then what its description generates
+    (if anything: entry points written out per tiling)."""
+    generate = description(family).generate if (HERE / family / "__init__.py").is_file() else None
+    path = shader_dir() / f"{family}.wgsl"
+    text = path.read_text(encoding="utf-8") if path.is_file() else ""
+    if not text and not generate:
+        wgsl_file(family)  # raises: no such family
+    return text + ("\n" + generate() if text and generate else generate() if generate else "")
+
+
+def section_files() -> list[Path]:
+    folder = shader_dir()
+    return [folder / COMMON, *sorted((folder / "lib").glob("*.wgsl"))]
+
+
+_SECTIONS: dict[str, str] = {}
+
+
 def sections() -> dict[str, str]:
-    """The sections of common.wgsl by name."""
-    text = (HERE / COMMON).read_text(encoding="utf-8")
-    marks = list(_SECTION.finditer(text))
-    return {m.group(1): text[m.start():marks[i + 1].start() if i + 1 < len(marks) else len(text)]
-            for i, m in enumerate(marks)}
+    """The shared sections (common.wgsl, lib/*.wgsl) by name; a name is defined once."""
+    if not _SECTIONS:
+        for path in section_files():
+            text = path.read_text(encoding="utf-8")
+            marks = list(_SECTION.finditer(text))
+            for i, m in enumerate(marks):
+                if m.group(1) in _SECTIONS:
+                    raise ValueError(f"{path.name}: section {m.group(1)!r} is defined twice")
+                _SECTIONS[m.group(1)] = text[m.start():marks[i + 1].start() if i + 1 < len(marks) else len(text)]
+    return dict(_SECTIONS)
 
 
 def expand_includes(text: str, where: str, available: dict[str, str], done: set | None = None) -> str:
@@ -79,12 +118,12 @@ def expand_includes(text: str, where: str, available: dict[str, str], done: set 
     def replace(m):
         name = m.group(1)
         if name not in available:
-            raise ValueError(f"{where}: #include {name}: {COMMON} has no section {name!r} "
+            raise ValueError(f"{where}: #include {name}: shaders/ has no section {name!r} "
                              f"(it has {', '.join(sorted(available))})")
         if name in done:
-            return f"// (#include {name}: already included above)"
+            return f"// (section {name}: included above)"
         done.add(name)
-        return expand_includes(available[name].rstrip("\n"), f"{COMMON}:{name}", available, done)
+        return expand_includes(available[name].rstrip("\n"), f"section {name}", available, done)
 
     return _INCLUDE.sub(replace, text)
 
@@ -96,7 +135,7 @@ def shader_source(family: str) -> str:
     """The WGSL a backend compiles for `family`: the generated header, then the family's file with
     its includes expanded. Made once per family and process."""
     if family not in _SOURCES:
-        _SOURCES[family] = assemble(family, wgsl_file(family).read_text(encoding="utf-8"))
+        _SOURCES[family] = assemble(family, body(family))
     return _SOURCES[family]
 
 
@@ -116,5 +155,5 @@ def fingerprint(family: str) -> str:
 
 
 def families() -> list[str]:
-    """Every kernel family: the packages beside this module that hold their own WGSL."""
-    return sorted(p.name for p in HERE.iterdir() if (p / f"{p.name}.wgsl").is_file())
+    """Every kernel family: the packages beside this module with their self-test cases."""
+    return sorted(p.name for p in HERE.iterdir() if (p / "cases.py").is_file())

@@ -11,10 +11,10 @@
 The server's PyTorch twin (server/torch_gpt.py) uses this package's config, vocabulary, initial
 weights and batch offsets, so the two runs start from bit-identical weights and see the same data.
 """
+from ..rng import STREAM_SAMPLE, STREAM_TRAIN, STREAM_VAL, batch_offsets
 from .config import PRESETS, TransformerConfig
 from .model import GPT, memory_bytes
 from .params import ParamLayout, init_weights
-from .rng import STREAM_SAMPLE, STREAM_TRAIN, STREAM_VAL, batch_offsets
 from .safetensors import export_weights, import_weights
 from .sample import TrainedModel, choose, sample
 from .text import BUILTIN_TEXTS, Vocab, builtin_text, split

@@ -9,7 +9,7 @@ import json
 import math
 from dataclasses import asdict, dataclass, fields, replace
 
-from .rng import cos_pi
+from .cosine import cos_pi
 
 
 @dataclass(frozen=True)
@@ -78,7 +78,7 @@ class TransformerConfig:
 
     def lr_at(self, step: int) -> float:
         """nanoGPT's get_lr: linear warm-up, then cosine decay from lr to min_lr, then min_lr.
-        (The cosine is rng.cos_pi, not math.cos, whose last bit differs between C libraries.)"""
+        (The cosine is cosine.cos_pi, not math.cos, whose last bit differs between C libraries.)"""
         if step < self.warmup_steps:
             return self.lr * (step + 1) / (self.warmup_steps + 1)
         if step > self.decay_steps:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from array import array
 
+from .. import rng
 from ..gpu.backend import LimitError
 from ..kernels import matmul_f16 as mf
 from ..kernels import transformer_adamw as adam
@@ -23,7 +24,6 @@ from ..kernels import transformer_init as init
 from ..kernels import transformer_layernorm as ln
 from ..kernels import transformer_loss as loss
 from ..kernels import transformer_matmul as mm
-from . import rng
 from .buffers import (  # noqa: F401
     CHUNK,
     EMBED_CHUNK,
@@ -158,13 +158,13 @@ class GPT:
                 plain[p.offset - L.n_decay:p.offset - L.n_decay + p.size] = array("f", [1.0]) * p.size
         b.write(self.params, plain, offset=L.n_decay)
         async with b.scope("init"):  # the table, the plan and its uniforms: freed when done
-            table = b.buffer("u32", data=init.quantile_table())
+            table = b.buffer("u32", data=rng.quantile_table())
             plan = b.plan()
             r = _Recorder(b, plan)
             for p in L:
                 if p.init == "normal":
                     await r("transformer_init", "init_normal", init.INIT, dict(
-                        n=p.size, offset=p.offset, key=rng.init_key(seed, p.name), scale=init.scale_of(p.std)),
+                        n=p.size, offset=p.offset, key=rng.init_key(seed, p.name), scale=rng.scale_of(p.std)),
                         [table, self.params], ew.grid_1d(p.size), "init")
             await b.run(plan)
             await b.finish()

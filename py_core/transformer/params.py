@@ -15,8 +15,8 @@ import math
 from array import array
 from dataclasses import dataclass
 
+from ..rng import normals
 from .config import TransformerConfig
-from .rng import normals
 
 
 @dataclass(frozen=True)

@@ -12,9 +12,9 @@ from array import array
 from dataclasses import dataclass, field
 
 from ..kernels import transformer_matmul as mm
+from ..rng import STREAM_SAMPLE, stream_key, uniform
 from .config import TransformerConfig
 from .model import GPT, Activations
-from .rng import STREAM_SAMPLE, stream_key, uniform
 from .text import Vocab
 
 

@@ -16,9 +16,9 @@ from array import array
 from ..gpu.backend import by_label
 from ..kernels.transformer_embedding import SCHED
 from ..kernels.transformer_matmul import MODES
+from ..rng import STREAM_TRAIN, STREAM_VAL, stream_key
 from .config import TransformerConfig
 from .model import GPT, Activations, check_fits
-from .rng import STREAM_TRAIN, STREAM_VAL, stream_key
 from .text import Vocab, split
 
 

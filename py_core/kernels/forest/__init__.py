@@ -15,9 +15,10 @@ from fractions import Fraction
 from itertools import accumulate
 from struct import Struct as _Struct
 
-from ...gpu.layout import Struct
+from ...rng import hash3, pcg
 from .. import reference
 from ..family import Family
+from ..layout import Struct
 
 PARAMS = Struct(
     "n:u32 F:u32 FW:u32 NB:u32 C:u32 K:u32 crit:u32 T:u32 "
@@ -114,17 +115,7 @@ def hist_groups(fmeta, C: int) -> array | None:
     return groups
 
 
-# ---- hashing, as in the shader ------------------------------------------------------------------
-def pcg(x: int) -> int:
-    s = (x * 747796405 + 2891336453) & M32
-    w = (((s >> ((s >> 28) + 4)) ^ s) * 277803737) & M32
-    return (w >> 22) ^ w
-
-
-def hash3(a: int, b: int, c: int) -> int:
-    return pcg((pcg((pcg(a) + b) & M32) + c) & M32)
-
-
+# ---- hashing, as in the shader (pcg and hash3 are py_core.rng's) -----------------------------------
 def swap_or_not(key: int, i: int, x: int, n: int) -> int:
     """Round i of the features' permutation (the shader's): x paired with (k - x) mod n, swapped
     or not by a bit of the pair; its own inverse."""

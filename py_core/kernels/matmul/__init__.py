@@ -3,9 +3,9 @@ from __future__ import annotations
 
 from array import array
 
-from ...gpu.layout import Struct
 from .. import reference
 from ..family import Family
+from ..layout import Struct
 
 PARAMS = Struct("M:u32 N:u32 K:u32 flags:u32 alpha:f32")
 TRANS_A, TRANS_B, ACCUMULATE = 1, 2, 4

@@ -1,7 +1,8 @@
-"""Reference of `matmul_f16.wgsl`: transformer_matmul's contract on subgroup matrices (tensor
+"""Reference of the matmul_f16 kernels: transformer_matmul's contract on subgroup matrices (tensor
 cores), f16 operands and f32 accumulation. Bindings: params, A, B, C, bias, R, G.
 
-The WGSL is written by `wgsl.py` (named accumulators and staging registers, one tiling). The
+The WGSL is written by `wgsl.py` (named accumulators and staging registers, one tiling) when the
+shader is loaded: no file in shaders/, so nothing generated is committed to go stale. The
 reference is transformer_matmul's, on 128 x 128 tiles, over the operands rounded to f16 (to
 nearest, ties to even, as the GPU converts): what the tensor cores multiply. Sums are exact here
 and f32 on the GPU, in another order: tolerances cover that, not the rounding of the operands.
@@ -18,9 +19,9 @@ from __future__ import annotations
 import struct
 from array import array
 
-from ...gpu.layout import Struct
 from .. import reference
 from ..family import Family
+from ..layout import Struct
 from ..transformer_matmul import (  # noqa: F401  (the same contract: layout and flags)
     ACCUMULATE,
     BIAS,
@@ -38,10 +39,11 @@ from ..transformer_matmul import (  # noqa: F401  (the same contract: layout and
     params,
 )
 from ..transformer_matmul import FAMILY as _MM_FAMILY
-from .wgsl import DEFAULT, DIRECT
+from .wgsl import DEFAULT, DIRECT, module
 
 CAST = Struct("n:u32 src_off:u32 dst_off:u32 pad:u32")
-FAMILY = Family(structs={**_MM_FAMILY.structs, "Cast": CAST}, consts=dict(_MM_FAMILY.consts))
+FAMILY = Family(structs={**_MM_FAMILY.structs, "Cast": CAST}, consts=dict(_MM_FAMILY.consts),
+                generate=module)
 
 TILE = DEFAULT["bm"]  # rows and columns of C per workgroup (the causal flags act on these)
 FEATURES = ("shader-f16", "subgroups", "chromium-experimental-subgroup-matrix")

@@ -1,11 +1,12 @@
-"""Writes `matmul_f16.wgsl`: the subgroup-matrix (tensor core) matmul, one tiling.
+"""Writes the matmul_f16 family's WGSL: the subgroup-matrix (tensor core) matmul, one tiling.
 
 The kernel is written out here rather than by hand because WGSL has no loop unrolling and
 Chromium's robustness pass clamps every dynamic array index: arrays of subgroup matrices or of
 staging registers indexed by a loop variable end up in local memory. So every accumulator,
 operand matrix and staging register is a named variable, one statement each, for the tiling
-asked for. `python -m py_core.kernels.matmul_f16.wgsl` rewrites the committed file (the default
-tiling); tests check that the file is this module's output.
+asked for. The family's description (`FAMILY.generate`) calls `module()` when the shader is
+loaded; `python -m py_core.kernels.matmul_f16.wgsl OUT [BM BN BK WM WN]` writes the assembled
+shader (header and all) of the default or another tiling, to read or to benchmark.
 """
 from __future__ import annotations
 
@@ -14,8 +15,8 @@ from pathlib import Path
 DEFAULT = {"bm": 128, "bn": 128, "bk": 32, "wm": 2, "wn": 4}
 
 HEADER = """\
-// WRITTEN by py_core/kernels/matmul_f16/wgsl.py ({tiling}): edit that file, then run
-// `python -m py_core.kernels.matmul_f16.wgsl`. Params and the flags come from the family header.
+// WRITTEN by py_core/kernels/matmul_f16/wgsl.py ({tiling}) when the shader is loaded: edit
+// that file. Params and the flags come from the family header.
 //
 // Mixed-precision matrix multiply on subgroup matrices (tensor cores): f16 operands, f32
 // accumulation, f32 results. The same contract as transformer_matmul (the same Params, bindings
@@ -71,13 +72,7 @@ var<workgroup> As: array<f16, {a_len}>;
 var<workgroup> Bs: array<f16, {b_len}>;
 var<workgroup> Cs: array<f32, {c_len}>;  // a 16 x 16 scratch a subgroup
 
-const K0 = 0.7978845608028654;  // sqrt(2 / pi): GELU's tanh approximation
-const K1 = 0.044715;
-
-fn tanh_(u: f32) -> f32 {{
-  let e = exp(-2.0 * abs(u));
-  return sign(u) * (1.0 - e) / (1.0 + e);
-}}
+#include epilogue
 
 fn elem_a(i: u32) -> f16 {{
   if (IN_F16) {{ return f16(unpack2x16float(A[i >> 1u])[i & 1u]); }}
@@ -161,24 +156,6 @@ fn left(m: u32, kk: u32) -> subgroup_matrix_left<f16, 16, 16> {{
 fn right(n: u32, kk: u32) -> subgroup_matrix_right<f16, 16, 16> {{
   if (TRANSPOSE_B) {{ return subgroupMatrixLoad<subgroup_matrix_right<f16, 16, 16>>(&Bs, n * SB + kk, true, SB); }}
   return subgroupMatrixLoad<subgroup_matrix_right<f16, 16, 16>>(&Bs, kk * SB + n, false, SB);
-}}
-
-// The epilogue of one element of C.
-fn store1(c_base: u32, r: u32, c: u32, acc: f32) {{
-  if (r >= p.M || c >= p.N) {{ return; }}
-  let f = p.flags;
-  var v = p.alpha * acc;
-  if ((f & BIAS) != 0u) {{ v += bias[p.bias_off + c]; }}
-  let at = c_base + r * p.ldc + c;
-  if ((f & RESIDUAL) != 0u) {{ v += R[at]; }}
-  if ((f & GELU_GRAD) != 0u) {{
-    let x = R[at];
-    let t = tanh_(K0 * (x + K1 * x * x * x));
-    v *= 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * K0 * (1.0 + 3.0 * K1 * x * x);
-  }}
-  if ((f & ACCUMULATE) != 0u) {{ v += C[at]; }}
-  C[at] = v;
-  if ((f & GELU) != 0u) {{ G[at] = 0.5 * v * (1.0 + tanh_(K0 * (v + K1 * v * v * v))); }}
 }}
 
 // The scratch-path epilogue of one 16 x 16 result matrix at (r0, c0) of C, for subgroup sg.
@@ -411,15 +388,11 @@ def module() -> str:
     return wgsl(**DEFAULT) + DIRECT_HEADER + "".join(wgsl_direct(name, *t) for name, t in DIRECT.items())
 
 
-def path() -> Path:
-    return Path(__file__).resolve().parent / "matmul_f16.wgsl"
-
-
-if __name__ == "__main__":
+if __name__ == "__main__":  # python -m py_core.kernels.matmul_f16.wgsl OUT [BM BN BK WM WN]
     import sys
-    if len(sys.argv) > 1:  # python -m py_core.kernels.matmul_f16.wgsl OUT BM BN BK WM WN: a variant,
-        from ..family import assemble  # as a backend compiles it (header and all)
-        bm, bn, bk, wm, wn = (int(x) for x in sys.argv[2:7])
-        Path(sys.argv[1]).write_text(assemble("matmul_f16", wgsl(bm, bn, bk, wm, wn)))
-    else:
-        path().write_text(module())
+
+    from ..family import assemble  # as a backend compiles it (header and all)
+    tiling = [int(x) for x in sys.argv[2:7]]
+    text = wgsl(*tiling) + DIRECT_HEADER + "".join(wgsl_direct(n, *t) for n, t in DIRECT.items()) \
+        if tiling else module()
+    Path(sys.argv[1]).write_text(assemble("matmul_f16", text))

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import math
 
-from ...gpu.layout import Struct
 from .. import reference
 from ..family import Family
+from ..layout import Struct
 from ..transformer_embedding import SCHED
 
 REDUCE = Struct("n:u32 per_group:u32 out_off:u32 flags:u32")

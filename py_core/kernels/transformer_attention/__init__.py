@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import math
 
-from ...gpu.layout import Struct
 from .. import reference
 from ..family import Family
+from ..layout import Struct
 
 PARAMS = Struct("T:u32 rows:u32 scale:f32 pad:u32")
 FAMILY = Family(structs={"Params": PARAMS})

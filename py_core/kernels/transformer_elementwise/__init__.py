@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import math
 
-from ...gpu.layout import Struct
 from .. import reference
 from ..family import Family
+from ..layout import Struct
 
 GELU = Struct("n:u32 pad0:u32 pad1:u32 pad2:u32")
 COLSUM = Struct("rows:u32 cols:u32 chunk:u32 out_off:u32")

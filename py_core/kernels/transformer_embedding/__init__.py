@@ -1,13 +1,13 @@
 """Reference of `transformer_embedding.wgsl`: batches, embeddings and their gradients.
 
-`hash32` is also the counter-based RNG of batch offsets everywhere (browser, server, PyTorch):
-integer arithmetic modulo 2**32, so every platform gets the same numbers.
+Batch offsets come from py_core.rng's `batch_offset` (hash32: the same numbers on every platform).
 """
 from __future__ import annotations
 
-from ...gpu.layout import Struct
+from ...rng import batch_offset
 from .. import reference
 from ..family import Family
+from ..layout import Struct
 
 BATCH = Struct("B:u32 T:u32 n_windows:u32 key:u32")
 SCHED = Struct("step:u32 slot:u32 lr:f32 step_size:f32 bc2_sqrt:f32 decay:f32")
@@ -18,26 +18,6 @@ WRITES = {("transformer_embedding", "get_batch"): {3, 4},
           ("transformer_embedding", "embed_forward"): {3},
           ("transformer_embedding", "embed_backward_wte"): {3},
           ("transformer_embedding", "embed_backward_wpe"): {2}}
-MASK = 0xFFFFFFFF
-
-
-def mix32(x: int) -> int:
-    """lowbias32 (Chris Wellons): a bijection of 32-bit integers with good avalanche."""
-    x ^= x >> 16
-    x = (x * 0x7FEB352D) & MASK
-    x ^= x >> 15
-    x = (x * 0x846CA68B) & MASK
-    x ^= x >> 16
-    return x
-
-
-def hash32(key: int, counter: int) -> int:
-    return mix32(mix32((key ^ counter) & MASK))
-
-
-def batch_offset(key: int, step: int, b: int, batch_size: int, n_windows: int) -> int:
-    """Start of sequence b of step `step`'s batch, as the get_batch kernel computes it."""
-    return hash32(key, (step * batch_size + b) & MASK) % n_windows
 
 
 @reference("transformer_embedding", "get_batch")

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import math
 
-from ...gpu.layout import Struct
 from .. import reference
 from ..family import Family
+from ..layout import Struct
 
 PARAMS = Struct("rows:u32 C:u32 w_off:u32 flags:u32 eps:f32 chunk:u32")
 ACCUMULATE = 1

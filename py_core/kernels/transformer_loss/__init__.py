@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import math
 
-from ...gpu.layout import Struct
 from .. import reference
 from ..family import Family
+from ..layout import Struct
 from ..transformer_embedding import SCHED
 
 PARAMS = Struct("rows:u32 V:u32 inv_rows:f32 pad:u32")

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import math
 
-from ...gpu.layout import Struct
 from .. import reference
 from ..family import Family
+from ..layout import Struct
+from .wgsl import entries
 
 PARAMS = Struct("M:u32 N:u32 K:u32 flags:u32 alpha:f32 inner:u32 lda:u32 ldb:u32 ldc:u32 "
                 "a_off:u32 b_off:u32 c_off:u32 bias_off:u32 a_so:u32 a_si:u32 b_so:u32 "
@@ -14,7 +15,7 @@ PARAMS = Struct("M:u32 N:u32 K:u32 flags:u32 alpha:f32 inner:u32 lda:u32 ldb:u32
 TRANS_A, TRANS_B, ACCUMULATE, BIAS = 1, 2, 4, 8
 SKIP_UPPER, K_UPTO_ROW, K_FROM_ROW = 16, 32, 64
 RESIDUAL, GELU, GELU_GRAD, ROWSUM = 128, 256, 512, 1024
-FAMILY = Family(structs={"Params": PARAMS}, consts={
+FAMILY = Family(structs={"Params": PARAMS}, generate=lambda: entries(TILES), consts={
     "TRANS_A": TRANS_A, "TRANS_B": TRANS_B, "ACCUMULATE": ACCUMULATE, "BIAS": BIAS,
     "SKIP_UPPER": SKIP_UPPER, "K_UPTO_ROW": K_UPTO_ROW, "K_FROM_ROW": K_FROM_ROW,
     "RESIDUAL": RESIDUAL, "GELU": GELU, "GELU_GRAD": GELU_GRAD, "ROWSUM": ROWSUM})

@@ -1,5 +1,5 @@
 // Initial weights on the GPU: normal draws from an integer hash and a quantile table, the same
-// bits as py_core/kernels/transformer_init.py computes in Python (see there for the method).
+// bits as py_core/rng.py computes in Python (normals_fixed; see there for the method).
 //   init_normal: out[offset + i] = f32(z(hash32(key, i))) * scale, i < n
 // Integer arithmetic up to z; f32(z) is exact (|z| < 2^23) and the one f32 multiply is correctly
 // rounded, so no fused or reordered float operation can change a bit.

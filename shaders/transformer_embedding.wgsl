@@ -1,7 +1,7 @@
 // The model's input end: drawing a batch, token + position embeddings, and their gradients.
 //   get_batch:          idx[b, t] = tokens[o + t], tgt[b, t] = tokens[o + t + 1], with the offset
 //                       o = hash32(key, step * B + b) % n_windows: the same counter-based hash as
-//                       py_core/transformer/rng.py, so PyTorch draws the very same batches
+//                       py_core/rng.py, so PyTorch draws the very same batches
 //   embed_forward:      x[m, c] = wte[idx[m], c] + wpe[m % T, c]
 //   embed_backward_wte: parts of dwte[v, c] = sum of dx[m, c] over positions m with idx[m] == v,
 //                       one a chunk of positions: a gather per (vocabulary row, channel, chunk) in

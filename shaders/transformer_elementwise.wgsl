@@ -6,16 +6,7 @@
 //                  run once with chunks of rows, once more over the chunk sums (bias gradients)
 // Elementwise grids: workgroups of 256, i = (wg.x + wg.y * nwg.x) * 256 + lid.
 
-
-const K0 = 0.7978845608028654;  // sqrt(2 / pi)
-const K1 = 0.044715;
-
-// tanh without overflow: exp of a non-positive argument only (some backends' tanh is NaN for
-// large inputs).
-fn tanh_(u: f32) -> f32 {
-  let e = exp(-2.0 * abs(u));
-  return sign(u) * (1.0 - e) / (1.0 + e);
-}
+#include gelu
 
 // -- gelu_forward: 0 params, 1 x (n), 2 y (n)
 @group(0) @binding(0) var<uniform> pg: Gelu;
@@ -27,8 +18,7 @@ fn gelu_forward(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: 
                 @builtin(local_invocation_id) lid: vec3u) {
   let i = (wg.x + wg.y * nwg.x) * 256u + lid.x;
   if (i >= pg.n) { return; }
-  let x = gx[i];
-  gy[i] = 0.5 * x * (1.0 + tanh_(K0 * (x + K1 * x * x * x)));
+  gy[i] = gelu(gx[i]);
 }
 
 // -- gelu_backward: 0 params, 1 x (n), 2 dy -> dx (n), in place
@@ -40,10 +30,7 @@ fn gelu_backward(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg:
                  @builtin(local_invocation_id) lid: vec3u) {
   let i = (wg.x + wg.y * nwg.x) * 256u + lid.x;
   if (i >= pg.n) { return; }
-  let x = bx[i];
-  let t = tanh_(K0 * (x + K1 * x * x * x));
-  let d = 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * K0 * (1.0 + 3.0 * K1 * x * x);
-  bdy[i] = bdy[i] * d;
+  bdy[i] = bdy[i] * gelu_grad(bx[i]);
 }
 
 // -- colsum: 0 params, 1 in (rows, cols), 2 out. Grid (ceil(cols / 64), chunks).
