@@ -24,7 +24,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from server import comparisons, datasets, exports, runs, suite, texts
+from server import comparisons, datasets, exports, kinds, runs, suite, texts
 from server.datadir import DataDirLock
 from server.errors import EXCEPTION_HANDLERS
 from server.security import AccessMiddleware, SecurityHeadersMiddleware
@@ -32,7 +32,7 @@ from server.settings import Settings, resolve_device
 from server.static import static_routes
 from server.store import Store
 
-FEATURES: list[ModuleType] = [runs, datasets, texts, comparisons, exports, suite]
+FEATURES: list[ModuleType] = [runs, datasets, texts, comparisons, exports, suite, kinds]
 
 try:
     VERSION = metadata.version("webgpu-playground")

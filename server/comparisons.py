@@ -82,6 +82,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
+from py_core.jobs import kind as kind_of
 from server import jobcost
 from server.cluster import Cluster, backoff
 from server.errors import ClientError
@@ -120,7 +121,6 @@ WORKER_DIED = ("the worker running this job died {n} time(s) (killed, out of mem
 CANCELLED = "cancelled"
 LOST = ("the Dask scheduler went away during this job ({error}); POST /api/runs/{id}/comparisons "
         "queues it again")
-SPEED_TIMING = {"random_forest": "fit", "transformer": "step"}  # what `speedup` compares
 
 
 @dataclass
@@ -160,7 +160,8 @@ def job_problem(run: dict) -> str | None:
     job = run.get("config")
     if not isinstance(job, dict) or job.get("kind") != run["kind"]:
         return "the run's config is not its job (expected {\"kind\": \"%s\", ...})" % run["kind"]
-    needs = {"random_forest": ("dataset", "target"), "transformer": ("text",)}.get(run["kind"], ())
+    found = kind_of(run["kind"])
+    needs = found.needs if found is not None else ()
     missing = [key for key in needs if not isinstance(job.get(key), str) or not job[key]]
     if missing:
         return f"the run's job has no {' or '.join(repr(k) for k in missing)}: nothing to rerun"
@@ -528,7 +529,8 @@ def _requeue(ids: list[int]):
 
 def speedup(kind: str, browser_timings: dict, timings: dict) -> float | None:
     """Browser time / runner time for the kind's main timing: above 1, the server was faster."""
-    key = SPEED_TIMING.get(kind)
+    found = kind_of(kind)  # its main timing (py_core/jobs/kinds.py)
+    key = found.main_timing.key if found is not None and found.runners else None
     b, s = (browser_timings or {}).get(key), (timings or {}).get(key)
     if not isinstance(b, (int, float)) or not isinstance(s, (int, float)) or b <= 0 or s <= 0:
         return None

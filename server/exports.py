@@ -53,6 +53,7 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, PlainTextResponse
 from starlette.routing import Route
 
+from py_core.jobs.kinds import KINDS, kind
 from server import jobcost, snippets
 from server.bounded import BoundedQueue, unless_disconnected
 from server.comparisons import job_problem
@@ -248,10 +249,13 @@ def onnx_path(data_dir, run_id: str, version: int = GRAPH_VERSION) -> Path:
 
 async def get_onnx(request: Request) -> FileResponse:
     run = await _run_of(request)
-    if run["kind"] != "random_forest":
-        raise ClientError(409, "only a random_forest run exports to ONNX; this run is a "
-                          f"{run['kind']}" + (" (its weights download from the page as "
-                                              "safetensors)" if run["kind"] == "transformer" else ""))
+    found = kind(run["kind"])  # what a kind exports is its Kind's (py_core/jobs/kinds.py)
+    others = [e for e in (found.exports if found is not None else ()) if e != "onnx"]
+    if found is None or "onnx" not in found.exports:
+        onnx = " or ".join(k for k in KINDS if "onnx" in kind(k).exports)
+        raise ClientError(409, f"only a {onnx} run exports to ONNX; this run is a {run['kind']}"
+                          + (f" (its weights download from the page as {', '.join(others)})"
+                             if others else ""))
     settings = request.app.state.settings
     path = onnx_path(settings.data_dir, run["id"])
 

@@ -1,17 +1,13 @@
 """What a server-side comparison job will cost, from its config alone, and the caps it must fit.
 
-Checked before a job is queued (server/comparisons.py), never after it started:
+Checked before a job is queued (server/comparisons.py), never after it started. A kind's cost
+is its own (`Kind.cost`, beside its job: py_core/jobs/forest_job.py `cost`, transformer_job.py
+`cost`), on its params as its table reads them (as the runners read them) and the data set's
+shape: rows and columns of a synthetic set from its generator's size, of a file as its upload's
+parse counted them. A kind without a cost is refused (Invalid): never free.
 
-    random_forest   rows x trees x depth   (depth: max_depth, or 2 log2(rows) for unlimited
-                    trees, the depth a fully grown tree on random data reaches); rows and
-                    columns of a synthetic set from its generator's size, of a file as its
-                    upload's parse counted them; also trees alone and the generated table's
-                    cells
-                    (params: the kind's table, py_core/jobs/params.py, as the runners read it)
-    transformer     parameters x tokens a step x steps (about a sixth of the training FLOPs),
-                    the validations' batches, a profile's runs and the sampled characters
-                    included
-    other kinds     refused (Invalid): a kind the server cannot cost is never free
+    random_forest   rows x trees x depth; also trees alone and the generated table's cells
+    transformer     parameters x tokens a step x steps, validations, profile and samples in
 
 Caps (server options, PLAYGROUND_* environment variables too; 0 turns one off):
 
@@ -77,13 +73,18 @@ def caps_of(settings) -> dict:
 
 
 def estimate(job: dict, data_dir: Path) -> dict:
-    """{"cost": ..., "unit": ..., and the parts}; Invalid for a job it cannot cost: a kind without
-    a cost here is refused, never free."""
-    kind = job.get("kind") if isinstance(job, dict) else None
-    if kind not in COSTS:
-        raise Invalid(f"the server cannot cost a {kind!r} job, so it runs none (it costs "
-                      f"{', '.join(COSTS)})", "config.kind")
-    return COSTS[kind](job, data_dir)
+    """{"cost": ..., "unit": ..., and the parts}: its kind's `cost` (py_core/jobs/kinds.py) on
+    the params as its table checks them and the data set's shape; Invalid for a job it cannot
+    cost: a kind without a cost is refused, never free."""
+    from py_core.jobs.kinds import KINDS
+    from py_core.jobs.kinds import kind as kind_of
+    name = job.get("kind") if isinstance(job, dict) else None
+    found = kind_of(name)
+    if found is None or found.cost is None:
+        costed = [k for k in KINDS if kind_of(k).cost is not None]
+        raise Invalid(f"the server cannot cost a {name!r} job, so it runs none (it costs "
+                      f"{', '.join(costed)})", "config.kind")
+    return found.cost(params(job, defaults=False), lambda: shape(job.get("dataset"), data_dir))
 
 
 def check(job: dict, data_dir: Path, caps: dict) -> dict:
@@ -100,7 +101,7 @@ def check(job: dict, data_dir: Path, caps: dict) -> dict:
 
 
 def params(job: dict, defaults: bool = True) -> dict:
-    """The job's params as its kind's table reads them (py_core/jobs/params.py), with every
+    """The job's params as its kind's table reads them (py_core/params.py), with every
     default filled in or as given: what the runners run. Invalid naming the parameter the table
     refuses."""
     from py_core.jobs import ParamError, params_of
@@ -110,37 +111,6 @@ def params(job: dict, defaults: bool = True) -> dict:
     except ParamError as exc:
         raise Invalid(exc.message, "config.params" + (f".{exc.name}" if exc.name else "")) \
             from None
-
-
-def _forest(job: dict, data_dir: Path) -> dict:
-    p = params(job)
-    rows, cols, generated = shape(job.get("dataset"), data_dir)
-    trees = p["n_estimators"]
-    depth = p["max_depth"] or 2 * math.ceil(math.log2(max(2, rows)))
-    cost = rows * trees * depth
-    return {"cost": cost, "unit": "rows x trees x depth", "forest_cost": cost, "rows": rows,
-            "columns": cols, "trees": trees, "depth": depth,
-            "generated_cells": rows * cols if generated else 0}
-
-
-def _transformer(job: dict, data_dir: Path) -> dict:
-    from py_core.transformer.config import parse_job_params
-    from py_core.transformer.params import ParamLayout
-    cfg, run = parse_job_params(params(job, defaults=False))  # a preset's, then the overrides
-    vocab = 256  # characters: an upper bound for the playground's texts' vocabularies
-    n_params = ParamLayout(cfg, vocab).n
-    tokens = cfg.batch_size * cfg.block_size
-    evals = cfg.steps // cfg.eval_interval + 1
-    # Sampling: a forward pass over at most block_size tokens for each character; a profile
-    # runs the step's kernels `profile` times more.
-    chars = run["sample_chars"] + run["live_sample"] * evals
-    steps = cfg.steps + int(run["profile"]) + cfg.eval_steps * evals
-    cost = n_params * (tokens * steps + cfg.block_size * chars)
-    return {"cost": cost, "unit": "parameters x tokens x steps", "transformer_cost": cost,
-            "parameters": n_params, "tokens_per_step": tokens, "steps": cfg.steps}
-
-
-COSTS = {"random_forest": _forest, "transformer": _transformer}
 
 
 def shape(dataset, data_dir: Path) -> tuple[int, int, bool]:

@@ -3,7 +3,7 @@
     POST   /api/runs             store a run; 201 when new, 200 with the stored run when the id is
                                  known; 400 naming the field when the run does not match the schema
                                  (server/schema.py: types and lengths per field), its kind is
-                                 unknown, or config.params are not its kind's (py_core/jobs/
+                                 unknown, or config.params are not its kind's (py_core/
                                  params.py: types, ranges, options)
     GET    /api/runs             summaries, newest first (never whole runs): ?kind=&dataset=&device=
                                  filter, ?limit= (1..1000, default 100), ?cursor= (the `next` of the
@@ -43,7 +43,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from py_core.jobs import RUNNERS, ParamError, params_of
+from py_core.jobs import KINDS, ParamError
+from py_core.jobs import kind as kind_of
 from server import schema
 from server.errors import ClientError
 from server.jsonbody import read_json
@@ -84,7 +85,6 @@ PARAMS_BYTES = 1024
 # The canonical textual UUID; braces, "urn:uuid:" and bare hex are refused so one run has one id.
 UUID_RE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\Z", re.IGNORECASE)
 NAME_RE = re.compile(r"[a-z][a-z0-9_.-]{0,63}\Z")  # kind and backend: short identifiers
-MAIN_TIME = {"random_forest": "fit", "transformer": "step", "selftest": "kernels"}
 HEADLINE = ("mse", "accuracy", "val_loss")
 MAX_LIMIT = 1000
 
@@ -131,18 +131,15 @@ def validate_run(body) -> dict:
     return run
 
 
-# The kinds a run may be: py_core's jobs, and a suite of them (web/suite.js).
-KINDS = (*RUNNERS, "suite")
-
-
 def _check_params(run: dict) -> None:
-    """The kind is one the server knows, and config.params are its table's (py_core/jobs/
+    """The kind is one the server knows, and config.params are its table's (py_core/
     params.py): the one check of a job's parameters, which the caps and the runners then read
     through the same table, so a value is costed as it runs (never "100" costed as 100 trees
     and run as int("1000000"))."""
-    if run["kind"] not in KINDS:
+    found = kind_of(run["kind"])  # the registry's (py_core/jobs/kinds.py): a job, or a suite
+    if found is None:
         raise ClientError(400, f"unknown kind; one of {', '.join(KINDS)}", field="kind")
-    table, config = params_of(run["kind"]), run["config"]
+    table, config = found.params, run["config"]
     if table is None or config.get("kind") != run["kind"] or "params" not in config:
         return  # no params, or a config that is no job of this kind: the server never runs it
     try:
@@ -160,6 +157,13 @@ def _text(v, limit: int = 256) -> str | None:
 
 def _num(v) -> float | None:
     return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+
+def main_timing(kind) -> str:
+    """The key of a kind's main time in its timings (its Kind's), "total" for a kind without one
+    or unknown (a run stored before its kind left the registry)."""
+    found = kind_of(kind) if isinstance(kind, str) else None
+    return found.main_timing.key if found is not None and found.main_timing else "total"
 
 
 def summarize(run: dict, size: int) -> dict:
@@ -193,7 +197,7 @@ def summarize(run: dict, size: int) -> dict:
             "target": _text(config.get("target")),
             "backend": backend, "device": device, "metric": metric,
             "value": _num(metrics.get(metric)) if metric else None,
-            "main_time": _num(timings.get(MAIN_TIME.get(kind, "total"))),
+            "main_time": _num(timings.get(main_timing(kind))),
             "total_time": _num(timings.get("total")), "note": note,
             "params": json.dumps(kept, ensure_ascii=False, allow_nan=False) if kept else None, "size": size}
 

@@ -7,23 +7,28 @@
 
 <id> is the run id's first 8 characters. Each text runs as it is, next to its file (tests do).
 Whatever a run holds goes in as a Python literal (repr), never into a comment (issue 31.2).
+Which function writes a kind's snippet, and its file's stem, is the kind's (`Kind.snippet`).
 """
 from __future__ import annotations
 
+from py_core.jobs.kinds import kind, load
+
+
+def _snippet(run: dict) -> tuple | None:
+    """(stem, extension, "module:function") of the run's kind (`Kind.snippet`), or None."""
+    found = kind(run["kind"])
+    return found.snippet if found is not None else None
+
 
 def file_name(run: dict) -> str:
-    stem = {"random_forest": "forest", "transformer": "transformer"}.get(run["kind"], "model")
-    ext = {"random_forest": "onnx", "transformer": "safetensors"}.get(run["kind"], "bin")
+    stem, ext, _ = _snippet(run) or ("model", "bin", None)
     return f"{stem}-{run['id'][:8]}.{ext}"
 
 
 def for_run(run: dict) -> str | None:
     """The snippet for the run's download, or None for kinds without one."""
-    if run["kind"] == "random_forest":
-        return forest(run)
-    if run["kind"] == "transformer":
-        return transformer(run)
-    return None
+    snippet = _snippet(run)
+    return load(snippet[2])(run) if snippet else None
 
 
 def _classifies(run: dict) -> bool:

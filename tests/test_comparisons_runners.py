@@ -78,10 +78,10 @@ def test_reference_refuses_large_jobs(data_dir):
 
 
 def test_pycore_runner_without_a_job_module_says_so(data_dir, monkeypatch):
-    from server.runners import pycore_runner
-    monkeypatch.setitem(pycore_runner.JOB_MODULES, "random_forest", "py_core.no_such_job")
+    from py_core.jobs.kinds import KINDS
+    monkeypatch.delitem(KINDS, "random_forest")  # a py_core without the kind
     out = execute("py_core-reference", forest_job("iris", n_estimators=2), str(data_dir), "cpu")
-    assert out["status"] == "unavailable" and "not available yet" in out["error"]
+    assert out["status"] == "unavailable" and "py_core has no 'random_forest' job" in out["error"]
 
 
 @pytest.mark.skipif(importlib.util.find_spec("py_core.jobs.forest_job") is None,

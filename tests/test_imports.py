@@ -110,7 +110,7 @@ def test_no_import_cycles_among_py_core_modules():
 # `py_core` itself (its __init__) is the composition root: it wires the families into the GPU
 # interface (py_core.kernels registers their WGSL and references there), so it is in none.
 LAYERS = [
-    ("base", ("py_core.errors", "py_core.rng", "py_core.wasm")),       # below every layer
+    ("base", ("py_core.errors", "py_core.rng", "py_core.wasm", "py_core.params")),  # below every layer
     ("GPU interface", ("py_core.gpu",)),
     ("kernel families", ("py_core.kernels",)),
     ("algorithms", ("py_core.data", "py_core.forest", "py_core.transformer")),
@@ -120,7 +120,7 @@ LAYERS = [
 # What the server may import of py_core: the algorithms, the jobs, the backends it runs them on
 # and the shared RNG; not the kernel families (the algorithms' own business) nor the tab's entry.
 SERVER_MAY_IMPORT = ("py_core.data", "py_core.forest", "py_core.transformer", "py_core.jobs",
-                     "py_core.gpu", "py_core.rng", "py_core.errors")
+                     "py_core.gpu", "py_core.rng", "py_core.errors", "py_core.params")
 
 
 def layer_of(module: str) -> int | None:

@@ -3,6 +3,7 @@
 // and a link that opens the same set-up in the playground.
 import { getRun } from "./api.js";
 import { lineChart } from "./charts.js";
+import { compared, KINDS } from "./kinds.js";
 import { showComparisons } from "./panels/compare.js";
 import { drawPlots } from "./panels/forest_plots.js";
 import { dataName, loadNames } from "./panels/runs.js";
@@ -10,12 +11,9 @@ import { $, el, fmtNumber, fmtTiming, scrollersTakeFocus, table } from "./ui.js"
 
 const NOT_METRICS = new Set(["n_train", "n_test", "n_features", "predict_all_rows", "loss_curve", "val_curve"]);
 
-// The playground URL (state.js keys) that opens this run's set-up.
-export function setupLink(run) {
-  const c = run.config || {};
-  const q = new URLSearchParams();
-  if (run.kind === "random_forest") {
-    q.set("tab", "forest");
+// What each panel reads from the URL (state.js keys), from a run's config.
+const SETUP = {
+  forest(c, q) {
     if (c.dataset) q.set("data", c.dataset);
     if (c.target) q.set("target", c.target);
     if (c.task) q.set("task", c.task);
@@ -27,14 +25,22 @@ export function setupLink(run) {
       if (k === "bootstrap") q.set("rf.bootstrap", v ? "1" : "0");
       else if (typeof v !== "object" || v === null) q.set(`rf.${k}`, v === null ? "" : String(v));
     }
-  } else if (run.kind === "transformer") {
-    q.set("tab", "transformer");
+  },
+  transformer(c, q) {
     if (c.text) q.set("tf.text", c.text);
     for (const [k, v] of Object.entries(c.params || {})) {
       if (k === "sample_chars") continue;
       q.set(`tf.${k}`, String(v));
     }
-  } else if (run.kind === "selftest") q.set("tab", "gpu");
+  },
+};
+
+// The playground URL that opens this run's set-up: its kind's panel (GET /api/kinds), filled in.
+export function setupLink(run) {
+  const q = new URLSearchParams();
+  const tab = KINDS[run.kind]?.tab;
+  if (tab) q.set("tab", tab);
+  SETUP[tab]?.(run.config || {}, q);
   return `/?${q}`;
 }
 
@@ -90,7 +96,7 @@ async function main() {
       { title: "Loss by step", xName: "step", yName: "loss", integerX: true });
   }
   if (!plots.children.length) plots.remove();
-  if (["random_forest", "transformer"].includes(run.kind)) showComparisons(compare, run);
+  if (compared(run.kind)) showComparisons(compare, run);
   else compare.replaceChildren(el("p", { class: "muted" }, "The server runs no comparison for this kind of run."));
 }
 

@@ -23,9 +23,9 @@ from array import array
 
 from ..kernels.forest import CRITERIA, MAXK
 from . import builder, export, trees
+from .params import PARAMS as TABLE
+from .params import features_per_split
 from .sizes import GrowSpec
-
-EXACT_BINS_MAX = 2**16  # bins of 16 bits in the binned matrix
 
 
 def as_matrix(X, n_features: int | None = None) -> tuple[array, int, int]:
@@ -81,8 +81,9 @@ class _Forest:
         self.exact_bins = exact_bins
         self.backend = backend
 
-    PARAMS = ("n_estimators", "criterion", "max_depth", "min_samples_split", "min_samples_leaf",
-              "max_features", "bootstrap", "oob_score", "random_state", "n_bins", "exact_bins", "backend")
+    # The table's (py_core/forest/params.py); `__init__` spells them out as scikit-learn's
+    # estimators do, and tests/test_kinds.py checks that its signature is the table.
+    PARAMS = (*TABLE.names(), "backend")
 
     def get_params(self, deep: bool = True) -> dict:
         return {name: getattr(self, name) for name in self.PARAMS}
@@ -101,61 +102,24 @@ class _Forest:
 
     # -- fitting ---------------------------------------------------------------------------------
     def _spec(self, n: int, F: int, n_classes: int) -> GrowSpec:
-        def whole(name, low):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < low:
-                raise ValueError(f"{name} must be an integer >= {low}, got {v!r}")
-            return v
-
-        whole("n_estimators", 1)
+        TABLE.check({name: getattr(self, name) for name in TABLE.names()})  # ValueError naming it
         if self.criterion not in self._criteria:
             raise ValueError(f"criterion must be one of {self._criteria}, got {self.criterion!r}")
-        if self.max_depth is not None:
-            whole("max_depth", 1)
         mss, msl = self.min_samples_split, self.min_samples_leaf
-        if isinstance(mss, float):
-            if not 0.0 < mss <= 1.0:
-                raise ValueError(f"min_samples_split as a fraction must be in (0, 1], got {mss}")
+        if isinstance(mss, float):  # a fraction of the rows, as scikit-learn counts it
             mss = max(2, math.ceil(mss * n))
-        else:
-            mss = whole("min_samples_split", 2)
         if isinstance(msl, float):
-            if not 0.0 < msl < 1.0:
-                raise ValueError(f"min_samples_leaf as a fraction must be in (0, 1), got {msl}")
             msl = max(1, math.ceil(msl * n))
-        else:
-            msl = whole("min_samples_leaf", 1)
-        whole("n_bins", 2)
-        if self.n_bins > 256:
-            raise ValueError(f"n_bins must be at most 256, got {self.n_bins}")
-        whole("exact_bins", 0)
-        if self.exact_bins > EXACT_BINS_MAX:
-            raise ValueError(f"exact_bins must be at most {EXACT_BINS_MAX} (16-bit bins), got {self.exact_bins}")
         mf = self.max_features
-        if mf is None:
-            k = F
-        elif mf == "sqrt":
-            k = max(1, int(math.sqrt(F)))
-        elif mf == "log2":
-            k = max(1, int(math.log2(F)))
-        elif isinstance(mf, float) and 0.0 < mf <= 1.0:
-            k = max(1, int(mf * F))
-        elif isinstance(mf, int) and not isinstance(mf, bool) and mf >= 1:
-            k = mf
-        else:
-            raise ValueError(f"max_features must be 'sqrt', 'log2', None, a float in (0, 1] or an "
-                             f"integer >= 1, got {mf!r}")
+        if mf == "default":
+            mf = self._default_max_features
+        k = features_per_split(mf, F)
         if k > F:
             raise ValueError(f"max_features={mf} is more than the {F} features")
         if self.oob_score and not self.bootstrap:
             raise ValueError("oob_score=True needs bootstrap=True")
         rs = self.random_state
-        if rs is None:
-            seed = int.from_bytes(os.urandom(4), "little")
-        elif isinstance(rs, int) and not isinstance(rs, bool):
-            seed = rs & 0xFFFFFFFF
-        else:
-            raise ValueError(f"random_state must be None or an integer, got {rs!r}")
+        seed = int.from_bytes(os.urandom(4), "little") if rs is None else rs
         return GrowSpec(CRITERIA[self.criterion], n_classes, self.n_estimators,
                                 self.max_depth, mss, msl, k, bool(self.bootstrap), seed,
                                 self.n_bins, bool(self.oob_score), self.exact_bins)

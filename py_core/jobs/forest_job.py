@@ -58,37 +58,24 @@ from array import array
 
 from ..errors import JobError
 from ..forest import RandomForestClassifier, RandomForestRegressor
+from ..forest.params import PARAMS as FOREST_PARAMS
+from ..params import Bool, Null, Param, ParamError
 from .forest_plots import PLOT_POINTS, Plots, every, surface_pair
-from .params import Bool, Choice, Int, Null, Param, ParamError, Params, Real
+from .kinds import Kind, Timing
 from .results import Joined
 
-# The job's params: the estimators' (py_core.forest, scikit-learn's meaning and ranges) and two
-# benchmark switches. Checked here, in the tab, and by the server (POST /api/runs, its caps and
-# its runners: py_core/jobs/params.py), so a job the tab ran is one the server accepts.
-PARAMS = Params(
+# The job's params: the estimators' (py_core/forest/params.py: scikit-learn's meaning and
+# ranges) and two benchmark switches. Checked here, in the tab, and by the server (POST /api/runs,
+# its caps and its runners), so a job the tab ran is one the server accepts.
+PARAMS = FOREST_PARAMS.extend(
     "forest",
-    Param("n_estimators", 100, Int(1), help="trees"),
-    Param("criterion", None, Null(), Choice(("squared_error", "gini", "entropy")),
-          help="split quality: squared_error (regression), gini or entropy (classes)"),
-    Param("max_depth", None, Null(), Int(1), help="levels below the root; null: no limit"),
-    Param("min_samples_split", 2, Int(2), Real(0, 1, lo_open=True, ints=False),
-          help="rows a node needs to split (a fraction: of the training rows)"),
-    Param("min_samples_leaf", 1, Int(1), Real(0, 1, lo_open=True, hi_open=True, ints=False),
-          help="rows each child keeps (a fraction: of the training rows)"),
-    Param("max_features", "default", Null(), Choice(("sqrt", "log2", "default")), Int(1),
-          Real(0, 1, lo_open=True, ints=False),
-          help="features drawn at a split; default: sqrt for classes, all for regression"),
-    Param("bootstrap", True, Bool(), help="each tree on a bootstrap sample of the rows"),
-    Param("oob_score", False, Bool(), help="score each row by the trees that did not see it"),
-    Param("random_state", None, Null(), Int(0, 2**32 - 1), help="seed (scikit-learn's range)"),
-    Param("n_bins", 256, Int(2, 256), help="quantile bins of a feature of many values"),
-    Param("exact_bins", 1024, Int(0, 2**16), help="a bin a value up to this many values"),
-    Param("profile", False, Bool(), help="time each kernel (benchmarks)"),
-    Param("parallel_bins", None, Null(), Bool(), help="force one kernel set (benchmarks)"))
+    Param("profile", False, Bool(), label="Profile", help="time each kernel (benchmarks)"),
+    Param("parallel_bins", None, Null(), Bool(), label="Parallel bins",
+          help="force one kernel set (benchmarks)"))
 
 
-async def run(job: dict, backend, ctx) -> dict:
-    """The job; every GPU buffer and plan it makes (the forest's too) is freed when it ends."""
+async def run(job: dict, backend, ctx, session=None) -> dict:
+    """The job (a forest keeps nothing in the session); every GPU buffer and plan it makes (the forest's too) is freed when it ends."""
     async with backend.scope("forest job"):
         return await _run(job, backend, ctx)
 
@@ -96,7 +83,7 @@ async def run(job: dict, backend, ctx) -> dict:
 async def _run(job: dict, backend, ctx) -> dict:
     from ..data import DataError, prepare
 
-    for key in ("dataset", "target"):
+    for key in KIND.needs:
         if not isinstance(job.get(key), str):
             raise JobError(f'a random_forest job needs "{key}" (a string)')
     try:
@@ -375,3 +362,28 @@ def _csv(value) -> str:
     if text.startswith(_FORMULA_START) and not _PLAIN_NUMBER.fullmatch(text):
         text = "'" + text
     return '"' + text.replace('"', '""') + '"' if any(ch in text for ch in ',"\n\r') else text
+
+
+def cost(params: dict, shape) -> dict:
+    """What a server job costs (server/jobcost.py): rows x trees x depth, depth being max_depth,
+    or 2 log2(rows) for unlimited trees (the depth a fully grown tree on random data reaches);
+    also trees alone and a generated table's cells, which have caps of their own."""
+    p = PARAMS.values(params)
+    rows, cols, generated = shape()
+    trees = p["n_estimators"]
+    depth = p["max_depth"] or 2 * math.ceil(math.log2(max(2, rows)))
+    total = rows * trees * depth
+    return {"cost": total, "unit": "rows x trees x depth", "forest_cost": total, "rows": rows,
+            "columns": cols, "trees": trees, "depth": depth,
+            "generated_cells": rows * cols if generated else 0}
+
+
+_FORESTS = ("server.runners.sklearn_runner:RUNNER", "server.runners.peers:XGBOOST",
+            "server.runners.peers:LIGHTGBM", "server.runners.cuml_runner:RUNNER",
+            "server.runners.pycore_runner:NATIVE", "server.runners.pycore_runner:REFERENCE")
+KIND = Kind(
+    name="random_forest", label="Random forest", run=run, params=PARAMS, main_timing=Timing("fit", "Fit", "Seconds to fit"),
+    needs=("dataset", "target"), cost=cost,
+    plots=("pred_vs_actual", "residuals", "confusion", "importances", "surface"),
+    exports=("onnx", "json"), snippet=("forest", "onnx", "server.snippets:forest"),
+    runners=_FORESTS, tab="forest")

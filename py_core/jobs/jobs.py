@@ -107,85 +107,6 @@ async def _maybe_await(value):
     return value
 
 
-async def _selftest(job, backend, ctx, session):
-    from ..selftest import run_selftest
-    result = await run_selftest(backend, progress=ctx.progress, seed=job.get("seed"))
-    if job.get("benchmark"):  # matmul TFLOP/s at n^3 (4096 unless the job says)
-        from ..benchmark import run_benchmark
-        n = int(job.get("benchmark_n") or 4096)
-        if not 128 <= n <= 8192 or n % 128:
-            raise JobError(f"benchmark_n must be a multiple of 128 from 128 to 8192, not {n}")
-        result["metrics"]["benchmark"] = await run_benchmark(backend, n, progress=ctx.progress)
-    return result
-
-
-async def _random_forest(job, backend, ctx, session):
-    from . import forest_job
-    return await forest_job.run(job, backend, ctx)
-
-
-async def _transformer(job, backend, ctx, session):
-    from . import transformer_job
-    return await transformer_job.run(job, backend, ctx, session)
-
-
-async def _dataset_load(job, backend, ctx, session):
-    """Loads and parses a data set as the tab does before training, timing each part; for a
-    synthetic one, generates it. Metrics: rows, columns, bytes, mb_per_s and rows_per_s of the
-    parse (or generation), and in the tab `memory_mb`: how much the WebAssembly memory grew
-    (plus the file's size when a whole JavaScript copy of it was fetched rather than streamed
-    into Python), with `memory_x_file` that over the file's size."""
-    from ..data import parse_csv
-    heap0 = _wasm_heap()
-    t0 = time.perf_counter()
-    if job["dataset"].startswith(SYNTHETIC):
-        table = synthetic_table(job["dataset"], should_stop=ctx.should_stop)
-        t1 = t2 = time.perf_counter()
-        size, streamed = 0, None
-    else:
-        data = await ctx.load_dataset(job["dataset"])
-        t1 = time.perf_counter()
-        size, streamed = len(data), isinstance(data, bytearray)
-        table = parse_csv(data, name=job["dataset"],
-                          progress=lambda f: ctx.progress({"stage": "parsing", "fraction": f}),
-                          should_stop=ctx.should_stop)
-        t2 = time.perf_counter()
-        del data
-    seconds = t2 - t1 if size else t2 - t0
-    metrics = {"rows": table.n_rows, "columns": len(table.columns), "bytes": size,
-               "mb_per_s": size / 2**20 / seconds if size and seconds > 0 else None,
-               "rows_per_s": table.n_rows / seconds if seconds > 0 else None}
-    if heap0 is not None:
-        # a file fetched whole has a JavaScript copy besides; one streamed into a bytearray not
-        grown = _wasm_heap() - heap0 + (size if streamed is False else 0)
-        metrics.update(memory_mb=grown / 2**20, memory_x_file=grown / size if size else None)
-    return {"metrics": metrics,
-            "timings": {"fetch": t1 - t0, "parse": t2 - t1, "load": t2 - t0} if size
-            else {"generate": t2 - t0, "load": t2 - t0}}
-
-
-def _wasm_heap() -> int | None:
-    """Bytes of WebAssembly memory under Pyodide (it only grows: its size is the peak), else
-    None."""
-    from ..wasm import heap
-    got = heap()
-    return None if got is None else got.size
-
-
-RUNNERS = {"selftest": _selftest, "random_forest": _random_forest, "transformer": _transformer,
-           "dataset_load": _dataset_load}
-# The kinds whose params are a table (py_core/jobs/params.py), in the module beside their job;
-# the others take none. Imported when asked: the tab's worker starts without them.
-PARAM_TABLES = {"random_forest": "forest_job", "transformer": "transformer_job"}
-
-
-def params_of(kind: str):
-    """The `Params` table of a job kind, or None for a kind without params (selftest)."""
-    import importlib
-    module = PARAM_TABLES.get(kind)
-    return importlib.import_module(f"{__package__}.{module}").PARAMS if module else None
-
-
 class Session:
     """One page's (or one server worker's) state between jobs: the backend its jobs run on and
     `last_model`, the transformer of its last finished training run (None before)."""
@@ -203,12 +124,14 @@ async def run_job(job: dict, backend, ctx: Context | None = None, session: Sessi
     `session` (optional) receives what the job leaves behind (a trained transformer)."""
     if not isinstance(job, dict) or not isinstance(job.get("kind"), str):
         raise JobError('a job is an object with a "kind" string')
-    runner = RUNNERS.get(job["kind"])
-    if runner is None:
-        raise JobError(f"unknown job kind {job['kind']!r}: one of {', '.join(sorted(RUNNERS))}")
+    from .kinds import KINDS, kind
+    found = kind(job["kind"])
+    if found is None or found.run is None:
+        jobs = sorted(name for name in KINDS if kind(name).run is not None)
+        raise JobError(f"unknown job kind {job['kind']!r}: one of {', '.join(jobs)}")
     ctx = ctx or Context()
     t0 = time.perf_counter()
-    result = await runner(job, backend, ctx, session)
+    result = await found.run(job, backend, ctx, session)
     result.setdefault("timings", {})["total"] = time.perf_counter() - t0
     result["backend"] = backend.name
     result["adapter"] = backend.adapter

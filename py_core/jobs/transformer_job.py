@@ -26,41 +26,47 @@ import time
 from ..errors import JobError, Stopped
 from ..gpu.pacing import Pacer
 from ..kernels.transformer_matmul import MODES as TILINGS
+from ..params import BIG, Bool, Choice, Int, Null, Param, Params, Real, Text
 from ..transformer import BUILTIN_TEXTS, Trainer, builtin_text, export_weights, memory_bytes
 from ..transformer import sample as _sample
 from ..transformer.config import PRESETS, TORCH_MODES, parse_job_params
 from ..transformer.model import PRECISIONS, mixed_unavailable
 from ..transformer.sample import TrainedModel
-from .params import BIG, Bool, Choice, Int, Null, Param, Params, Real, Text
+from .kinds import Kind, Timing
 
 # The job's params: a preset, overrides of its TransformerConfig fields (null default: the
 # preset's), and the run's options (config.SAMPLE_DEFAULTS). Types and ranges are the config's
 # own (TransformerConfig.validate, which `whole` runs on the combination) with upper bounds on
 # the sizes, so no integer is unbounded; what a job may cost is the server's caps' business
 # (server/jobcost.py). Checked by the server at POST /api/runs and before it costs or reruns a job.
-_config = [Param(name, None, *types, help="default: the preset's") for name, *types in (
-    ("n_layer", Int(1, 1024)), ("n_head", Int(1, 1024)), ("n_embd", Int(1, 65536)),
-    ("block_size", Int(1, 1 << 20)), ("dropout", Real(0, 0)), ("batch_size", Int(1, 1 << 20)),
-    ("val_fraction", Real(0, 1, lo_open=True, hi_open=True)), ("lr", Real(0, lo_open=True)),
-    ("min_lr", Real(0)), ("warmup_steps", Int(0)), ("lr_decay_steps", Int(0)),
-    ("weight_decay", Real(0)), ("beta1", Real(0, 1, hi_open=True)),
-    ("beta2", Real(0, 1, hi_open=True)), ("eps", Real(0, lo_open=True)), ("grad_clip", Real(0)),
-    ("steps", Int(1)), ("seed", Int(0, 2**32 - 1)), ("log_interval", Int(1)),
-    ("eval_interval", Int(1)), ("eval_steps", Int(1)))]
+_config = [Param(name, None, *types, label=label, help="default: the preset's")
+           for name, label, *types in (
+    ("n_layer", "Layers", Int(1, 1024)), ("n_head", "Heads", Int(1, 1024)),
+    ("n_embd", "Embedding width", Int(1, 65536)),
+    ("block_size", "Context (characters)", Int(1, 1 << 20)), ("dropout", "Dropout", Real(0, 0)),
+    ("batch_size", "Batch", Int(1, 1 << 20)),
+    ("val_fraction", "Validation share", Real(0, 1, lo_open=True, hi_open=True)),
+    ("lr", "Learning rate", Real(0, lo_open=True)), ("min_lr", "Final learning rate", Real(0)),
+    ("warmup_steps", "Warm-up steps", Int(0)), ("lr_decay_steps", "Decay steps", Int(0)),
+    ("weight_decay", "Weight decay", Real(0)), ("beta1", "AdamW beta1", Real(0, 1, hi_open=True)),
+    ("beta2", "AdamW beta2", Real(0, 1, hi_open=True)), ("eps", "AdamW epsilon", Real(0, lo_open=True)),
+    ("grad_clip", "Gradient clip", Real(0)), ("steps", "Steps", Int(1)),
+    ("seed", "Seed", Int(0, 2**32 - 1)), ("log_interval", "Log every (steps)", Int(1)),
+    ("eval_interval", "Validate every (steps)", Int(1)), ("eval_steps", "Validation batches", Int(1)))]
 PARAMS = Params(
     "transformer",
-    Param("preset", "tiny", Choice(tuple(PRESETS)), help="the config the overrides start from"),
+    Param("preset", "tiny", Choice(tuple(PRESETS)), label="Preset", help="the config the overrides start from"),
     *_config,
-    Param("sample_chars", 200, Int(0, 100_000), help="characters sampled after training"),
-    Param("live_sample", 0, Int(0, 100_000), help="characters sampled at each validation"),
-    Param("temperature", 0.8, Real(0), help="sampling temperature; 0: the likeliest"),
-    Param("top_k", 200, Null(), Int(0, BIG), help="sample among this many likeliest"),
-    Param("prompt", "", Text(10_000), help="the sample's start"),
-    Param("profile", 0, Bool(), Int(0, 1000), help="time each kernel over this many runs"),
-    Param("tiles", "auto", Choice(("auto", *TILINGS)), help="matmul tilings"),
-    Param("precision", "f32", Choice(PRECISIONS), help="f32, or mixed: tensor cores"),
+    Param("sample_chars", 200, Int(0, 100_000), label="Sample (characters)", help="characters sampled after training"),
+    Param("live_sample", 0, Int(0, 100_000), label="Live sample (characters)", help="characters sampled at each validation"),
+    Param("temperature", 0.8, Real(0), label="Temperature", help="sampling temperature; 0: the likeliest"),
+    Param("top_k", 200, Null(), Int(0, BIG), label="Top k", help="sample among this many likeliest"),
+    Param("prompt", "", Text(10_000), label="Prompt", help="the sample's start"),
+    Param("profile", 0, Bool(), Int(0, 1000), label="Profile", help="time each kernel over this many runs"),
+    Param("tiles", "auto", Choice(("auto", *TILINGS)), label="Tilings", help="matmul tilings"),
+    Param("precision", "f32", Choice(PRECISIONS), label="Precision", help="f32, or mixed: tensor cores"),
     Param("torch_mode", "", Choice(("", *TORCH_MODES)),
-          help="the server's PyTorch twin's precision; empty: precision's twin"),
+          label="PyTorch mode", help="the server's PyTorch twin's precision; empty: precision's twin"),
     whole=parse_job_params)
 
 
@@ -238,3 +244,31 @@ async def export(model_state: TrainedModel | None) -> bytes:
     if model_state is None:
         raise JobError("no trained transformer yet: train one first")
     return export_weights(model_state.config, model_state.vocab, await model_state.gpt.weights())
+
+
+def cost(params: dict, shape) -> dict:
+    """What a server job costs (server/jobcost.py): parameters x tokens a step x steps (about a
+    sixth of the training FLOPs), the validations' batches, a profile's runs and the sampled
+    characters included."""
+    from ..transformer.params import ParamLayout
+    cfg, run_ = parse_job_params(params)  # a preset's, then the overrides
+    vocab = 256  # characters: an upper bound for the playground's texts' vocabularies
+    n_params = ParamLayout(cfg, vocab).n
+    tokens = cfg.batch_size * cfg.block_size
+    evals = cfg.steps // cfg.eval_interval + 1
+    # Sampling: a forward pass over at most block_size tokens for each character; a profile
+    # runs the step's kernels `profile` times more.
+    chars = run_["sample_chars"] + run_["live_sample"] * evals
+    steps = cfg.steps + int(run_["profile"]) + cfg.eval_steps * evals
+    total = n_params * (tokens * steps + cfg.block_size * chars)
+    return {"cost": total, "unit": "parameters x tokens x steps", "transformer_cost": total,
+            "parameters": n_params, "tokens_per_step": tokens, "steps": cfg.steps}
+
+
+KIND = Kind(
+    name="transformer", label="Transformer", run=run, params=PARAMS,
+    main_timing=Timing("step", "Step", "Seconds a training step"), needs=("text",), cost=cost,
+    plots=("loss_curve", "val_curve"), exports=("safetensors",),
+    snippet=("transformer", "safetensors", "server.snippets:transformer"),
+    runners=("server.runners.pycore_runner:NATIVE", "server.runners.torch_runner:RUNNER"),
+    tab="transformer")

@@ -23,11 +23,9 @@ from .common import Unavailable
 
 
 def _registry() -> dict:
-    # Imported here, not at module level, so `from server.runners import Unavailable` stays light.
-    from . import cuml_runner, peers, pycore_runner, sklearn_runner, torch_runner
-    runners = [sklearn_runner.RUNNER, peers.XGBOOST, peers.LIGHTGBM, cuml_runner.RUNNER, *pycore_runner.RUNNERS,
-               torch_runner.RUNNER]
-    return {r.name: r for r in runners}
+    """Every kind's runners (py_core/jobs/kinds.py: `Kind.runners`), in the kinds' order."""
+    from py_core.jobs.kinds import all_kinds, load
+    return {r.name: r for k in all_kinds() for r in map(load, k.runners)}
 
 
 RUNNERS: dict = _registry()  # name -> runner, in the order the page lists them
@@ -35,7 +33,10 @@ RUNNERS: dict = _registry()  # name -> runner, in the order the page lists them
 
 def runners_for(kind: str) -> list:
     """The runners of a job kind, in display order (empty for kinds with none, e.g. selftest)."""
-    return [r for r in RUNNERS.values() if kind in r.kinds]
+    from py_core.jobs.kinds import kind as kind_of
+    from py_core.jobs.kinds import load
+    found = kind_of(kind)
+    return [load(r) for r in found.runners] if found is not None else []
 
 
 def execute(name: str, job: dict, data_dir: str, device: str) -> dict:

@@ -36,7 +36,7 @@ class Runner:
 
 def job_params(kind: str, params) -> tuple[dict, dict]:
     """(the params as given, and with every default filled in) of a job, checked by its kind's
-    table (py_core/jobs/params.py): the values POST /api/runs accepted and the caps costed.
+    table (py_core/params.py): the values POST /api/runs accepted and the caps costed.
     Runners read these, never the raw JSON (no `int()` of a client's string). JobError for
     params the table refuses (a run stored before it)."""
     from py_core.jobs import ParamError, params_of

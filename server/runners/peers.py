@@ -31,6 +31,8 @@ import os
 import time
 from pathlib import Path
 
+from py_core.forest.params import features_per_split
+
 from .common import (
     Runner,
     Unavailable,
@@ -48,25 +50,6 @@ SUBSAMPLE = 0.632  # the expected share of distinct rows in a bootstrap sample: 
 MAX_LEAVES_LGBM = 131072  # LightGBM's largest num_leaves
 
 
-def features_per_split(max_features, n_features: int) -> int:
-    """How many features scikit-learn (and py_core) draw at a split for `max_features`."""
-    F = n_features
-    if max_features is None or max_features == "default":
-        return F
-    if max_features == "sqrt":
-        return max(1, int(math.sqrt(F)))
-    if max_features == "log2":
-        return max(1, int(math.log2(F)))
-    if isinstance(max_features, bool):
-        raise ValueError(f"max_features {max_features!r} is not a number or 'sqrt'/'log2'")
-    if isinstance(max_features, int):
-        return max(1, min(F, max_features))
-    if isinstance(max_features, float) and 0 < max_features <= 1:
-        return max(1, int(max_features * F))
-    raise ValueError(f"max_features {max_features!r} must be 'sqrt', 'log2', None, an int or a "
-                     "float in (0, 1]")
-
-
 def _common(params: dict, task: str, n_features: int, n_train: int):
     """The job's parameters in the shape both libraries need, and what neither maps; read from
     the forest's table (common.job_params), defaults filled in, never from the raw JSON."""
@@ -74,7 +57,7 @@ def _common(params: dict, task: str, n_features: int, n_train: int):
     mf = p["max_features"]
     if mf == "default":
         mf = "sqrt" if task == "classification" else 1.0
-    k = features_per_split(mf, n_features)
+    k = min(n_features, features_per_split(mf, n_features))  # the estimators' own count
     criterion = p["criterion"]
     ignored = sorted(set(given) & {"min_samples_split", "oob_score"})
     notes = []

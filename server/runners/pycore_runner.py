@@ -14,14 +14,13 @@ import asyncio
 import time
 from pathlib import Path
 
-from py_core.jobs import run_job
+from py_core.jobs import kind, run_job
 
 from .common import Runner, Unavailable, finite, installed, job_params, server_context, versions
 
 # The reference backend is plain Python: a forest costs about rows x trees x features x levels
 # interpreted steps. Past this many rows x trees x features it would run for many minutes.
 REFERENCE_CELLS = 5_000_000
-JOB_MODULES = {"random_forest": "py_core.jobs.forest_job", "transformer": "py_core.jobs.transformer_job"}
 
 
 def _native_backend(device: str):
@@ -67,11 +66,10 @@ def _hardware(backend) -> str | None:
 
 def make_run(name: str, make_backend, packages: tuple[str, ...]):
     def run(job: dict, data_dir: Path, device: str) -> dict:
+        if kind(job.get("kind")) is None:  # py_core's jobs are its kinds (py_core/jobs/kinds.py)
+            raise Unavailable(f"py_core has no {job.get('kind')!r} job")
         if name == "py_core-reference":
             _check_size(job, data_dir)
-        module = JOB_MODULES.get(job.get("kind"))
-        if module and not installed(module):
-            raise Unavailable(f"not available yet: py_core has no {job['kind']} job ({module})")
         t0 = time.perf_counter()
         backend = make_backend(device)
         t_setup = time.perf_counter() - t0
@@ -89,10 +87,9 @@ def _needs(module: str, what: str):
     return lambda device: None if installed(module) else f"{what} is not installed"
 
 
-RUNNERS = [
-    Runner("py_core-native", ("random_forest", "transformer"),
-           make_run("py_core-native", _native_backend, ("wgpu",)),
-           _needs("wgpu", "wgpu-py (pip install '.[native]')")),
-    Runner("py_core-reference", ("random_forest",),
-           make_run("py_core-reference", _reference_backend, ())),
-]
+NATIVE = Runner("py_core-native", ("random_forest", "transformer"),
+                make_run("py_core-native", _native_backend, ("wgpu",)),
+                _needs("wgpu", "wgpu-py (pip install '.[native]')"))
+REFERENCE = Runner("py_core-reference", ("random_forest",),
+                   make_run("py_core-reference", _reference_backend, ()))
+RUNNERS = [NATIVE, REFERENCE]

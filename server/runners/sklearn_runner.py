@@ -9,6 +9,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from py_core.forest.params import PARAMS as FOREST_PARAMS
+
 from .common import (
     Runner,
     as_numpy,
@@ -20,9 +22,12 @@ from .common import (
     versions,
 )
 
-# job params -> RandomForest* keyword, the same meaning and defaults (py_core follows scikit-learn)
-PARAMS = ("n_estimators", "max_depth", "min_samples_split", "min_samples_leaf", "max_features",
-          "bootstrap", "random_state", "oob_score")
+# job params -> RandomForest* keyword, the same meaning and defaults (py_core follows scikit-learn:
+# tests/test_kinds.py checks them against scikit-learn's own): the forest's table
+# (py_core/forest/params.py) but for what scikit-learn has no counterpart of, and the criterion,
+# which depends on the task
+NO_COUNTERPART = ("n_bins", "exact_bins")
+PARAMS = tuple(n for n in FOREST_PARAMS.names() if n not in (*NO_COUNTERPART, "criterion"))
 CRITERIA = {"regression": ("squared_error",), "classification": ("gini", "entropy")}
 MAX_FEATURES = {"regression": 1.0, "classification": "sqrt"}  # py_core's "default"
 

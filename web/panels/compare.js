@@ -5,6 +5,7 @@
 // and what keeps queued jobs waiting (the server's `problem`: no Dask scheduler, a full disk) is said
 // above the table and in each waiting row.
 import { cancelComparisons } from "../api.js";
+import { mainTiming } from "../kinds.js";
 import { bars } from "../charts.js";
 import { el, fmtNumber, fmtSeconds, table } from "../ui.js";
 
@@ -20,7 +21,8 @@ export function asText(v) {
   if (typeof v === "number" || typeof v === "boolean") return String(v);
   try { return JSON.stringify(v) ?? "–"; } catch (e) { return "?"; }
 }
-const MAIN_TIME = { random_forest: "fit", transformer: "step" };
+// What the table and the chart compare: the kind's main timing (GET /api/kinds).
+const TOTAL = { key: "total", label: "Total", words: "Seconds in all" };
 
 export function showComparisons(container, run) {
   const card = el("div", { class: "card wide comparisons", id: `comparisons-${asText(run.id).slice(0, 8)}` },
@@ -45,7 +47,8 @@ export function showComparisons(container, run) {
 }
 
 function render(card, run, data) {
-  const key = MAIN_TIME[run.kind] || "total";
+  const main = mainTiming(run.kind) || TOTAL;
+  const key = main.key;
   const metrics = obj(run.metrics);
   const timings = obj(run.timings);
   const metricName = ["mse", "accuracy", "val_loss"].find((m) => num(metrics[m]) !== null);
@@ -67,7 +70,7 @@ function render(card, run, data) {
       metricName && typeof c.metrics?.[metricName] === "number" ? fmtNumber(c.metrics[metricName], 5) : "–", speed, mark,
       differs(c)]);
   }
-  const tbl = table(["Where", "Status", "Device", key === "step" ? "Step" : "Fit", "Predict", metricName || "Metric", "Speed", "Agreement", "Differs from the job"], rows);
+  const tbl = table(["Where", "Status", "Device", main.label, "Predict", metricName || "Metric", "Speed", "Agreement", "Differs from the job"], rows);
   tbl.querySelectorAll("tbody tr").forEach((tr, i) => {
     const c = data.comparisons[i - 1];
     const cell = tr.children[7];
@@ -78,11 +81,11 @@ function render(card, run, data) {
     .map((c) => [c.runner, c.timings[key]])];
   const chartBox = el("div", { class: "compare-chart" });
   card.replaceChildren(...[el("h2", {}, "Browser and server, side by side"),
-    el("p", { class: "muted" }, `Server device: ${data.device}. ${key === "step" ? "Seconds a training step" : "Seconds to fit"}, lower is better.`),
+    el("p", { class: "muted" }, `Server device: ${data.device}. ${main.words}, lower is better.`),
     data.problem ? el("p", { class: "status error compare-problem", role: "status" }, `The server's jobs wait: ${asText(data.problem)}`) : null,
     cancelButton(card, run, data), el("div", { class: "scroll" }, tbl), chartBox].filter(Boolean));
   bars(chartBox, timed.filter((t) => typeof t[1] === "number"),
-    { title: key === "step" ? "Seconds a training step, browser and server runners" : "Seconds to fit, browser and server runners", unit: " s" });
+    { title: `${main.words}, browser and server runners`, unit: " s" });
 }
 
 // While jobs are queued or running: a button that cancels them all (the answer is rendered at

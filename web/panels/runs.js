@@ -3,6 +3,7 @@
 // how a change moved the numbers. Data sets by name, parameters shown; each run links to its own
 // page (/runs/<id>), and "Server runs" shows its comparisons here.
 import { getRun, getRunFacets, getRuns, listDatasets, listTexts } from "../api.js";
+import { mainTiming } from "../kinds.js";
 import { lineChart } from "../charts.js";
 import { initial, save } from "../state.js";
 import { el, fmtNumber, fmtSeconds, fmtTiming, table } from "../ui.js";
@@ -11,7 +12,7 @@ import { asText, showComparisons } from "./compare.js";
 const PAGE = 100;   // summaries a page (the server lists summaries, never whole runs)
 const num = (v) => (typeof v === "number" && Number.isFinite(v) ? v : null);
 
-const MAIN_TIME = { random_forest: "fit", transformer: "step", selftest: "kernels" };
+const mainKey = (kind) => mainTiming(kind)?.key;   // undefined: no main time ("–")
 const METRIC = ["mse", "accuracy", "val_loss"];
 const METRIC_NAMES = { mse: "mean squared error (lower is better)", accuracy: "accuracy (higher is better)",
                        val_loss: "validation loss (lower is better)" };
@@ -36,7 +37,7 @@ function fromSummary(s) {
   return { id: asText(s.id), kind, created_at: s.created_at, device: asText(s.device), note: s.note,
            config: { dataset: typeof s.dataset === "string" ? s.dataset : undefined,
                      target: typeof s.target === "string" ? s.target : undefined, params },
-           metrics: metric, timings: { [MAIN_TIME[kind] || "total"]: num(s.main_time), total: num(s.total_time) } };
+           metrics: metric, timings: { [mainKey(kind) || "total"]: num(s.main_time), total: num(s.total_time) } };
 }
 const metricOf = (r) => METRIC.find((m) => typeof r.metrics?.[m] === "number");
 
@@ -158,7 +159,7 @@ export function mountRunsPanel(root, playground) {
         el("td", {}, el("a", { href: `/runs/${r.id}`, title: "This run's own page" }, when(r))),
         el("td", {}, r.kind), el("td", {}, dataOf(r)), el("td", {}, r.config?.target ?? "–"), el("td", { title: JSON.stringify(r.config?.params || {}) }, paramsText(r)),
         el("td", {}, deviceOf(r)), el("td", {}, summary(r)),
-        el("td", {}, fmtSeconds(r.timings?.[MAIN_TIME[r.kind]])), el("td", {}, fmtSeconds(r.timings?.total)),
+        el("td", {}, fmtSeconds(r.timings?.[mainKey(r.kind)])), el("td", {}, fmtSeconds(r.timings?.total)),
         el("td", {}, el("button", { class: "secondary small", type: "button",
           onclick: (ev) => { ev.stopPropagation(); compare(r); } }, "Server runs"))))));
     tbl.querySelectorAll("tbody tr").forEach((tr, i) => {
@@ -172,7 +173,7 @@ export function mountRunsPanel(root, playground) {
       const key = `${r.kind} · ${dataOf(r)} · ${deviceOf(r)}`;
       if (!series.has(key)) series.set(key, { time: [], metrics: {} });
       const s = series.get(key);
-      const t = r.timings?.[MAIN_TIME[r.kind]];
+      const t = r.timings?.[mainKey(r.kind)];
       if (typeof t === "number") s.time.push([number.get(r.id), t]);
       const m = metricOf(r);
       if (m) (s.metrics[m] ||= []).push([number.get(r.id), r.metrics[m]]);

@@ -4,6 +4,7 @@
 // weights as safetensors. Every finished run is posted to the server.
 import { getHealth, getRecentRuns, getSnippet, getText, listTexts, uploadText } from "../api.js";
 import { lineChart } from "../charts.js";
+import { param } from "../kinds.js";
 import { showComparisons } from "./compare.js";
 import { fmtDuration } from "./forest.js";
 import { initial } from "../state.js";
@@ -71,12 +72,11 @@ const SNIPPET_SUMMARY = "Use the weights elsewhere (PyTorch, nanoGPT's model.py)
 const NO_RUN_YET = `# Train a model: its weights download as safetensors with nanoGPT's parameter names and
 # GPTConfig, and the Python that loads them into nanoGPT's GPT appears here.`;
 
-const FIELDS = [["n_layer", "Layers"], ["n_head", "Heads"], ["n_embd", "Embedding width"],
-  ["block_size", "Context (characters)"], ["batch_size", "Batch"], ["steps", "Steps"],
-  ["lr", "Learning rate"], ["seed", "Seed"],
-  // The validation loss: estimated every this many steps and at the end, over this many batches
-  // (nanoGPT's eval_interval and eval_iters); the estimate of Train's time counts them.
-  ["eval_interval", "Validate every (steps)"], ["eval_steps", "Validation batches"]];
+// The form's fields, labelled as the transformer's table labels them (GET /api/kinds). The
+// validation loss: estimated every eval_interval steps and at the end, over eval_steps batches
+// (nanoGPT's eval_interval and eval_iters); the estimate of Train's time counts them.
+const FIELDS = ["n_layer", "n_head", "n_embd", "block_size", "batch_size", "steps", "lr", "seed",
+  "eval_interval", "eval_steps"].map((k) => [k, param("transformer", k).label]);
 
 export function mountTransformerPanel(root, playground) {
   const textSelect = el("select", { id: "text-select", "aria-label": "Text" });

@@ -1,7 +1,9 @@
 """A job kind's parameters, declared once: name, default, what values it takes, what it means.
 
-One table a kind, beside its job module (`forest_job.PARAMS`, `transformer_job.PARAMS`; the
-registry is `jobs.params_of(kind)`). The same table checks a job's params in the tab before it
+One table a kind, beside what it parameterizes (`forest.PARAMS`: the estimators', which
+`forest_job.PARAMS` extends; `transformer_job.PARAMS`), reached through the kind
+(py_core/jobs/kinds.py: `kind(name).params`). Below every layer that uses it (the estimators
+validate from it too), so it imports nothing of py_core. The same table checks a job's params in the tab before it
 runs, on the server when the run is posted (POST /api/runs: 400 naming the field), and wherever
 the server reads them again: the caps' cost (server/jobcost.py) and every runner take their
 values from `values`, never from the raw JSON, so what is costed is what runs.
@@ -42,6 +44,9 @@ class Int:
     def what(self) -> str:
         return f"an integer in {self.lo}..{self.hi}"
 
+    def describe(self) -> dict:
+        return {"type": "integer", "min": self.lo, "max": self.hi}
+
 
 @dataclass(frozen=True)
 class Real:
@@ -69,6 +74,10 @@ class Real:
         return (f"{noun} in {'(' if self.lo_open else '['}{self.lo:g}, {self.hi:g}"
                 f"{')' if self.hi_open else ']'}")
 
+    def describe(self) -> dict:
+        return {"type": "number" if self.ints else "fraction", "min": self.lo, "max": self.hi,
+                "min_open": self.lo_open, "max_open": self.hi_open}
+
 
 @dataclass(frozen=True)
 class Choice:
@@ -80,6 +89,9 @@ class Choice:
     def what(self) -> str:
         return "one of " + ", ".join(repr(o) for o in self.options)
 
+    def describe(self) -> dict:
+        return {"type": "choice", "options": list(self.options)}
+
 
 @dataclass(frozen=True)
 class Bool:
@@ -89,6 +101,9 @@ class Bool:
     def what(self) -> str:
         return "true or false"
 
+    def describe(self) -> dict:
+        return {"type": "boolean"}
+
 
 @dataclass(frozen=True)
 class Null:
@@ -97,6 +112,9 @@ class Null:
 
     def what(self) -> str:
         return "null"
+
+    def describe(self) -> dict:
+        return {"type": "null"}
 
 
 @dataclass(frozen=True)
@@ -109,12 +127,22 @@ class Text:
     def what(self) -> str:
         return f"a string of at most {self.max_len} characters"
 
+    def describe(self) -> dict:
+        return {"type": "string", "max_length": self.max_len}
+
 
 class Param:
-    """One parameter: its default and the types it takes (any one of them)."""
+    """One parameter: its default, the types it takes (any one of them), and for the page's form
+    its label (short: "Trees", also what the form's messages call it) and help text."""
 
-    def __init__(self, name: str, default, *types, help: str = ""):
-        self.name, self.default, self.types, self.help = name, default, types, help
+    def __init__(self, name: str, default, *types, label: str = "", help: str = ""):
+        self.name, self.default, self.types = name, default, types
+        self.label, self.help = label or name, help
+
+    def describe(self) -> dict:
+        """As GET /api/kinds serves it: what the page's form reads its labels and ranges from."""
+        return {"name": self.name, "default": self.default, "label": self.label, "help": self.help,
+                "types": [t.describe() for t in self.types]}
 
     def what(self) -> str:
         return " or ".join(t.what() for t in self.types)
@@ -138,6 +166,19 @@ class Params:
     def __iter__(self):
         return iter(self.params.values())
 
+    def names(self) -> tuple[str, ...]:
+        return tuple(self.params)
+
+    def defaults(self) -> dict:
+        return {p.name: p.default for p in self}
+
+    def extend(self, label: str, *params: Param, whole=None) -> Params:
+        """This table and more parameters (a job's beside its estimator's)."""
+        return Params(label, *self, *params, whole=whole or self.whole)
+
+    def describe(self) -> list:
+        return [p.describe() for p in self]
+
     def check(self, params) -> dict:
         if params is None:
             params = {}
@@ -159,4 +200,4 @@ class Params:
         return out
 
     def values(self, params) -> dict:
-        return {**{p.name: p.default for p in self}, **self.check(params)}
+        return {**self.defaults(), **self.check(params)}
