@@ -136,6 +136,23 @@ def markdown(report: dict, rows: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _bars(plt, rows: list[dict], values: list, **kw):
+    """A horizontal bar a row, top to bottom in the rows' order: the browser's blue, the server's
+    orange."""
+    fig, ax = plt.subplots(figsize=(10, 0.35 * len(rows) + 1.5))
+    ax.barh([f"{r['label']} · {r['where']}" for r in rows], values,
+            color=["#2f6fde" if r["where"].startswith("browser") else "#e07a1f" for r in rows], **kw)
+    ax.invert_yaxis()
+    return fig, ax
+
+
+def _save(plt, fig, path: Path, paths: list[Path]) -> None:
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    paths.append(path)
+
+
 def charts(report: dict, rows: list[dict], out: Path) -> list[Path]:
     import matplotlib
     matplotlib.use("Agg")
@@ -143,31 +160,19 @@ def charts(report: dict, rows: list[dict], out: Path) -> list[Path]:
     paths = []
     timed = [r for r in rows if r["time"]]
     if timed:
-        fig, ax = plt.subplots(figsize=(10, 0.35 * len(timed) + 1.5))
-        labels = [f"{r['label']} · {r['where']}" for r in timed]
-        ax.barh(labels, [r["time"]["median"] for r in timed],
-                xerr=[[r["time"]["median"] - r["time"]["min"] for r in timed], [r["time"]["max"] - r["time"]["median"] for r in timed]],
-                color=["#2f6fde" if r["where"].startswith("browser") else "#e07a1f" for r in timed])
+        fig, ax = _bars(plt, timed, [r["time"]["median"] for r in timed],
+                        xerr=[[r["time"]["median"] - r["time"]["min"] for r in timed],
+                              [r["time"]["max"] - r["time"]["median"] for r in timed]])
         ax.set_xscale("log")
         ax.set_xlabel("seconds (median; bars show min–max)")
-        ax.invert_yaxis()
         ax.set_title(f"Time per job and backend ({report['suite']})")
-        fig.tight_layout()
-        paths.append(out / "time.png")
-        fig.savefig(paths[-1], dpi=110)
-        plt.close(fig)
+        _save(plt, fig, out / "time.png", paths)
     scored = [r for r in rows if r["value"] is not None and r["metric"] in ("accuracy", "mse")]
     if scored:
-        fig, ax = plt.subplots(figsize=(10, 0.35 * len(scored) + 1.5))
-        ax.barh([f"{r['label']} · {r['where']}" for r in scored], [r["value"] for r in scored],
-                color=["#2f6fde" if r["where"].startswith("browser") else "#e07a1f" for r in scored])
+        fig, ax = _bars(plt, scored, [r["value"] for r in scored])
         ax.set_xlabel("test metric (accuracy, or MSE for regression)")
-        ax.invert_yaxis()
         ax.set_title("Accuracy side by side")
-        fig.tight_layout()
-        paths.append(out / "accuracy.png")
-        fig.savefig(paths[-1], dpi=110)
-        plt.close(fig)
+        _save(plt, fig, out / "accuracy.png", paths)
     curves = []
     for job in report["jobs"]:
         if job["job"]["kind"] != "transformer" or not job["runs"]:
@@ -186,10 +191,7 @@ def charts(report: dict, rows: list[dict], out: Path) -> list[Path]:
         ax.set_ylabel("training loss")
         ax.legend()
         ax.set_title("Loss: browser against PyTorch")
-        fig.tight_layout()
-        paths.append(out / "loss.png")
-        fig.savefig(paths[-1], dpi=110)
-        plt.close(fig)
+        _save(plt, fig, out / "loss.png", paths)
     return paths
 
 

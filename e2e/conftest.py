@@ -133,6 +133,17 @@ def wait_ready(page, timeout_s: float = 120) -> dict:
     return page.evaluate("() => window.playground.ready")
 
 
+def small_transformer(page, steps: int = 400) -> None:
+    """Opens the Transformer tab and types a model small enough for SwiftShader (one layer of
+    width 32, two heads, blocks of 16) and `steps` steps into its form."""
+    page.click("#tab-transformer")
+    page.wait_for_function("() => document.querySelector('#tf-size').textContent.includes('parameters')", timeout=60_000)
+    for name, value in {"n_layer": "1", "n_embd": "32", "n_head": "2", "block_size": "16", "batch_size": "2",
+                        "steps": str(steps)}.items():
+        page.fill(f"#tf-{name}", value)
+        page.dispatch_event(f"#tf-{name}", "change")
+
+
 def screenshot(page, name: str, tmp_path, **options) -> Path:
     """A screenshot of the page for the README: docs/<name> when SCREENSHOTS=1 is set (the README
     says how to refresh them), else under tmp_path; returns its path."""

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import re
 
+from conftest import small_transformer
+
 FOREST = {"kind": "random_forest", "dataset": "synthetic:friedman1?n_samples=400&seed=3", "target": "y",
           "params": {"n_estimators": 5, "max_depth": 4, "random_state": 0}, "split": {"test_size": 0.25, "seed": 1}}
 TRANSFORMER = {"kind": "transformer", "text": "shakespeare", "params": {
@@ -82,9 +84,9 @@ def test_stop_a_forest_in_the_middle_through_the_page(shared_page, server):
                 if (p.level && ++submissions === 2) window.playground.stop();
             } });
             return { ok: true, seen };
-        } catch (e) { return { ok: false, stopped: e.stopped, detail: e.detail || e.message, seen }; }
+        } catch (e) { return { ok: false, kind: e.kind, stopped: e.stopped, detail: e.detail || e.message, seen }; }
     }""", job)
-    assert not got["ok"] and got["stopped"], got
+    assert not got["ok"] and got["stopped"] and got["kind"] == "stopped", got  # by its type (web/app.js)
     at = int(re.search(r"stopped at level (\d+)", got["detail"]).group(1))
     levels = [p["level"][0] for p in got["seen"] if "level" in p]
     # Stop was seen at the first check after the click: no progress after it but that of a
@@ -102,12 +104,7 @@ def test_stopped_transformer_keeps_its_model_and_progress_is_live(shared_page):
     step count and an estimate; Stop in the middle ends it at the next group, keeps the model
     trained so far (it samples), and the Transformer tab says so."""
     page = shared_page
-    page.click("#tab-transformer")
-    page.wait_for_function("() => document.querySelector('#tf-size').textContent.includes('parameters')", timeout=60_000)
-    for name, value in {"n_layer": "1", "n_embd": "32", "n_head": "2", "block_size": "16", "batch_size": "2",
-                        "steps": "400"}.items():
-        page.fill(f"#tf-{name}", value)
-        page.dispatch_event(f"#tf-{name}", "change")
+    small_transformer(page)
     page.click("#tf-train")
     page.wait_for_function("() => / of 400/.test(document.querySelector('#tf-status').textContent)", timeout=300_000)
     # Progress that arrives while training, with an estimate, then Stop.

@@ -13,6 +13,8 @@ import re
 
 import pytest
 
+from conftest import small_transformer
+
 FAST = {"n_estimators": "8", "max_depth": "6"}
 STORED = []  # (data set, the first 8 characters of the run's id) of the forests trained here
 
@@ -169,12 +171,7 @@ def test_results_of_another_selection_or_a_stopped_forest_are_marked(page):
 
 
 def test_transformer_checks_as_typed_says_paused_stops_whole_and_learns_its_rates(page):
-    page.click("#tab-transformer")
-    page.wait_for_function("() => document.querySelector('#tf-size').textContent.includes('parameters')", timeout=60_000)
-    for name, value in {"n_layer": "1", "n_embd": "32", "n_head": "2", "block_size": "16", "batch_size": "2",
-                        "steps": "400"}.items():
-        page.fill(f"#tf-{name}", value)
-        page.dispatch_event(f"#tf-{name}", "change")
+    small_transformer(page)
     # A width the heads do not divide, named as it is typed, and Train held until it is fixed.
     page.fill("#tf-n_embd", "33")
     assert page.locator("#tf-n_embd-problem").inner_text() == "Embedding width: a multiple of the heads (2), such as 34."

@@ -126,34 +126,34 @@ def test_model_larger_than_the_adapter_limits(faulty_page, server):
     assert runs(server, "transformer") == before
 
 
+def failed_selftest(page, server) -> str:
+    """Runs the GPU tab's self-test, which the injected fault fails: its status line, once the
+    page shows it (and checks that no self-test run was posted)."""
+    before = runs(server, "selftest")
+    page.click("#tab-gpu")
+    page.click("#check-gpu")
+    page.wait_for_function("() => document.querySelector('#selftest-status').classList.contains('error')",
+                           timeout=120_000)
+    assert runs(server, "selftest") == before
+    return page.locator("#selftest-status").inner_text()
+
+
 def test_validation_error_is_named_and_nothing_posted(faulty_page, server):
     # The 2nd plan run is the first case's timed run, which the queue's wait follows: the error,
     # reported by the device after the submission, is met there (a later call could meet it first).
     page, _ = faulty_page(after=at_plan_run(2, INVALID_BUFFER))
-    before = runs(server, "selftest")
-    page.click("#tab-gpu")
-    page.click("#check-gpu")
-    page.wait_for_function("() => document.querySelector('#selftest-status').classList.contains('error')",
-                           timeout=120_000)
-    status = page.locator("#selftest-status").inner_text()
+    status = failed_selftest(page, server)
     assert status.startswith("Self-test failed: GPUError: WebGPU validation error: Buffer usages"), status
     assert 'CreateBuffer([BufferDescriptor ""injected""])' in status  # the whole message, one line
     assert page.locator("#check-gpu").is_enabled()
-    assert runs(server, "selftest") == before
 
 
 def test_device_lost_mid_selftest(faulty_page, server):
     page, _ = faulty_page(after=at_plan_run(4, LOSE_DEVICE))
-    before = runs(server, "selftest")
-    page.click("#tab-gpu")
-    page.click("#check-gpu")
-    page.wait_for_function("() => document.querySelector('#selftest-status').classList.contains('error')",
-                           timeout=120_000)
-    status = page.locator("#selftest-status").inner_text()
+    status = failed_selftest(page, server)
     assert status.startswith("Self-test failed: GPUError: "), status
     assert "the GPU device was lost (destroyed" in status and "Reload the page" in status
     assert page.locator("#selftest-table").count() == 0  # no half table of results
-    assert runs(server, "selftest") == before
 
 
 def test_device_lost_mid_training_fails_that_job_and_the_next_runs(faulty_page, server):

@@ -4,17 +4,42 @@ The worker calls `init(runtime)` once with the JS GPU runtime (or None for the C
 then `await run(job_json, hooks)` per job. `hooks` is a JS object the worker provides:
 `progress(json)`, `shouldStop()`, `fetchBytes(url)` (a promise of a Uint8Array).
 The worker is one session (`py_core.jobs.Session`): its backend and its last trained transformer.
+
+Every failure reaches the worker in one shape, `{"error": error_of(exc)}`: {"kind": "stopped" |
+"data" | "job" | "gpu" | "error", "message", "line", "column", "field" (a file's, where known),
+"detail" (the traceback)}; the worker forwards it and the page reads it in one place (web/app.js).
 """
 from __future__ import annotations
 
 import json
+import traceback
 
-from .errors import JobError
-from .gpu import get_backend
+from .data.errors import DataError
+from .errors import JobError, Stopped
+from .gpu import GPUError, get_backend
 from .jobs import Context, Session, synthetic_table
 from .jobs.results import encode_result
 
 _session: Session | None = None  # this worker's, made by init()
+
+KINDS = ((Stopped, "stopped"), (DataError, "data"), (GPUError, "gpu"), (JobError, "job"))
+
+
+def error_of(exc: BaseException, named: bool = False) -> dict:
+    """The one shape of an error on its way to the page; Stop is told by its type, not its text.
+    named: the message starts with the class, as a traceback's last line does ("JobError: ...",
+    "GPUError: the GPU device was lost"): what the page says of a failed job."""
+    kind = next((name for cls, name in KINDS if isinstance(exc, cls)), "error")
+    where = exc.to_dict() if isinstance(exc, DataError) else {}
+    message = where.get("message") or str(exc)
+    if named and kind != "stopped":
+        # one line (a WebGPU validation message runs over several); a JavaScript error through
+        # Pyodide reads "Error: ..." after its own class name
+        message = " ".join(line.strip() for line in message.splitlines() if line.strip())
+        message = f"{type(exc).__name__}: {message.removeprefix('Error: ')}"
+    return {"kind": kind, "message": message, "line": where.get("line"), "column": where.get("column"),
+            "field": where.get("field"),
+            "detail": "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))}
 
 
 def init(runtime) -> str:
@@ -59,18 +84,21 @@ async def run(job_json: str, hooks) -> str:
                   progress=lambda info: hooks.progress(json.dumps(info)),
                   should_stop=lambda: bool(hooks.shouldStop()),
                   is_paused=lambda: bool(hooks.isPaused()))
-    result = await _session.run(job, ctx)
+    try:
+        result = await _session.run(job, ctx)
+    except Exception as exc:  # the job's end, whatever ended it: the page says it in words
+        return json.dumps({"error": error_of(exc, named=True)}), []
     return encode_result(result)  # (JSON text, [buffers]): the worker makes typed arrays of them
 
 
 def describe_bytes(data, name: str, delimiter: str | None, hooks) -> str:
     """Parse an uploaded file in the tab: its summary, or the error with line and column."""
-    from .data import DataError, parse_csv
+    from .data import parse_csv
     try:
         table = parse_csv(data.to_bytes(), name=name, delimiter=delimiter or None,
                           progress=lambda f: hooks.progress(json.dumps({"stage": "parsing", "fraction": f})))
     except DataError as exc:
-        return json.dumps({"error": exc.to_dict()})
+        return json.dumps({"error": error_of(exc)})
     return json.dumps(table.describe(), allow_nan=False)
 
 
@@ -91,14 +119,17 @@ async def predict_csv(model, data, name: str, hooks=None) -> str:
     try:
         out = await predict(model, data.to_bytes(), name, backend=_session.backend)
     except JobError as exc:
-        return json.dumps({"error": {"message": str(exc)}})
+        return json.dumps({"error": error_of(exc)})
     return json.dumps(out)
 
 
 def forest_estimate(request_json: str, hooks=None) -> str:
     """A forest's time here and whether the adapter holds it, before Train (jobs.estimate)."""
     from .jobs.estimate import forest_estimate as estimate
-    return json.dumps(estimate(json.loads(request_json)))
+    out = estimate(json.loads(request_json))
+    if "error" in out:  # a parameter fitting would refuse: the form says so, not the estimate
+        out["error"] = {**error_of(JobError(out["error"])), "detail": None}
+    return json.dumps(out)
 
 
 def table_fits(dataset_id: str, hooks=None) -> str:
@@ -120,8 +151,8 @@ def transformer_size(params_json: str, vocab_size: int, hooks=None) -> str:
     from .transformer.config import parse_job_params
     try:
         cfg, sampling = parse_job_params(json.loads(params_json))
-    except (ValueError, TypeError) as exc:
-        return json.dumps({"error": str(exc)})
+    except (ValueError, TypeError) as exc:  # a field the form let through: the job would refuse it
+        return json.dumps({"error": {**error_of(exc), "kind": "job"}})
     mem = memory_bytes(cfg, int(vocab_size), sampling.get("precision", "f32"))
     limits = _session.backend.limits
     cap = min(limits["maxStorageBufferBindingSize"], limits["maxBufferSize"])

@@ -94,7 +94,7 @@ def test_a_job_that_ends_while_the_disk_is_full_is_recorded_once_it_is_not(setti
         r = client.post("/api/runs", json={"id": "8d0a2f4e-1b7c-4c1e-9a51-2c1d5e6f7a8b",
                                            "kind": "selftest"})
         assert r.status_code == 503  # the disk is full for everyone
-        cleared = comparisons._now()
+        cleared = comparisons.table.now()
         full.clear()  # space again: the kept end is written by the retry, nothing is lost
         body, row = wait_for(client, run_id, "sklearn")
         assert row["status"] == "done" and row["metrics"]["accuracy"] > 0.8
@@ -113,7 +113,7 @@ def test_a_kept_end_is_bounded_and_its_row_says_what_was_lost(settings, monkeypa
             "INSERT INTO comparisons (run_id, runner, status, device, created_at, started_at) "
             "VALUES (?, 'sklearn', 'running', 'cpu', '2026-01-01T00:00:00Z', "
             "'2026-01-01T00:00:01Z')", (run_id,)).lastrowid)
-        ends, full, write = job_ends.JobEnds(store, comparisons._finish), threading.Event(), store.write
+        ends, full, write = job_ends.JobEnds(store, comparisons.table.finish), threading.Event(), store.write
 
         async def refuse_while_full(fn):
             if full.is_set():

@@ -1,22 +1,10 @@
 """py_core.data gives the same bits under Pyodide (the browser's Python, run here by Node) as
 under this CPython: parsing, summaries, splits, generators, prepared matrices."""
 
-import json
-import shutil
-import subprocess
-from pathlib import Path
+from pyodide_harness import NEEDS_PYODIDE, run_both
 
-import pytest
-
-ROOT = Path(__file__).resolve().parents[1]
-PYODIDE = ROOT / "web" / "node_modules" / "pyodide"
-
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.skipif(shutil.which("node") is None or not (PYODIDE / "pyodide.mjs").exists(),
-                       reason="needs node and the npm package pyodide in web/node_modules "
-                              "(make web)"),
-]
+pytestmark = NEEDS_PYODIDE
+MODULES = ["data", "errors.py"]  # what py_core.data imports
 
 PROGRAM = r'''
 import hashlib, json
@@ -55,38 +43,8 @@ except DataError as e:
 print(json.dumps(out, sort_keys=True))
 '''
 
-DRIVER = r'''
-import { loadPyodide } from "%(pyodide)s/pyodide.mjs";
-import fs from "fs";
-import path from "path";
-const py = await loadPyodide({ indexURL: "%(pyodide)s/" });
-const src = "%(src)s";
-for (const file of fs.readdirSync(src, { recursive: true })) {
-  if (!file.endsWith(".py")) continue;
-  const target = "/home/pyodide/py_core/data/" + file;
-  py.FS.mkdirTree(path.dirname(target));
-  py.FS.writeFile(target, fs.readFileSync(path.join(src, file)));
-}
-py.FS.writeFile("/home/pyodide/py_core/__init__.py", "");
-py.FS.writeFile("/home/pyodide/py_core/errors.py", fs.readFileSync(src + "/../errors.py"));
-py.runPython("import sys; sys.path.insert(0, '/home/pyodide')");
-py.setStdout({ batched: (s) => process.stdout.write(s + "\n") });
-py.runPython(fs.readFileSync(process.argv[2], "utf8"));
-'''
-
-
 def test_same_results_in_pyodide(tmp_path, capsys):
-    program = tmp_path / "program.py"
-    program.write_text(PROGRAM)
-    driver = tmp_path / "driver.mjs"
-    driver.write_text(DRIVER % {"pyodide": PYODIDE.as_posix(),
-                                "src": (ROOT / "py_core" / "data").as_posix()})
-    done = subprocess.run(["node", str(driver), str(program)], capture_output=True, text=True,
-                          timeout=180)
-    assert done.returncode == 0, done.stderr[-2000:]
-    in_browser = json.loads(done.stdout.strip().splitlines()[-1])
-    exec(compile(PROGRAM, "program", "exec"), {})
-    here = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    in_browser, here = run_both(PROGRAM, tmp_path, capsys, MODULES, timeout=180)
     assert in_browser == here
 
 
@@ -158,20 +116,8 @@ print(json.dumps(out, sort_keys=True))
 def test_javascript_numeric_parser_same_bits_as_python(tmp_path, capsys):
     """web/csvparse.js, which reads plain numeric files in the tab, gives float()'s bits, and
     gives way (to the same result or the same error) where py_core's fast path does."""
-    program = tmp_path / "program.py"
-    program.write_text(JS_PROGRAM)
-    driver = tmp_path / "driver.mjs"
-    driver.write_text(DRIVER.replace(
-        "const py = await", f"import {{ parseNumericFromPython }} from "
-        f"\"{(ROOT / 'web' / 'csvparse.js').as_posix()}\";\n"
-        "globalThis.pyCoreParseNumeric = parseNumericFromPython;\nconst py = await", 1)
-        % {"pyodide": PYODIDE.as_posix(), "src": (ROOT / "py_core" / "data").as_posix()})
-    done = subprocess.run(["node", str(driver), str(program)], capture_output=True, text=True,
-                          timeout=300)
-    assert done.returncode == 0, done.stderr[-2000:]
-    in_browser = json.loads(done.stdout.strip().splitlines()[-1])
-    exec(compile(JS_PROGRAM, "program", "exec"), {})
-    here = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    in_browser, here = run_both(JS_PROGRAM, tmp_path, capsys, MODULES,
+                                js={"pyCoreParseNumeric": ("csvparse.js", "parseNumericFromPython")})
     # JS reads the plain files, gives way at -nan (a sign bit float() keeps), inf and a ragged
     # row; py_core does not ask it about the file with a quote
     assert in_browser.pop("used") == [True, True, False, False, False]
@@ -217,20 +163,8 @@ print(json.dumps(out, sort_keys=True))
 def test_javascript_synthetic_kernels_same_bits_as_python(tmp_path, capsys):
     """web/synthetic.js, which fills the synthetic sets' columns in the tab, gives py_core's
     bits: the tables equal Pyodide's pure-Python ones and this CPython's."""
-    program = tmp_path / "program.py"
-    program.write_text(SYNTH_PROGRAM)
-    driver = tmp_path / "driver.mjs"
-    driver.write_text(DRIVER.replace(
-        "const py = await", f"import {{ kernels }} from "
-        f"\"{(ROOT / 'web' / 'synthetic.js').as_posix()}\";\n"
-        "globalThis.pyCoreSynthetic = kernels;\nconst py = await", 1)
-        % {"pyodide": PYODIDE.as_posix(), "src": (ROOT / "py_core" / "data").as_posix()})
-    done = subprocess.run(["node", str(driver), str(program)], capture_output=True, text=True,
-                          timeout=300)
-    assert done.returncode == 0, done.stderr[-2000:]
-    in_browser = json.loads(done.stdout.strip().splitlines()[-1])
-    exec(compile(SYNTH_PROGRAM, "program", "exec"), {})
-    here = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    in_browser, here = run_both(SYNTH_PROGRAM, tmp_path, capsys, MODULES,
+                                js={"pyCoreSynthetic": ("synthetic.js", "kernels")})
     assert in_browser["js"] == in_browser["python"] == here["python"]
     assert in_browser["column"] == here["column"]
 
@@ -270,20 +204,8 @@ print(json.dumps({"stats": stats, "used": used}))
 def test_javascript_column_stats_same_bits_as_python(tmp_path, capsys):
     """web/colstats.js, which summarises big numeric columns in the tab, gives math.fsum's bits
     (exact sums, correctly rounded), and min/max as Python's min() and max()."""
-    program = tmp_path / "program.py"
-    program.write_text(STATS_PROGRAM)
-    driver = tmp_path / "driver.mjs"
-    driver.write_text(DRIVER.replace(
-        "const py = await", f"import {{ columnStats }} from "
-        f"\"{(ROOT / 'web' / 'colstats.js').as_posix()}\";\n"
-        "globalThis.pyCoreColumnStats = columnStats;\nconst py = await", 1)
-        % {"pyodide": PYODIDE.as_posix(), "src": (ROOT / "py_core" / "data").as_posix()})
-    done = subprocess.run(["node", str(driver), str(program)], capture_output=True, text=True,
-                          timeout=300)
-    assert done.returncode == 0, done.stderr[-2000:]
-    in_browser = json.loads(done.stdout.strip().splitlines()[-1])
-    exec(compile(STATS_PROGRAM, "program", "exec"), {})
-    here = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    in_browser, here = run_both(STATS_PROGRAM, tmp_path, capsys, MODULES,
+                                js={"pyCoreColumnStats": ("colstats.js", "columnStats")})
     # column 2's squares overflow (1e300 ** 2): the kernel's sum fails the check, Python's is used
     assert in_browser["used"] == [True, True, False, True, True, True] and here["used"] == []
     assert in_browser["stats"] == here["stats"]

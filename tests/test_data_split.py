@@ -7,16 +7,8 @@ from collections import Counter
 
 import pytest
 
-from py_core.data import (
-    GENERATORS,
-    generate,
-    make_blobs,
-    make_friedman1,
-    make_moons,
-    make_regression,
-    make_spirals,
-    train_test_split,
-)
+from py_core.data import GENERATORS, generate, train_test_split
+from py_core.data.synthetic import make_blobs, make_friedman1, make_moons, make_regression, make_spirals
 
 # --- train_test_split ---
 

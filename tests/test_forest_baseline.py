@@ -13,7 +13,7 @@ from sklearn.metrics import (
     r2_score,
 )
 
-from py_core.jobs.forest_job import majority_baseline, regression_metrics
+from py_core.jobs.metrics import majority_baseline, regression_metrics
 
 
 def test_majority_baseline_matches_sklearn_dummy_prior():

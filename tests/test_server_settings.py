@@ -48,3 +48,18 @@ def test_url_for():
 def test_resolve_device():
     assert resolve_device("cpu") == "cpu"
     assert resolve_device("auto") in ("cpu", "cuda")
+
+
+def test_the_app_reads_its_settings_not_the_environment(monkeypatch, settings):
+    """Settings are read once, from flags and PLAYGROUND_* (parse_args): an app made from a
+    Settings obeys it, whatever the environment says beside it (comparisons read
+    PLAYGROUND_CLUSTER again and sent jobs to that scheduler)."""
+    from starlette.testclient import TestClient
+
+    from server.app import create_app
+    monkeypatch.setenv("PLAYGROUND_CLUSTER", "tcp://192.0.2.1:8786")  # TEST-NET-1: nobody
+    settings.comparisons, settings.job_timeout_s = "on", 60.0
+    with TestClient(create_app(settings), base_url="http://127.0.0.1") as client:
+        queue = client.app.state.comparisons
+        assert queue.address is None and queue.limits.timeout_s == 60.0  # the embedded cluster
+    assert parse_args(["--data-dir", str(settings.data_dir)]).cluster == "tcp://192.0.2.1:8786"

@@ -52,9 +52,9 @@ worker.onmessage = (ev) => {
     if (!p) return;
     if (m.type === "result") p.resolve(m.result);
     else {
-      const err = new Error(m.error.message);
-      err.stopped = m.error.stopped;
-      err.detail = m.error.detail;
+      // The one place the page reads a worker's error (its shape: web/worker.js); Stop is its kind.
+      const err = Object.assign(new Error(m.error.message), m.error);
+      err.stopped = m.error.kind === "stopped";
       p.reject(err);
     }
   }

@@ -2,7 +2,10 @@
 // Messages in:  {type: "init", webgpu: bool} · {type: "run", id, job} · {type: "stop", id}
 //               {type: "call", id, fn, args}: a function of py_core.browser, with hooks last
 // Messages out: {type: "loading", stage, fraction} · {type: "ready", ...} · {type: "progress", id, info}
-//               {type: "result", id, result} · {type: "failed", id, error: {message, stopped}}
+//               {type: "result", id, result} · {type: "failed", id, error}
+// error: one shape, made by py_core.browser.error_of for what fails in Python and by fail() here
+// for what fails in this glue: {kind: "stopped" | "data" | "job" | "gpu" | "error", message,
+// line, column, field (where known), detail (the traceback)}; web/app.js reads it.
 // A job's result comes from Python as JSON text plus its binary parts (py_core.jobs.results), which
 // become typed arrays in the result, transferred to the page without a copy.
 // Nothing a job does can end this worker or its queue: every failure (Python, this glue, the
@@ -74,9 +77,9 @@ async function init({ webgpu, stopBuffer }) {
                     total: (performance.now() - t0) / 1000 } });
 }
 
-// The error a Python traceback ends with: from its last unindented "Name: message" (or bare
-// "Name") line to the end, as one line (a WebGPU validation message runs over several), without
-// the class's module path or JS's "Error: " wrapper: "GPUError: the GPU device was lost (...)".
+// The error a Python traceback ends with (a py_core.browser function that raised): from its last
+// unindented "Name: message" (or bare "Name") line to the end, as one line (a WebGPU validation
+// message runs over several), without the class's module path or JS's "Error: " wrapper.
 function finalError(text) {
   const lines = text.trim().split("\n");
   let i = lines.length - 1;
@@ -85,16 +88,18 @@ function finalError(text) {
     .replace(/^(?:[A-Za-z_]\w*\.)+(?=\w+: )/, "").replace(/^(\w+: )Error: /, "$1");
 }
 
-// Answers job `id` as failed, once; never throws.
-function fail(id, err) {
+// Answers job `id` as failed, once; never throws. `error`: the shape above, or anything thrown here.
+function fail(id, error) {
   if (settled.has(id)) return;
   settled.add(id);
-  const text = String(err?.message ?? err ?? "unknown error");
-  const stopped = /\bStopped\b/.test(text);
+  if (typeof error?.kind !== "string") {
+    const text = String(error?.message ?? error ?? "unknown error");
+    error = { kind: "error", message: finalError(text), detail: text };
+  }
   try {
-    post({ type: "failed", id, error: { message: stopped ? "stopped" : finalError(text), stopped, detail: text } });
+    post({ type: "failed", id, error });
   } catch (e) {
-    self.postMessage({ type: "failed", id, error: { message: `the job failed (${e.message})`, stopped: false } });
+    self.postMessage({ type: "failed", id, error: { kind: "error", message: `the job failed (${e.message})` } });
   }
 }
 
@@ -164,16 +169,23 @@ async function recoverDevice() {
   }
 }
 
+// A job's failure, after opening a new device if it lost its own (the message says so).
+async function failed(id, error) {
+  let note;
+  try { note = await recoverDevice(); } catch (e) { note = ` (${e.message})`; }
+  fail(id, note ? { ...error, message: error.message + note } : error);
+}
+
 async function runJob(id, job) {
   current = id;
   try {
     const out = await startJob(id, job);
     const { result, transfer } = unpackResult(out);
-    answer(id, result, transfer);
+    if (!result.error) answer(id, result, transfer);
+    else await failed(id, result.error);  // the job failed in Python: its error, as error_of made it
   } catch (err) {
-    let note;
-    try { note = await recoverDevice(); } catch (e) { note = ` (${e.message})`; }
-    fail(id, note ? new Error(String(err?.message ?? err) + note) : err);
+    const text = String(err?.message ?? err);
+    await failed(id, { kind: "error", message: finalError(text), detail: text });
   } finally {
     current = null;
   }

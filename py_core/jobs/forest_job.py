@@ -62,6 +62,7 @@ from ..forest.params import PARAMS as FOREST_PARAMS
 from ..params import Bool, Null, Param, ParamError
 from .forest_plots import PLOT_POINTS, Plots, every, surface_pair
 from .kinds import Kind, Timing
+from .metrics import classification_metrics, majority_baseline, regression_metrics
 from .results import Joined
 
 # The job's params: the estimators' (py_core/forest/params.py: scikit-learn's meaning and
@@ -221,47 +222,6 @@ async def _load_table(ctx, dataset_id):
                          should_stop=getattr(ctx, "should_stop", None))
     except DataError as exc:
         raise JobError(str(exc)) from exc
-
-
-def regression_metrics(truth, pred) -> dict:
-    n = len(truth)
-    mean = sum(truth) / n
-    sse = sum((t - p) ** 2 for t, p in zip(truth, pred))
-    sst = sum((t - mean) ** 2 for t in truth)
-    return {"mse": sse / n, "mae": sum(abs(t - p) for t, p in zip(truth, pred)) / n,
-            "r2": 1 - sse / sst if sst > 0 else 0.0}
-
-
-def majority_baseline(train, truth, K, names=None) -> dict:
-    """Metrics of always guessing the training rows' most frequent class (ties: the first), with
-    the training class frequencies as the probabilities (scikit-learn's DummyClassifier
-    "prior")."""
-    counts = [0] * K
-    for c in train:
-        counts[c] += 1
-    top = max(range(K), key=counts.__getitem__)
-    prior = [c / len(train) for c in counts]
-    name = names[top] if names else top
-    return {"predictor": f"most frequent class ({name})",
-            **classification_metrics(truth, [top] * len(truth), [prior] * len(truth), K)}
-
-
-def classification_metrics(truth, guess, probs, K) -> dict:
-    """Accuracy, macro F1 over the classes seen in truth or guesses (as scikit-learn), and log
-    loss with probabilities clipped to [eps, 1 - eps]."""
-    n = len(truth)
-    tp, fp, fn = [0] * K, [0] * K, [0] * K
-    for t, g in zip(truth, guess):
-        if t == g:
-            tp[t] += 1
-        else:
-            fp[g] += 1
-            fn[t] += 1
-    seen = sorted(set(truth) | set(guess))
-    f1 = [2 * tp[k] / (2 * tp[k] + fp[k] + fn[k]) if tp[k] + fp[k] + fn[k] else 0.0 for k in seen]
-    eps = 2.220446049250313e-16
-    loss = -sum(math.log(min(1 - eps, max(eps, row[t]))) for row, t in zip(probs, truth)) / n
-    return {"accuracy": sum(tp) / n, "f1": sum(f1) / len(f1), "log_loss": loss}
 
 
 async def predict_csv(model, data: bytes, name: str, backend="reference") -> dict:

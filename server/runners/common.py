@@ -12,6 +12,8 @@ import math
 import os
 import platform
 import re
+import subprocess
+import time
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
@@ -99,12 +101,68 @@ def as_numpy(prep):
     return X_train, np.asarray(prep.y_train, dtype=ydt), X_test, np.asarray(prep.y_test, dtype=ydt)
 
 
+@dataclass
+class ForestRows:
+    """A random-forest job's rows as the page prepares them, as numpy arrays (every forest runner's
+    input): float32 features, float64 targets (regression) or int32 class codes."""
+    task: str
+    X_train: object
+    y_train: object
+    X_test: object
+    y_test: object
+    n_classes: int  # 0 for regression
+
+    @property
+    def n_features(self) -> int:
+        return self.X_train.shape[1]
+
+
+def forest_rows(job: dict, data_dir: Path) -> ForestRows:
+    prep = forest_data(job, data_dir)
+    return ForestRows(prep.info["task"], *as_numpy(prep), len(prep.info["classes"] or ()))
+
+
+def fit_and_score(model, rows: ForestRows, t0: float, labels=None, classes=None,
+                  host=lambda x: x) -> dict:
+    """The part of a forest runner that is the same in every library: fit on the training rows,
+    predict the test rows (values, or each class's probability), both timed; the page's metrics.
+    Returns the result's "timings" (total: since t0, the runner's start), "metrics" and "rows".
+
+    labels: what the model is fitted on (default y_train; XGBoost and LightGBM take codes
+    0..k-1 of the classes seen, `encode_labels`), classes: the class code of each probability
+    column (default model.classes_), host: a device array to numpy (cuML's CuPy arrays)."""
+    import numpy as np
+    t_fit = time.perf_counter()
+    model.fit(rows.X_train, rows.y_train if labels is None else labels)
+    fit = time.perf_counter() - t_fit
+    t_pred = time.perf_counter()
+    if rows.task == "regression":
+        pred, proba = np.asarray(host(model.predict(rows.X_test)), dtype=np.float64), None
+    else:
+        pred, proba = None, model.predict_proba(rows.X_test)
+    predict = time.perf_counter() - t_pred
+    if proba is not None:
+        classes = host(model.classes_) if classes is None else classes
+        proba = full_proba(host(proba), classes, rows.n_classes)
+    return {"timings": {"fit": fit, "predict": predict, "total": time.perf_counter() - t0},
+            "metrics": forest_metrics(rows.task, rows.y_test, pred, proba, rows.n_classes),
+            "rows": {"train": len(rows.y_train), "test": len(rows.y_test)}}
+
+
+def encode_labels(y_train):
+    """Train labels as 0..k-1 (a class absent from the training rows has no column), and the
+    class code each column stands for."""
+    import numpy as np
+    seen, codes = np.unique(y_train, return_inverse=True)
+    return codes.astype(np.int32), seen
+
+
 def forest_metrics(task: str, y_true, pred=None, proba=None, n_classes: int = 0) -> dict:
-    """The page's metrics, by the page's own code (py_core.jobs.forest_job): regression mse, mae, r2;
+    """The page's metrics, by the page's own code (py_core.jobs.metrics): regression mse, mae, r2;
     classification accuracy, f1 (macro), log_loss.
 
     proba: (rows, n_classes) with a column for every class, in class-code order."""
-    from py_core.jobs.forest_job import classification_metrics, regression_metrics
+    from py_core.jobs.metrics import classification_metrics, regression_metrics
     truth = y_true.tolist()
     if task == "regression":
         return regression_metrics(truth, pred.tolist())
@@ -143,6 +201,29 @@ def cpu_name() -> str:
     except OSError:
         pass
     return f"{model} ({os.cpu_count()} cores)"
+
+
+def gpu_name() -> str | None:
+    """The CUDA GPU as nvidia-smi names it ('NVIDIA H200'), or None."""
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=10)
+        return out.stdout.splitlines()[0].strip() if out.returncode == 0 and out.stdout else None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def require(reason: str | None) -> None:
+    """A runner's first line: Unavailable with its check's reason, when there is one."""
+    if reason:
+        raise Unavailable(reason)
+
+
+def needs(module: str, library: str, extra: str = "peers"):
+    """The check of a runner that runs wherever its library is installed (pip's `extra`)."""
+    def check(device: str) -> str | None:
+        return None if installed(module) else f"{library} is not installed (pip install '.[{extra}]')"
+    return check
 
 
 def installed(module: str) -> bool:

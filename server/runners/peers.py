@@ -35,14 +35,14 @@ from py_core.forest.params import features_per_split
 
 from .common import (
     Runner,
-    Unavailable,
-    as_numpy,
     cpu_name,
-    forest_data,
-    forest_metrics,
-    full_proba,
-    installed,
+    encode_labels,
+    fit_and_score,
+    forest_rows,
+    gpu_name,
     job_params,
+    needs,
+    require,
     versions,
 )
 
@@ -79,29 +79,27 @@ def _common(params: dict, task: str, n_features: int, n_train: int):
     }, ignored, notes
 
 
-def _prepare(job: dict, data_dir: Path):
-    prep = forest_data(job, data_dir)
-    task = prep.info["task"]
-    X_train, y_train, X_test, y_test = as_numpy(prep)
-    n_classes = len(prep.info["classes"] or ())
-    return prep, task, X_train, y_train, X_test, y_test, n_classes
+def _seeded(kwargs: dict, p: dict, ignored: list, notes: list, n_features: int, sampled: str):
+    """How both mappings end: the seed, and the note `sampled` when a split draws fewer than
+    every feature; (kwargs, ignored, notes)."""
+    if p["seed"] is not None:
+        kwargs["random_state"] = p["seed"]
+    if p["features_per_split"] != n_features:
+        notes.append(sampled)
+    return kwargs, sorted(ignored), notes
 
 
-def _encode(y_train):
-    """Train labels as 0..k-1 (a class absent from the training rows has no column), and the
-    class code each column stands for."""
-    import numpy as np
-    seen, codes = np.unique(y_train, return_inverse=True)
-    return codes.astype(np.int32), seen
+def _result(name, device, hardware, vers, scored, kwargs, ignored, notes):
+    return {"runner": name, "device": device, "hardware": hardware, "versions": vers, **scored,
+            "params": kwargs, "ignored": ignored, "note": "; ".join(notes), "notes": notes}
 
 
-def _result(name, device, hardware, vers, fit, predict, t0, metrics, kwargs, ignored, notes,
-            y_train, y_test):
-    return {"runner": name, "device": device, "hardware": hardware, "versions": vers,
-            "timings": {"fit": fit, "predict": predict, "total": time.perf_counter() - t0},
-            "metrics": metrics, "params": kwargs, "ignored": ignored,
-            "note": "; ".join(notes), "notes": notes,
-            "rows": {"train": len(y_train), "test": len(y_test)}}
+def _fit(model, rows, t0) -> dict:
+    """Both libraries fit class codes 0..k-1 of the classes seen (encode_labels)."""
+    if rows.task == "regression":
+        return fit_and_score(model, rows, t0)
+    labels, seen = encode_labels(rows.y_train)
+    return fit_and_score(model, rows, t0, labels, seen)
 
 
 # -- XGBoost -----------------------------------------------------------------------------------
@@ -133,52 +131,29 @@ def xgboost_kwargs(params: dict, task: str, n_features: int, n_train: int, devic
         if p["min_samples_leaf"] > 1:
             ignored.append("min_samples_leaf")
         notes.append("classes: averaged log-odds steps, then softmax")
-    if p["seed"] is not None:
-        kwargs["random_state"] = p["seed"]
-    if p["features_per_split"] != n_features:
-        notes.append(f"colsample_bynode {p['fraction']:.4g} ({p['features_per_split']} of "
-                     f"{n_features} features)")
-    return kwargs, sorted(ignored), notes
+    return _seeded(kwargs, p, ignored, notes, n_features, f"colsample_bynode {p['fraction']:.4g} "
+                   f"({p['features_per_split']} of {n_features} features)")
 
 
-def _xgb_check(device: str) -> str | None:
-    if not installed("xgboost"):
-        return "XGBoost is not installed (pip install '.[peers]')"
-    return None
+_xgb_check = needs("xgboost", "XGBoost")
 
 
 def run_xgboost(job: dict, data_dir: Path, device: str) -> dict:
-    reason = _xgb_check(device)
-    if reason:
-        raise Unavailable(reason)
+    require(_xgb_check(device))
     t0 = time.perf_counter()
     import xgboost
-    prep, task, X_train, y_train, X_test, y_test, n_classes = _prepare(job, data_dir)
+    rows = forest_rows(job, data_dir)
     use = "cuda" if device == "cuda" and xgboost_cuda() else "cpu"
-    kwargs, ignored, notes = xgboost_kwargs(job.get("params") or {}, task, X_train.shape[1],
-                                            len(y_train), use)
+    kwargs, ignored, notes = xgboost_kwargs(job.get("params") or {}, rows.task, rows.n_features,
+                                            len(rows.y_train), use)
     if device == "cuda" and use == "cpu":
         notes.append("on the CPU: this xgboost is a CPU-only build (pip install xgboost)")
-    if task == "regression":
-        model = xgboost.XGBRFRegressor(**kwargs)
-        labels, seen = y_train, None
-    else:
-        labels, seen = _encode(y_train)
-        model = xgboost.XGBRFClassifier(**kwargs)
-    t_fit = time.perf_counter()
-    model.fit(X_train, labels)
-    fit = time.perf_counter() - t_fit
-    t_pred = time.perf_counter()
-    if task == "regression":
-        pred, proba = model.predict(X_test).astype("float64"), None
-    else:
-        pred, proba = None, full_proba(model.predict_proba(X_test), seen, n_classes)
-    predict = time.perf_counter() - t_pred
+    cls = xgboost.XGBRFRegressor if rows.task == "regression" else xgboost.XGBRFClassifier
+    model = cls(**kwargs)
+    scored = _fit(model, rows, t0)
     used = _xgb_device(model) or use
-    metrics = forest_metrics(task, y_test, pred, proba, n_classes)
-    return _result("xgboost", used, _gpu_name() if used.startswith("cuda") else cpu_name(),
-                   versions("xgboost", "xgboost-cpu", "numpy"), fit, predict, t0, metrics,
-                   kwargs, ignored, notes, y_train, y_test)
+    return _result("xgboost", used, gpu_name() if used.startswith("cuda") else cpu_name(),
+                   versions("xgboost", "xgboost-cpu", "numpy"), scored, kwargs, ignored, notes)
 
 
 def _xgb_device(model) -> str | None:
@@ -188,16 +163,6 @@ def _xgb_device(model) -> str | None:
         config = json.loads(model.get_booster().save_config())
         return config["learner"]["generic_param"]["device"]
     except (KeyError, ValueError):
-        return None
-
-
-def _gpu_name() -> str | None:
-    try:
-        import subprocess
-        out = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
-                             capture_output=True, text=True, timeout=10)
-        return out.stdout.splitlines()[0].strip() if out.returncode == 0 and out.stdout else None
-    except (OSError, subprocess.SubprocessError):
         return None
 
 
@@ -227,49 +192,26 @@ def lightgbm_kwargs(params: dict, task: str, n_features: int, n_train: int):
         kwargs.update(max_depth=d, num_leaves=max(2, min(MAX_LEAVES_LGBM, 2 ** min(d, 18))))
     if task == "classification":
         notes.append("classes: averaged log-odds steps, then softmax")
-    if p["seed"] is not None:
-        kwargs["random_state"] = p["seed"]
-    if p["features_per_split"] != n_features:
-        notes.append(f"feature_fraction_bynode {p['fraction']:.4g} ({p['features_per_split']} "
-                     f"of {n_features})")
-    return kwargs, sorted(ignored), notes
+    return _seeded(kwargs, p, ignored, notes, n_features, f"feature_fraction_bynode "
+                   f"{p['fraction']:.4g} ({p['features_per_split']} of {n_features})")
 
 
-def _lgbm_check(device: str) -> str | None:
-    if not installed("lightgbm"):
-        return "LightGBM is not installed (pip install '.[peers]')"
-    return None
+_lgbm_check = needs("lightgbm", "LightGBM")
 
 
 def run_lightgbm(job: dict, data_dir: Path, device: str) -> dict:
-    reason = _lgbm_check(device)
-    if reason:
-        raise Unavailable(reason)
+    require(_lgbm_check(device))
     t0 = time.perf_counter()
     import lightgbm
-    prep, task, X_train, y_train, X_test, y_test, n_classes = _prepare(job, data_dir)
-    kwargs, ignored, notes = lightgbm_kwargs(job.get("params") or {}, task, X_train.shape[1],
-                                             len(y_train))
+    rows = forest_rows(job, data_dir)
+    kwargs, ignored, notes = lightgbm_kwargs(job.get("params") or {}, rows.task, rows.n_features,
+                                             len(rows.y_train))
     if device == "cuda":
         notes.append("on the CPU: LightGBM's PyPI wheel has no CUDA")
-    if task == "regression":
-        model = lightgbm.LGBMRegressor(**kwargs)
-        labels, seen = y_train, None
-    else:
-        labels, seen = _encode(y_train)
-        model = lightgbm.LGBMClassifier(**kwargs)
-    t_fit = time.perf_counter()
-    model.fit(X_train, labels)
-    fit = time.perf_counter() - t_fit
-    t_pred = time.perf_counter()
-    if task == "regression":
-        pred, proba = model.predict(X_test).astype("float64"), None
-    else:
-        pred, proba = None, full_proba(model.predict_proba(X_test), seen, n_classes)
-    predict = time.perf_counter() - t_pred
-    metrics = forest_metrics(task, y_test, pred, proba, n_classes)
-    return _result("lightgbm", "cpu", cpu_name(), versions("lightgbm", "numpy"), fit, predict,
-                   t0, metrics, kwargs, ignored, notes, y_train, y_test)
+    cls = lightgbm.LGBMRegressor if rows.task == "regression" else lightgbm.LGBMClassifier
+    scored = _fit(cls(**kwargs), rows, t0)
+    return _result("lightgbm", "cpu", cpu_name(), versions("lightgbm", "numpy"), scored, kwargs,
+                   ignored, notes)
 
 
 XGBOOST = Runner("xgboost", ("random_forest",), run_xgboost, _xgb_check)

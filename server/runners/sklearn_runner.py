@@ -11,16 +11,7 @@ from pathlib import Path
 
 from py_core.forest.params import PARAMS as FOREST_PARAMS
 
-from .common import (
-    Runner,
-    as_numpy,
-    cpu_name,
-    forest_data,
-    forest_metrics,
-    full_proba,
-    job_params,
-    versions,
-)
+from .common import Runner, cpu_name, fit_and_score, forest_rows, job_params, versions
 
 # job params -> RandomForest* keyword, the same meaning and defaults (py_core follows scikit-learn:
 # tests/test_kinds.py checks them against scikit-learn's own): the forest's table
@@ -52,32 +43,16 @@ def estimator_kwargs(params: dict, task: str) -> tuple[dict, list[str]]:
 def run(job: dict, data_dir: Path, device: str) -> dict:
     t0 = time.perf_counter()
     from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
-    prep = forest_data(job, data_dir)
-    task = prep.info["task"]
-    X_train, y_train, X_test, y_test = as_numpy(prep)
-    kwargs, ignored = estimator_kwargs(job.get("params") or {}, task)
-    cls = RandomForestRegressor if task == "regression" else RandomForestClassifier
+    rows = forest_rows(job, data_dir)
+    kwargs, ignored = estimator_kwargs(job.get("params") or {}, rows.task)
+    cls = RandomForestRegressor if rows.task == "regression" else RandomForestClassifier
     model = cls(n_jobs=-1, **kwargs)
-    t_fit = time.perf_counter()
-    model.fit(X_train, y_train)
-    fit = time.perf_counter() - t_fit
-    t_pred = time.perf_counter()
-    if task == "regression":
-        pred, proba = model.predict(X_test), None
-    else:
-        pred, proba = None, model.predict_proba(X_test)
-    predict = time.perf_counter() - t_pred
-    n_classes = len(prep.info["classes"] or ())
-    if proba is not None:
-        proba = full_proba(proba, model.classes_, n_classes)
-    metrics = forest_metrics(task, y_test, pred, proba, n_classes)
+    scored = fit_and_score(model, rows, t0)
     if kwargs.get("oob_score"):
-        metrics["oob_score"] = float(model.oob_score_)
+        scored["metrics"]["oob_score"] = float(model.oob_score_)
     return {"runner": RUNNER.name, "device": "cpu", "hardware": cpu_name(),
-            "versions": versions("scikit-learn", "numpy"),
-            "timings": {"fit": fit, "predict": predict, "total": time.perf_counter() - t0},
-            "metrics": metrics, "params": {**kwargs, "n_jobs": -1}, "ignored": ignored,
-            "rows": {"train": len(y_train), "test": len(y_test)}}
+            "versions": versions("scikit-learn", "numpy"), **scored,
+            "params": {**kwargs, "n_jobs": -1}, "ignored": ignored}
 
 
 RUNNER = Runner("sklearn", ("random_forest",), run)

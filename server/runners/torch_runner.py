@@ -8,7 +8,7 @@ import asyncio
 import time
 from pathlib import Path
 
-from .common import Runner, Unavailable, finite, installed, job_params, server_context, versions
+from .common import Runner, Unavailable, finite, installed, job_params, require, server_context, versions
 
 
 def check(device: str) -> str | None:
@@ -20,9 +20,7 @@ def check(device: str) -> str | None:
 
 
 def run(job: dict, data_dir: Path, device: str) -> dict:
-    reason = check(device)
-    if reason:
-        raise Unavailable(reason)
+    require(check(device))
     from py_core.jobs import JobError
     try:
         from server.torch_gpt import train_torch

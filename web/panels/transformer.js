@@ -169,7 +169,7 @@ export function mountTransformerPanel(root, playground) {
   async function updateSize() {
     if (!checkFields()) { train.disabled = true; return; }
     const info = await playground.call("transformer_size", [JSON.stringify(params()), vocabSize]);
-    if (info.error) { size.textContent = info.error; size.className = "status error"; train.disabled = true; return; }
+    if (info.error) { size.textContent = info.error.message; size.className = "status error"; train.disabled = true; return; }
     lastSize = info;
     updateEstimate();
     size.className = info.fits ? "muted" : "status error";
