@@ -30,7 +30,8 @@ def test_the_estimate_counts_rows_features_trees_and_depth():
     # the data stops them before a max_depth of 30.
     assert forest_work(20_000, 10, {"n_estimators": 1})["levels"] == 30
     assert forest_work(300, 10, {"n_estimators": 1, "max_depth": 30})["levels"] == 18
-    assert estimate(20_000, params={"max_depth": -1}) == {"error": "max_depth must be an integer >= 1, got -1"}
+    assert estimate(20_000, params={"max_depth": -1}) == {
+        "error": "max_depth: must be null or an integer in 1..2147483647, not -1"}  # the forest's table
 
 
 def test_rates_are_learned_from_the_tabs_measured_runs():
