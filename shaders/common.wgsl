@@ -30,17 +30,6 @@ fn wg_max(v: f32, lid: u32) -> f32 {
   return total;
 }
 
-// == row_kernel
-// The ids of a row kernel's entry point: one workgroup a row, the rows folded into a grid of two
-// dimensions (one holds at most 65535 workgroups), so the row is wg.x + wg.y * nwg.x (row_of).
-struct RowIds {
-  @builtin(workgroup_id) wg: vec3u,
-  @builtin(num_workgroups) nwg: vec3u,
-  @builtin(local_invocation_id) lid3: vec3u,
-}
-
-fn row_of(ids: RowIds) -> u32 { return ids.wg.x + ids.wg.y * ids.nwg.x; }
-
 // == mix32
 // lowbias32 (Chris Wellons' integer hash): a bijection of u32 with good avalanche. The same in
 // py_core/kernels/transformer_embedding (mix32), so Python and PyTorch draw the same numbers.

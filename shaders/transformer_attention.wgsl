@@ -9,7 +9,6 @@
 
 const WG = 64u;
 #include wg_reduce
-#include row_kernel
 
 @group(0) @binding(0) var<uniform> p: Params;
 
@@ -17,10 +16,11 @@ const WG = 64u;
 @group(0) @binding(1) var<storage, read_write> S: array<f32>;
 
 @compute @workgroup_size(64)
-fn softmax_causal(ids: RowIds) {
-  let row = row_of(ids);
+fn softmax_causal(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
+                  @builtin(local_invocation_id) lid3: vec3u) {
+  let row = wg.x + wg.y * nwg.x;
   if (row >= p.rows) { return; }
-  let lid = ids.lid3.x;
+  let lid = lid3.x;
   let i = row % p.T;
   let base = row * p.T;
   var m = -3.0e38;
@@ -41,10 +41,11 @@ fn softmax_causal(ids: RowIds) {
 @group(0) @binding(2) var<storage, read_write> bdP: array<f32>;
 
 @compute @workgroup_size(64)
-fn softmax_causal_backward(ids: RowIds) {
-  let row = row_of(ids);
+fn softmax_causal_backward(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
+                           @builtin(local_invocation_id) lid3: vec3u) {
+  let row = wg.x + wg.y * nwg.x;
   if (row >= p.rows) { return; }
-  let lid = ids.lid3.x;
+  let lid = lid3.x;
   let i = row % p.T;
   let base = row * p.T;
   var d = 0.0;

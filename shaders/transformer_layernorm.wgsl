@@ -8,7 +8,6 @@
 
 const WG = 64u;
 #include wg_reduce
-#include row_kernel
 
 // -- forward: 0 params, 1 x (rows, C), 2 weights (parameter buffer), 3 y (rows, C), 4 stats
 @group(0) @binding(0) var<uniform> p: Params;
@@ -18,10 +17,11 @@ const WG = 64u;
 @group(0) @binding(4) var<storage, read_write> fstats: array<f32>;
 
 @compute @workgroup_size(64)
-fn layernorm_forward(ids: RowIds) {
-  let row = row_of(ids);
+fn layernorm_forward(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
+                     @builtin(local_invocation_id) lid3: vec3u) {
+  let row = wg.x + wg.y * nwg.x;
   if (row >= p.rows) { return; }
-  let lid = ids.lid3.x;
+  let lid = lid3.x;
   let C = p.C;
   let base = row * C;
   var s = 0.0;
@@ -44,10 +44,11 @@ fn layernorm_forward(ids: RowIds) {
 @group(0) @binding(5) var<storage, read_write> bdx: array<f32>;
 
 @compute @workgroup_size(64)
-fn layernorm_backward(ids: RowIds) {
-  let row = row_of(ids);
+fn layernorm_backward(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
+                      @builtin(local_invocation_id) lid3: vec3u) {
+  let row = wg.x + wg.y * nwg.x;
   if (row >= p.rows) { return; }
-  let lid = ids.lid3.x;
+  let lid = lid3.x;
   let C = p.C;
   let base = row * C;
   let mean = bstats[2u * row];

@@ -5,7 +5,6 @@
 //                  comes from the schedule uniform, so the history fills up without a readback
 // cross_entropy: one workgroup of 64 a row, rows = wg.x + wg.y * nwg.x.
 
-#include row_kernel
 
 var<workgroup> red: array<f32, 256>;
 
@@ -31,10 +30,11 @@ fn wg_reduce(v: f32, lid: u32, size: u32, is_max: bool) -> f32 {
 @group(0) @binding(3) var<storage, read_write> losses: array<f32>;
 
 @compute @workgroup_size(64)
-fn cross_entropy(ids: RowIds) {
-  let row = row_of(ids);
+fn cross_entropy(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u,
+                 @builtin(local_invocation_id) lid3: vec3u) {
+  let row = wg.x + wg.y * nwg.x;
   if (row >= p.rows) { return; }
-  let lid = ids.lid3.x;
+  let lid = lid3.x;
   let V = p.V;
   let base = row * V;
   let t = tgt[row];

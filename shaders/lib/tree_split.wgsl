@@ -175,24 +175,16 @@ fn feature_words(t: u32, s: u32, f: u32) -> vec2u {
   return vec2u((hist_slot(t, s) * p.NB + sp_fmeta[2u * f]) * p.C, sp_fmeta[2u * f + 1u]);
 }
 
-// The (tree, slot, feature) of invocation linear(wid, nwg) * 256 + lid of a pass over
-// T x pass_slots() x F (feature fastest, then slot); x = p.T past the end (no task).
-fn slot_feature(wid: vec3u, nwg: vec3u, lid: u32) -> vec3u {
-  let i = linear(wid, nwg) * 256u + lid;
-  let sp = pass_slots();
-  if (i >= p.T * sp * p.F) { return vec3u(p.T, 0u, 0u); }
-  return vec3u(i / p.F / sp, p.s_lo + i / p.F % sp, i % p.F);
-}
-
 @compute @workgroup_size(256)
 fn split_vary(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
               @builtin(local_invocation_index) lid: u32) {
   _ = &sp_xlogx;  // the bindings of split_scan, all of them used
-  let task = slot_feature(wid, nwg, lid);
-  if (task.x >= p.T) { return; }
-  let t = task.x;
-  let s = task.y;
-  let f = task.z;
+  let i = linear(wid, nwg) * 256u + lid;
+  let sp = pass_slots();
+  if (i >= p.T * sp * p.F) { return; }
+  let f = i % p.F;
+  let t = i / p.F / sp;
+  let s = p.s_lo + i / p.F % sp;
   let sl = (t * p.S + s) * 4u;
   let flags = sp_slots[sl + 1u];
   if ((flags & OPEN) == 0u || (flags & SMALL) != 0u) { return; }  // SMALL: split_rows
@@ -302,11 +294,12 @@ fn sum_bins(h0: u32, nb: u32, undo: bool) {
 fn split_scan(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
               @builtin(local_invocation_index) lid: u32) {
   _ = &sp_prev;  // the bindings of split_vary, all of them used
-  let task = slot_feature(wid, nwg, lid);
-  if (task.x >= p.T) { return; }
-  let t = task.x;
-  let s = task.y;
-  let f = task.z;
+  let i = linear(wid, nwg) * 256u + lid;
+  let sp = pass_slots();
+  if (i >= p.T * sp * p.F) { return; }
+  let f = i % p.F;
+  let t = i / p.F / sp;
+  let s = p.s_lo + i / p.F % sp;
   if ((sp_slots[(t * p.S + s) * 4u + 1u] & OPEN) == 0u || !scans(t, s, f)) { return; }
   scan_feature(t, s, f);
 }

@@ -74,7 +74,79 @@ var<workgroup> Cs: array<f32, {c_len}>;  // a 16 x 16 scratch a subgroup
 
 #include epilogue
 
-{operands}
+fn elem_a(i: u32) -> f16 {{
+  if (IN_F16) {{ return f16(unpack2x16float(A[i >> 1u])[i & 1u]); }}
+  return f16(bitcast<f32>(A[i]));
+}}
+
+fn elem_b(i: u32) -> f16 {{
+  if (IN_F16) {{ return f16(unpack2x16float(B[i >> 1u])[i & 1u]); }}
+  return f16(bitcast<f32>(B[i]));
+}}
+
+// Elements i and i + 1 of a row, both in range, i even when IN_F16 (the caller checks).
+fn pair_a(i: u32) -> vec2<f16> {{
+  if (IN_F16) {{ return vec2<f16>(unpack2x16float(A[i >> 1u])); }}
+  return vec2<f16>(vec2<f32>(bitcast<f32>(A[i]), bitcast<f32>(A[i + 1u])));
+}}
+
+fn pair_b(i: u32) -> vec2<f16> {{
+  if (IN_F16) {{ return vec2<f16>(unpack2x16float(B[i >> 1u])); }}
+  return vec2<f16>(vec2<f32>(bitcast<f32>(B[i]), bitcast<f32>(B[i + 1u])));
+}}
+
+// Pair q of the A tile of the slice at k0: (row, column) in memory order, bounds checked.
+fn load_a(q: u32, row0: u32, k0: u32, k_end: u32, base: u32, fast: bool) -> vec2<f16> {{
+  let e = 2u * q;
+  let r = e / A_COLS;
+  let c = e % A_COLS;
+  var m = row0 + r;
+  var k = k0 + c;
+  if (TRANSPOSE_A) {{ m = row0 + c; k = k0 + r; }}
+  var idx = base + m * p.lda + k;
+  if (TRANSPOSE_A) {{ idx = base + k * p.lda + m; }}
+  if (fast) {{ return pair_a(idx); }}
+  var ok0 = m < p.M && k < k_end;
+  var ok1 = m < p.M && k + 1u < k_end;
+  if (TRANSPOSE_A) {{ ok1 = k < k_end && m + 1u < p.M; }}
+  var v = vec2<f16>(0.0h, 0.0h);
+  if (ok0) {{ v.x = elem_a(idx); }}
+  if (ok1) {{ v.y = elem_a(idx + 1u); }}
+  return v;
+}}
+
+fn load_b(q: u32, col0: u32, k0: u32, k_end: u32, base: u32, fast: bool) -> vec2<f16> {{
+  let e = 2u * q;
+  let r = e / B_COLS;
+  let c = e % B_COLS;
+  var k = k0 + r;
+  var n = col0 + c;
+  if (TRANSPOSE_B) {{ k = k0 + c; n = col0 + r; }}
+  var idx = base + k * p.ldb + n;
+  if (TRANSPOSE_B) {{ idx = base + n * p.ldb + k; }}
+  if (fast) {{ return pair_b(idx); }}
+  var ok0 = k < k_end && n < p.N;
+  var ok1 = k < k_end && n + 1u < p.N;
+  if (TRANSPOSE_B) {{ ok1 = n < p.N && k + 1u < k_end; }}
+  var v = vec2<f16>(0.0h, 0.0h);
+  if (ok0) {{ v.x = elem_b(idx); }}
+  if (ok1) {{ v.y = elem_b(idx + 1u); }}
+  return v;
+}}
+
+fn stage_a(q: u32, v: vec2<f16>) {{
+  let e = 2u * q;
+  let at = (e / A_COLS) * SA + e % A_COLS;
+  As[at] = v.x;
+  As[at + 1u] = v.y;
+}}
+
+fn stage_b(q: u32, v: vec2<f16>) {{
+  let e = 2u * q;
+  let at = (e / B_COLS) * SB + e % B_COLS;
+  Bs[at] = v.x;
+  Bs[at + 1u] = v.y;
+}}
 
 fn left(m: u32, kk: u32) -> subgroup_matrix_left<f16, 16, 16> {{
   if (TRANSPOSE_A) {{ return subgroupMatrixLoad<subgroup_matrix_left<f16, 16, 16>>(&As, kk * SA + m, true, SA); }}
@@ -120,76 +192,6 @@ fn matmul(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) t: 
 """
 
 
-# The per-operand helpers, written once and formatted for A and for B, in the order elem_a,
-# elem_b, pair_a, ... In memory an operand is a (rows, cols) matrix, op(A) = (M, K) or
-# op(B) = (K, N) as stored untransposed: `row`/`col` name the index along each, `row0`/`col0`
-# where the tile's slice starts, `rows`/`cols` the bounds.
-OPERAND = ("""
-fn elem_{x}(i: u32) -> f16 {{
-  if (IN_F16) {{ return f16(unpack2x16float({X}[i >> 1u])[i & 1u]); }}
-  return f16(bitcast<f32>({X}[i]));
-}}
-""", """
-// Elements i and i + 1 of a row, both in range, i even when IN_F16 (the caller checks).
-fn pair_{x}(i: u32) -> vec2<f16> {{
-  if (IN_F16) {{ return vec2<f16>(unpack2x16float({X}[i >> 1u])); }}
-  return vec2<f16>(vec2<f32>(bitcast<f32>({X}[i]), bitcast<f32>({X}[i + 1u])));
-}}
-""", """
-// Pair q of the {X} tile of the slice at k0: (row, column) in memory order, bounds checked.
-fn load_{x}(q: u32, {tile0}: u32, k0: u32, k_end: u32, base: u32, fast: bool) -> vec2<f16> {{
-  let e = 2u * q;
-  let r = e / {X}_COLS;
-  let c = e % {X}_COLS;
-  var {row} = {row0} + r;
-  var {col} = {col0} + c;
-  if (TRANSPOSE_{X}) {{ {row} = {row0} + c; {col} = {col0} + r; }}
-  var idx = base + {row} * p.ld{x} + {col};
-  if (TRANSPOSE_{X}) {{ idx = base + {col} * p.ld{x} + {row}; }}
-  if (fast) {{ return pair_{x}(idx); }}
-  var ok0 = {row} < {rows} && {col} < {cols};
-  var ok1 = {row} < {rows} && {col} + 1u < {cols};
-  if (TRANSPOSE_{X}) {{ ok1 = {col} < {cols} && {row} + 1u < {rows}; }}
-  var v = vec2<f16>(0.0h, 0.0h);
-  if (ok0) {{ v.x = elem_{x}(idx); }}
-  if (ok1) {{ v.y = elem_{x}(idx + 1u); }}
-  return v;
-}}
-""", """
-fn stage_{x}(q: u32, v: vec2<f16>) {{
-  let e = 2u * q;
-  let at = (e / {X}_COLS) * S{X} + e % {X}_COLS;
-  {X}s[at] = v.x;
-  {X}s[at + 1u] = v.y;
-}}
-""")
-OPERAND_A = {"x": "a", "X": "A", "tile0": "row0", "row": "m", "row0": "row0", "rows": "p.M",
-             "col": "k", "col0": "k0", "cols": "k_end"}
-OPERAND_B = {"x": "b", "X": "B", "tile0": "col0", "row": "k", "row0": "k0", "rows": "k_end",
-             "col": "n", "col0": "col0", "cols": "p.N"}
-OPERANDS = "".join(f.format(**OPERAND_A) + f.format(**OPERAND_B) for f in OPERAND).strip("\n")
-
-
-def store(w, fm: int, fn: int, r0: str, c0: str):
-    """The end of an entry, after its open `if (plain ...) {`: there every result matrix goes
-    straight to C, then return; otherwise each passes through the scratch and the epilogue. The
-    subgroup's block starts at row `r0`m0 and column `c0`n0 of C (r0, c0: the tile's origin, or
-    "" where m0 and n0 already count from C's corner)."""
-    for i in range(fm):
-        for j in range(fn):
-            w(f"    subgroupMatrixStore(&C, c_base + ({r0}m0 + {16 * i}u) * p.ldc + {c0}n0 + {16 * j}u, "
-              f"acc{i}_{j}, false, p.ldc);")
-    w("    return;")
-    w("  }")
-    for i in range(fm):
-        for j in range(fn):
-            w(f"  subgroupMatrixStore(&Cs, sg * 256u, acc{i}_{j}, false, 16u);")
-            w("  workgroupBarrier();")
-            w(f"  scratch(sg, lane, c_base, {r0}m0 + {16 * i}u, {c0}n0 + {16 * j}u);")
-            w("  workgroupBarrier();")
-    w("}")
-
-
 def wgsl(bm=128, bn=128, bk=32, wm=2, wn=4) -> str:
     """The kernel's WGSL for one tiling (tile bm x bn, slices bk deep, wm x wn subgroups)."""
     sm, sn = bm // wm, bn // wn
@@ -202,23 +204,22 @@ def wgsl(bm=128, bn=128, bk=32, wm=2, wn=4) -> str:
     fmt = {"bm": bm, "bn": bn, "bk": bk, "wm": wm, "wn": wn, "sm": sm, "sn": sn, "fm": fm, "fn": fn, "nt": nt,
                "tiling": f"BM {bm}, BN {bn}, BK {bk}, {wm} x {wn} subgroups",
                "a_len": max(bm * (bk + pad), bk * (bm + pad)), "b_len": max(bk * (bn + pad), bn * (bk + pad)),
-               "c_len": wm * wn * 256, "operands": OPERANDS}
+               "c_len": wm * wn * 256}
     out = [HEADER.format(**fmt)]
     w = out.append
 
-    # Each operand's staging registers (ra0, ra1, ... then rb0, ...): operand, count, tile origin.
-    regs = (("a", pa, "row0"), ("b", pb, "col0"))
-
     def fetch(k: str, ind: str):
-        for x, _, _ in regs:
-            w(f"{ind}let f{x} = inside_{x} && {k} + BK <= k_end;")
-        for x, n, tile0 in regs:
-            for i in range(n):
-                w(f"{ind}r{x}{i} = load_{x}({i * nt}u + t, {tile0}, {k}, k_end, {x}_base, f{x});")
+        w(f"{ind}let fa = inside_a && {k} + BK <= k_end;")
+        w(f"{ind}let fb = inside_b && {k} + BK <= k_end;")
+        for i in range(pa):
+            w(f"{ind}ra{i} = load_a({i * nt}u + t, row0, {k}, k_end, a_base, fa);")
+        for i in range(pb):
+            w(f"{ind}rb{i} = load_b({i * nt}u + t, col0, {k}, k_end, b_base, fb);")
 
-    for x, n, _ in regs:
-        for i in range(n):
-            w(f"  var r{x}{i}: vec2<f16>;")
+    for i in range(pa):
+        w(f"  var ra{i}: vec2<f16>;")
+    for i in range(pb):
+        w(f"  var rb{i}: vec2<f16>;")
     w("  {")
     fetch("k0", "    ")
     w("  }")
@@ -227,9 +228,10 @@ def wgsl(bm=128, bn=128, bk=32, wm=2, wn=4) -> str:
         for j in range(fn):
             w(f"  var acc{i}_{j}: subgroup_matrix_result<f32, 16, 16>;")
     w("  for (; k0 < k_end; k0 += BK) {")
-    for x, n, _ in regs:
-        for i in range(n):
-            w(f"    stage_{x}({i * nt}u + t, r{x}{i});")
+    for i in range(pa):
+        w(f"    stage_a({i * nt}u + t, ra{i});")
+    for i in range(pb):
+        w(f"    stage_b({i * nt}u + t, rb{i});")
     w("    workgroupBarrier();")
     w("    let k1 = k0 + BK;")
     w("    if (k1 < k_end) {  // the next slice's loads, in flight during the multiply-adds below")
@@ -257,7 +259,19 @@ def wgsl(bm=128, bn=128, bk=32, wm=2, wn=4) -> str:
     w("  let plain = (p.flags & (ACCUMULATE | BIAS | RESIDUAL | GELU | GELU_GRAD)) == 0u && p.alpha == 1.0;")
     w("  let inside = row0 + BM <= p.M && col0 + BN <= p.N;")
     w("  if (plain && inside && p.ldc % 4u == 0u && c_base % 4u == 0u) {")
-    store(w, fm, fn, "row0 + ", "col0 + ")
+    for i in range(fm):
+        for j in range(fn):
+            w(f"    subgroupMatrixStore(&C, c_base + (row0 + m0 + {16 * i}u) * p.ldc + col0 + n0 + {16 * j}u, "
+              f"acc{i}_{j}, false, p.ldc);")
+    w("    return;")
+    w("  }")
+    for i in range(fm):
+        for j in range(fn):
+            w(f"  subgroupMatrixStore(&Cs, sg * 256u, acc{i}_{j}, false, 16u);")
+            w("  workgroupBarrier();")
+            w(f"  scratch(sg, lane, c_base, row0 + m0 + {16 * i}u, col0 + n0 + {16 * j}u);")
+            w("  workgroupBarrier();")
+    w("}")
     return "\n".join(out) + "\n"
 
 
@@ -354,7 +368,18 @@ fn {name}(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) t: 
     w(f"  if ((p.flags & ROWSUM) != 0u && wg.x == 0u) {{ drowsum(wg.z, a_base, row0, {wm * sm}u, t, {nt}u); }}")
     w("  let plain = (p.flags & (ACCUMULATE | BIAS | RESIDUAL | GELU | GELU_GRAD)) == 0u && p.alpha == 1.0;")
     w("  if (plain) {")
-    store(w, fm, fn, "", "")
+    for i in range(fm):
+        for j in range(fn):
+            w(f"    subgroupMatrixStore(&C, c_base + (m0 + {16 * i}u) * p.ldc + n0 + {16 * j}u, acc{i}_{j}, false, p.ldc);")
+    w("    return;")
+    w("  }")
+    for i in range(fm):
+        for j in range(fn):
+            w(f"  subgroupMatrixStore(&Cs, sg * 256u, acc{i}_{j}, false, 16u);")
+            w("  workgroupBarrier();")
+            w(f"  scratch(sg, lane, c_base, m0 + {16 * i}u, n0 + {16 * j}u);")
+            w("  workgroupBarrier();")
+    w("}")
     return "\n".join(out) + "\n"
 
 

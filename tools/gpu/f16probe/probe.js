@@ -1,7 +1,7 @@
 // The tensor-core probe (run.sh opens probe.html?...): adapter, correctness of matmul_f16 against
 // an f16-rounding reference, TFLOP/s of its tilings at large sizes and on the transformer's shapes
 // next to transformer_matmul (f32). Every result is POSTed as one JSON line; the last has "done".
-import { buffers, F, f16round, packF16, params, post, rand, reference, timeMs } from "./common.js";
+import { F, f16round, packF16, params, post, rand, reference } from "./common.js";
 
 const q = new URLSearchParams(location.search);
 const VARIANTS = {
@@ -36,7 +36,14 @@ async function main() {
   let lastError = null;
   dev.addEventListener("uncapturederror", (e) => { lastError = e.error.message; });
   const S = GPUBufferUsage;
-  const { mk, put, read } = buffers(dev);
+  const mk = (bytes) => dev.createBuffer({ size: Math.max(16, Math.ceil(bytes / 16) * 16), usage: S.STORAGE | S.COPY_DST | S.COPY_SRC });
+  const put = (buf, arr) => dev.queue.writeBuffer(buf, 0, arr.buffer, arr.byteOffset, arr.byteLength);
+  async function read(buf, n) {
+    const st = dev.createBuffer({ size: n * 4, usage: S.MAP_READ | S.COPY_DST });
+    const e = dev.createCommandEncoder(); e.copyBufferToBuffer(buf, 0, st, 0, n * 4); dev.queue.submit([e.finish()]);
+    await st.mapAsync(GPUMapMode.READ); const out = new Float32Array(st.getMappedRange().slice(0)); st.unmap(); st.destroy();
+    return out;
+  }
   async function pipeline(code, entry, constants, label) {
     const mod = dev.createShaderModule({ code, label });
     const ci = await mod.getCompilationInfo();
@@ -51,7 +58,18 @@ async function main() {
     return err ? { error: err, warnings: msgs } : { pipe, warnings: msgs };
   }
   const uni = () => dev.createBuffer({ size: 80, usage: S.UNIFORM | S.COPY_DST });
-  const timeit = async (pipe, bufs, grid, iters) => await timeMs(dev, pipe, bufs, grid, iters, 1) / 1e3;  // s
+  async function timeit(pipe, bufs, grid, iters) {
+    const bg = dev.createBindGroup({ layout: pipe.getBindGroupLayout(0), entries: bufs.map((b, i) => ({ binding: i, resource: { buffer: b } })) });
+    const go = async (n) => {
+      const e = dev.createCommandEncoder(); const c = e.beginComputePass();
+      c.setPipeline(pipe); c.setBindGroup(0, bg);
+      for (let i = 0; i < n; i++) c.dispatchWorkgroups(...grid);
+      c.end(); dev.queue.submit([e.finish()]); await dev.queue.onSubmittedWorkDone();
+    };
+    await go(1);
+    const t0 = performance.now(); await go(iters);
+    return (performance.now() - t0) / 1e3 / iters;
+  }
 
   const src32 = await (await fetch("/gen/transformer_matmul.wgsl")).text();
   const srcs = {};
