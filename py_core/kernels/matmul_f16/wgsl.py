@@ -74,79 +74,7 @@ var<workgroup> Cs: array<f32, {c_len}>;  // a 16 x 16 scratch a subgroup
 
 #include epilogue
 
-fn elem_a(i: u32) -> f16 {{
-  if (IN_F16) {{ return f16(unpack2x16float(A[i >> 1u])[i & 1u]); }}
-  return f16(bitcast<f32>(A[i]));
-}}
-
-fn elem_b(i: u32) -> f16 {{
-  if (IN_F16) {{ return f16(unpack2x16float(B[i >> 1u])[i & 1u]); }}
-  return f16(bitcast<f32>(B[i]));
-}}
-
-// Elements i and i + 1 of a row, both in range, i even when IN_F16 (the caller checks).
-fn pair_a(i: u32) -> vec2<f16> {{
-  if (IN_F16) {{ return vec2<f16>(unpack2x16float(A[i >> 1u])); }}
-  return vec2<f16>(vec2<f32>(bitcast<f32>(A[i]), bitcast<f32>(A[i + 1u])));
-}}
-
-fn pair_b(i: u32) -> vec2<f16> {{
-  if (IN_F16) {{ return vec2<f16>(unpack2x16float(B[i >> 1u])); }}
-  return vec2<f16>(vec2<f32>(bitcast<f32>(B[i]), bitcast<f32>(B[i + 1u])));
-}}
-
-// Pair q of the A tile of the slice at k0: (row, column) in memory order, bounds checked.
-fn load_a(q: u32, row0: u32, k0: u32, k_end: u32, base: u32, fast: bool) -> vec2<f16> {{
-  let e = 2u * q;
-  let r = e / A_COLS;
-  let c = e % A_COLS;
-  var m = row0 + r;
-  var k = k0 + c;
-  if (TRANSPOSE_A) {{ m = row0 + c; k = k0 + r; }}
-  var idx = base + m * p.lda + k;
-  if (TRANSPOSE_A) {{ idx = base + k * p.lda + m; }}
-  if (fast) {{ return pair_a(idx); }}
-  var ok0 = m < p.M && k < k_end;
-  var ok1 = m < p.M && k + 1u < k_end;
-  if (TRANSPOSE_A) {{ ok1 = k < k_end && m + 1u < p.M; }}
-  var v = vec2<f16>(0.0h, 0.0h);
-  if (ok0) {{ v.x = elem_a(idx); }}
-  if (ok1) {{ v.y = elem_a(idx + 1u); }}
-  return v;
-}}
-
-fn load_b(q: u32, col0: u32, k0: u32, k_end: u32, base: u32, fast: bool) -> vec2<f16> {{
-  let e = 2u * q;
-  let r = e / B_COLS;
-  let c = e % B_COLS;
-  var k = k0 + r;
-  var n = col0 + c;
-  if (TRANSPOSE_B) {{ k = k0 + c; n = col0 + r; }}
-  var idx = base + k * p.ldb + n;
-  if (TRANSPOSE_B) {{ idx = base + n * p.ldb + k; }}
-  if (fast) {{ return pair_b(idx); }}
-  var ok0 = k < k_end && n < p.N;
-  var ok1 = k < k_end && n + 1u < p.N;
-  if (TRANSPOSE_B) {{ ok1 = n < p.N && k + 1u < k_end; }}
-  var v = vec2<f16>(0.0h, 0.0h);
-  if (ok0) {{ v.x = elem_b(idx); }}
-  if (ok1) {{ v.y = elem_b(idx + 1u); }}
-  return v;
-}}
-
-fn stage_a(q: u32, v: vec2<f16>) {{
-  let e = 2u * q;
-  let at = (e / A_COLS) * SA + e % A_COLS;
-  As[at] = v.x;
-  As[at + 1u] = v.y;
-}}
-
-fn stage_b(q: u32, v: vec2<f16>) {{
-  let e = 2u * q;
-  let at = (e / B_COLS) * SB + e % B_COLS;
-  Bs[at] = v.x;
-  Bs[at + 1u] = v.y;
-}}
+{operands}
 
 fn left(m: u32, kk: u32) -> subgroup_matrix_left<f16, 16, 16> {{
   if (TRANSPOSE_A) {{ return subgroupMatrixLoad<subgroup_matrix_left<f16, 16, 16>>(&As, kk * SA + m, true, SA); }}
@@ -192,6 +120,56 @@ fn matmul(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) t: 
 """
 
 
+# The per-operand helpers, written once and formatted for A and for B, in the order elem_a,
+# elem_b, pair_a, ... In memory an operand is a (rows, cols) matrix, op(A) = (M, K) or
+# op(B) = (K, N) as stored untransposed: `row`/`col` name the index along each, `row0`/`col0`
+# where the tile's slice starts, `rows`/`cols` the bounds.
+OPERAND = ("""
+fn elem_{x}(i: u32) -> f16 {{
+  if (IN_F16) {{ return f16(unpack2x16float({X}[i >> 1u])[i & 1u]); }}
+  return f16(bitcast<f32>({X}[i]));
+}}
+""", """
+// Elements i and i + 1 of a row, both in range, i even when IN_F16 (the caller checks).
+fn pair_{x}(i: u32) -> vec2<f16> {{
+  if (IN_F16) {{ return vec2<f16>(unpack2x16float({X}[i >> 1u])); }}
+  return vec2<f16>(vec2<f32>(bitcast<f32>({X}[i]), bitcast<f32>({X}[i + 1u])));
+}}
+""", """
+// Pair q of the {X} tile of the slice at k0: (row, column) in memory order, bounds checked.
+fn load_{x}(q: u32, {tile0}: u32, k0: u32, k_end: u32, base: u32, fast: bool) -> vec2<f16> {{
+  let e = 2u * q;
+  let r = e / {X}_COLS;
+  let c = e % {X}_COLS;
+  var {row} = {row0} + r;
+  var {col} = {col0} + c;
+  if (TRANSPOSE_{X}) {{ {row} = {row0} + c; {col} = {col0} + r; }}
+  var idx = base + {row} * p.ld{x} + {col};
+  if (TRANSPOSE_{X}) {{ idx = base + {col} * p.ld{x} + {row}; }}
+  if (fast) {{ return pair_{x}(idx); }}
+  var ok0 = {row} < {rows} && {col} < {cols};
+  var ok1 = {row} < {rows} && {col} + 1u < {cols};
+  if (TRANSPOSE_{X}) {{ ok1 = {col} < {cols} && {row} + 1u < {rows}; }}
+  var v = vec2<f16>(0.0h, 0.0h);
+  if (ok0) {{ v.x = elem_{x}(idx); }}
+  if (ok1) {{ v.y = elem_{x}(idx + 1u); }}
+  return v;
+}}
+""", """
+fn stage_{x}(q: u32, v: vec2<f16>) {{
+  let e = 2u * q;
+  let at = (e / {X}_COLS) * S{X} + e % {X}_COLS;
+  {X}s[at] = v.x;
+  {X}s[at + 1u] = v.y;
+}}
+""")
+OPERAND_A = {"x": "a", "X": "A", "tile0": "row0", "row": "m", "row0": "row0", "rows": "p.M",
+             "col": "k", "col0": "k0", "cols": "k_end"}
+OPERAND_B = {"x": "b", "X": "B", "tile0": "col0", "row": "k", "row0": "k0", "rows": "k_end",
+             "col": "n", "col0": "col0", "cols": "p.N"}
+OPERANDS = "".join(f.format(**OPERAND_A) + f.format(**OPERAND_B) for f in OPERAND).strip("\n")
+
+
 def wgsl(bm=128, bn=128, bk=32, wm=2, wn=4) -> str:
     """The kernel's WGSL for one tiling (tile bm x bn, slices bk deep, wm x wn subgroups)."""
     sm, sn = bm // wm, bn // wn
@@ -204,7 +182,7 @@ def wgsl(bm=128, bn=128, bk=32, wm=2, wn=4) -> str:
     fmt = {"bm": bm, "bn": bn, "bk": bk, "wm": wm, "wn": wn, "sm": sm, "sn": sn, "fm": fm, "fn": fn, "nt": nt,
                "tiling": f"BM {bm}, BN {bn}, BK {bk}, {wm} x {wn} subgroups",
                "a_len": max(bm * (bk + pad), bk * (bm + pad)), "b_len": max(bk * (bn + pad), bn * (bk + pad)),
-               "c_len": wm * wn * 256}
+               "c_len": wm * wn * 256, "operands": OPERANDS}
     out = [HEADER.format(**fmt)]
     w = out.append
 
