@@ -170,6 +170,26 @@ OPERAND_B = {"x": "b", "X": "B", "tile0": "col0", "row": "k", "row0": "k0", "row
 OPERANDS = "".join(f.format(**OPERAND_A) + f.format(**OPERAND_B) for f in OPERAND).strip("\n")
 
 
+def store(w, fm: int, fn: int, r0: str, c0: str):
+    """The end of an entry, after its open `if (plain ...) {`: there every result matrix goes
+    straight to C, then return; otherwise each passes through the scratch and the epilogue. The
+    subgroup's block starts at row `r0`m0 and column `c0`n0 of C (r0, c0: the tile's origin, or
+    "" where m0 and n0 already count from C's corner)."""
+    for i in range(fm):
+        for j in range(fn):
+            w(f"    subgroupMatrixStore(&C, c_base + ({r0}m0 + {16 * i}u) * p.ldc + {c0}n0 + {16 * j}u, "
+              f"acc{i}_{j}, false, p.ldc);")
+    w("    return;")
+    w("  }")
+    for i in range(fm):
+        for j in range(fn):
+            w(f"  subgroupMatrixStore(&Cs, sg * 256u, acc{i}_{j}, false, 16u);")
+            w("  workgroupBarrier();")
+            w(f"  scratch(sg, lane, c_base, {r0}m0 + {16 * i}u, {c0}n0 + {16 * j}u);")
+            w("  workgroupBarrier();")
+    w("}")
+
+
 def wgsl(bm=128, bn=128, bk=32, wm=2, wn=4) -> str:
     """The kernel's WGSL for one tiling (tile bm x bn, slices bk deep, wm x wn subgroups)."""
     sm, sn = bm // wm, bn // wn
@@ -237,19 +257,7 @@ def wgsl(bm=128, bn=128, bk=32, wm=2, wn=4) -> str:
     w("  let plain = (p.flags & (ACCUMULATE | BIAS | RESIDUAL | GELU | GELU_GRAD)) == 0u && p.alpha == 1.0;")
     w("  let inside = row0 + BM <= p.M && col0 + BN <= p.N;")
     w("  if (plain && inside && p.ldc % 4u == 0u && c_base % 4u == 0u) {")
-    for i in range(fm):
-        for j in range(fn):
-            w(f"    subgroupMatrixStore(&C, c_base + (row0 + m0 + {16 * i}u) * p.ldc + col0 + n0 + {16 * j}u, "
-              f"acc{i}_{j}, false, p.ldc);")
-    w("    return;")
-    w("  }")
-    for i in range(fm):
-        for j in range(fn):
-            w(f"  subgroupMatrixStore(&Cs, sg * 256u, acc{i}_{j}, false, 16u);")
-            w("  workgroupBarrier();")
-            w(f"  scratch(sg, lane, c_base, row0 + m0 + {16 * i}u, col0 + n0 + {16 * j}u);")
-            w("  workgroupBarrier();")
-    w("}")
+    store(w, fm, fn, "row0 + ", "col0 + ")
     return "\n".join(out) + "\n"
 
 
@@ -346,18 +354,7 @@ fn {name}(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) t: 
     w(f"  if ((p.flags & ROWSUM) != 0u && wg.x == 0u) {{ drowsum(wg.z, a_base, row0, {wm * sm}u, t, {nt}u); }}")
     w("  let plain = (p.flags & (ACCUMULATE | BIAS | RESIDUAL | GELU | GELU_GRAD)) == 0u && p.alpha == 1.0;")
     w("  if (plain) {")
-    for i in range(fm):
-        for j in range(fn):
-            w(f"    subgroupMatrixStore(&C, c_base + (m0 + {16 * i}u) * p.ldc + n0 + {16 * j}u, acc{i}_{j}, false, p.ldc);")
-    w("    return;")
-    w("  }")
-    for i in range(fm):
-        for j in range(fn):
-            w(f"  subgroupMatrixStore(&Cs, sg * 256u, acc{i}_{j}, false, 16u);")
-            w("  workgroupBarrier();")
-            w(f"  scratch(sg, lane, c_base, m0 + {16 * i}u, n0 + {16 * j}u);")
-            w("  workgroupBarrier();")
-    w("}")
+    store(w, fm, fn, "", "")
     return "\n".join(out) + "\n"
 
 
