@@ -206,18 +206,19 @@ def wgsl(bm=128, bn=128, bk=32, wm=2, wn=4) -> str:
     out = [HEADER.format(**fmt)]
     w = out.append
 
-    def fetch(k: str, ind: str):
-        w(f"{ind}let fa = inside_a && {k} + BK <= k_end;")
-        w(f"{ind}let fb = inside_b && {k} + BK <= k_end;")
-        for i in range(pa):
-            w(f"{ind}ra{i} = load_a({i * nt}u + t, row0, {k}, k_end, a_base, fa);")
-        for i in range(pb):
-            w(f"{ind}rb{i} = load_b({i * nt}u + t, col0, {k}, k_end, b_base, fb);")
+    # Each operand's staging registers (ra0, ra1, ... then rb0, ...): operand, count, tile origin.
+    regs = (("a", pa, "row0"), ("b", pb, "col0"))
 
-    for i in range(pa):
-        w(f"  var ra{i}: vec2<f16>;")
-    for i in range(pb):
-        w(f"  var rb{i}: vec2<f16>;")
+    def fetch(k: str, ind: str):
+        for x, _, _ in regs:
+            w(f"{ind}let f{x} = inside_{x} && {k} + BK <= k_end;")
+        for x, n, tile0 in regs:
+            for i in range(n):
+                w(f"{ind}r{x}{i} = load_{x}({i * nt}u + t, {tile0}, {k}, k_end, {x}_base, f{x});")
+
+    for x, n, _ in regs:
+        for i in range(n):
+            w(f"  var r{x}{i}: vec2<f16>;")
     w("  {")
     fetch("k0", "    ")
     w("  }")
@@ -226,10 +227,9 @@ def wgsl(bm=128, bn=128, bk=32, wm=2, wn=4) -> str:
         for j in range(fn):
             w(f"  var acc{i}_{j}: subgroup_matrix_result<f32, 16, 16>;")
     w("  for (; k0 < k_end; k0 += BK) {")
-    for i in range(pa):
-        w(f"    stage_a({i * nt}u + t, ra{i});")
-    for i in range(pb):
-        w(f"    stage_b({i * nt}u + t, rb{i});")
+    for x, n, _ in regs:
+        for i in range(n):
+            w(f"    stage_{x}({i * nt}u + t, r{x}{i});")
     w("    workgroupBarrier();")
     w("    let k1 = k0 + BK;")
     w("    if (k1 < k_end) {  // the next slice's loads, in flight during the multiply-adds below")
