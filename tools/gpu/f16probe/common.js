@@ -66,3 +66,22 @@ export function packF16(vals) {  // rounded values as f16 pairs in 32-bit words
   h.set(vals);
   return new Uint32Array(h.buffer);
 }
+
+// A bind group of `bufs` at bindings 0, 1, ... of group 0 of pipeline `pipe`.
+export const bindAll = (dev, pipe, bufs) => dev.createBindGroup({ layout: pipe.getBindGroupLayout(0),
+  entries: bufs.map((b, i) => ({ binding: i, resource: { buffer: b } })) });
+
+// Milliseconds a dispatch of `grid` takes, the mean of `iters` in one submission, after `warm`
+// untimed ones (pipeline and clocks up).
+export async function timeMs(dev, pipe, bufs, grid, iters, warm) {
+  const bg = bindAll(dev, pipe, bufs);
+  const go = async (n) => {
+    const e = dev.createCommandEncoder(); const c = e.beginComputePass();
+    c.setPipeline(pipe); c.setBindGroup(0, bg);
+    for (let i = 0; i < n; i++) c.dispatchWorkgroups(...grid);
+    c.end(); dev.queue.submit([e.finish()]); await dev.queue.onSubmittedWorkDone();
+  };
+  await go(warm);
+  const t0 = performance.now(); await go(iters);
+  return (performance.now() - t0) / iters;
+}

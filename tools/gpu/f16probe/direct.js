@@ -3,7 +3,7 @@
 // entry checked against a double-precision reference over f16-rounded operands (flags, transposes,
 // batches, padded strides and offsets), then timed on the GPT's products (forward, dX, split-K dW)
 // next to the staged `matmul` on f32 operands, and at 4096^3. One JSON line a result; last "done".
-import { F, f16round, packF16, params, post, rand, reference } from "./common.js";
+import { bindAll, F, f16round, packF16, params, post, rand, reference, timeMs } from "./common.js";
 
 const q = new URLSearchParams(location.search);
 const DIRECT = JSON.parse(q.get("direct") || "{}");  // name -> [bm, bn, bk], from prepare.py's query
@@ -48,19 +48,8 @@ async function main() {
     }
     return pipes[key];
   }
-  const bind = (p, bufs) => dev.createBindGroup({ layout: p.getBindGroupLayout(0), entries: bufs.map((b, i) => ({ binding: i, resource: { buffer: b } })) });
-  async function timeit(p, bufs, grid, iters = 20) {
-    const bg = bind(p, bufs);
-    const go = async (n) => {
-      const e = dev.createCommandEncoder(); const c = e.beginComputePass();
-      c.setPipeline(p); c.setBindGroup(0, bg);
-      for (let i = 0; i < n; i++) c.dispatchWorkgroups(...grid);
-      c.end(); dev.queue.submit([e.finish()]); await dev.queue.onSubmittedWorkDone();
-    };
-    await go(2);
-    const t0 = performance.now(); await go(iters);
-    return (performance.now() - t0) / iters;  // ms
-  }
+  const bind = (p, bufs) => bindAll(dev, p, bufs);
+  const timeit = (p, bufs, grid) => timeMs(dev, p, bufs, grid, 20, 2);  // ms
 
   // ---- correctness: every direct entry on padded, offset, batched cases, and the cast ------------
   {

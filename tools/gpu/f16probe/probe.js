@@ -1,7 +1,7 @@
 // The tensor-core probe (run.sh opens probe.html?...): adapter, correctness of matmul_f16 against
 // an f16-rounding reference, TFLOP/s of its tilings at large sizes and on the transformer's shapes
 // next to transformer_matmul (f32). Every result is POSTed as one JSON line; the last has "done".
-import { F, f16round, packF16, params, post, rand, reference } from "./common.js";
+import { F, f16round, packF16, params, post, rand, reference, timeMs } from "./common.js";
 
 const q = new URLSearchParams(location.search);
 const VARIANTS = {
@@ -58,18 +58,7 @@ async function main() {
     return err ? { error: err, warnings: msgs } : { pipe, warnings: msgs };
   }
   const uni = () => dev.createBuffer({ size: 80, usage: S.UNIFORM | S.COPY_DST });
-  async function timeit(pipe, bufs, grid, iters) {
-    const bg = dev.createBindGroup({ layout: pipe.getBindGroupLayout(0), entries: bufs.map((b, i) => ({ binding: i, resource: { buffer: b } })) });
-    const go = async (n) => {
-      const e = dev.createCommandEncoder(); const c = e.beginComputePass();
-      c.setPipeline(pipe); c.setBindGroup(0, bg);
-      for (let i = 0; i < n; i++) c.dispatchWorkgroups(...grid);
-      c.end(); dev.queue.submit([e.finish()]); await dev.queue.onSubmittedWorkDone();
-    };
-    await go(1);
-    const t0 = performance.now(); await go(iters);
-    return (performance.now() - t0) / 1e3 / iters;
-  }
+  const timeit = async (pipe, bufs, grid, iters) => await timeMs(dev, pipe, bufs, grid, iters, 1) / 1e3;  // s
 
   const src32 = await (await fetch("/gen/transformer_matmul.wgsl")).text();
   const srcs = {};
