@@ -85,3 +85,18 @@ export async function timeMs(dev, pipe, bufs, grid, iters, warm) {
   const t0 = performance.now(); await go(iters);
   return (performance.now() - t0) / iters;
 }
+
+// Storage buffers of `dev`: mk(bytes) (rounded up to 16), put(buf, typed array) at offset 0, and
+// read(buf, n), the first n f32 of buf through a staging copy.
+export function buffers(dev) {
+  const S = GPUBufferUsage;
+  const mk = (bytes) => dev.createBuffer({ size: Math.max(16, Math.ceil(bytes / 16) * 16), usage: S.STORAGE | S.COPY_DST | S.COPY_SRC });
+  const put = (buf, arr) => dev.queue.writeBuffer(buf, 0, arr.buffer, arr.byteOffset, arr.byteLength);
+  async function read(buf, n) {
+    const st = dev.createBuffer({ size: n * 4, usage: S.MAP_READ | S.COPY_DST });
+    const e = dev.createCommandEncoder(); e.copyBufferToBuffer(buf, 0, st, 0, n * 4); dev.queue.submit([e.finish()]);
+    await st.mapAsync(GPUMapMode.READ); const out = new Float32Array(st.getMappedRange().slice(0)); st.unmap(); st.destroy();
+    return out;
+  }
+  return { mk, put, read };
+}

@@ -3,7 +3,7 @@
 // entry checked against a double-precision reference over f16-rounded operands (flags, transposes,
 // batches, padded strides and offsets), then timed on the GPT's products (forward, dX, split-K dW)
 // next to the staged `matmul` on f32 operands, and at 4096^3. One JSON line a result; last "done".
-import { bindAll, F, f16round, packF16, params, post, rand, reference, timeMs } from "./common.js";
+import { bindAll, buffers, F, f16round, packF16, params, post, rand, reference, timeMs } from "./common.js";
 
 const q = new URLSearchParams(location.search);
 const DIRECT = JSON.parse(q.get("direct") || "{}");  // name -> [bm, bn, bk], from prepare.py's query
@@ -18,15 +18,8 @@ async function main() {
   let lastError = null;
   dev.addEventListener("uncapturederror", (e) => { lastError = e.error.message; });
   const S = GPUBufferUsage;
-  const mk = (bytes) => dev.createBuffer({ size: Math.max(16, Math.ceil(bytes / 16) * 16), usage: S.STORAGE | S.COPY_DST | S.COPY_SRC });
-  const put = (buf, arr) => dev.queue.writeBuffer(buf, 0, arr.buffer, arr.byteOffset, arr.byteLength);
+  const { mk, put, read } = buffers(dev);
   const uni = (bytes) => { const u = dev.createBuffer({ size: 80, usage: S.UNIFORM | S.COPY_DST }); dev.queue.writeBuffer(u, 0, bytes); return u; };
-  async function read(buf, n) {
-    const st = dev.createBuffer({ size: n * 4, usage: S.MAP_READ | S.COPY_DST });
-    const e = dev.createCommandEncoder(); e.copyBufferToBuffer(buf, 0, st, 0, n * 4); dev.queue.submit([e.finish()]);
-    await st.mapAsync(GPUMapMode.READ); const out = new Float32Array(st.getMappedRange().slice(0)); st.unmap(); st.destroy();
-    return out;
-  }
   const code = await (await fetch("/gen/matmul_f16_family.wgsl")).text();
   const mod = dev.createShaderModule({ code });
   const ci = await mod.getCompilationInfo();

@@ -1,7 +1,7 @@
 // The tensor-core probe (run.sh opens probe.html?...): adapter, correctness of matmul_f16 against
 // an f16-rounding reference, TFLOP/s of its tilings at large sizes and on the transformer's shapes
 // next to transformer_matmul (f32). Every result is POSTed as one JSON line; the last has "done".
-import { F, f16round, packF16, params, post, rand, reference, timeMs } from "./common.js";
+import { buffers, F, f16round, packF16, params, post, rand, reference, timeMs } from "./common.js";
 
 const q = new URLSearchParams(location.search);
 const VARIANTS = {
@@ -36,14 +36,7 @@ async function main() {
   let lastError = null;
   dev.addEventListener("uncapturederror", (e) => { lastError = e.error.message; });
   const S = GPUBufferUsage;
-  const mk = (bytes) => dev.createBuffer({ size: Math.max(16, Math.ceil(bytes / 16) * 16), usage: S.STORAGE | S.COPY_DST | S.COPY_SRC });
-  const put = (buf, arr) => dev.queue.writeBuffer(buf, 0, arr.buffer, arr.byteOffset, arr.byteLength);
-  async function read(buf, n) {
-    const st = dev.createBuffer({ size: n * 4, usage: S.MAP_READ | S.COPY_DST });
-    const e = dev.createCommandEncoder(); e.copyBufferToBuffer(buf, 0, st, 0, n * 4); dev.queue.submit([e.finish()]);
-    await st.mapAsync(GPUMapMode.READ); const out = new Float32Array(st.getMappedRange().slice(0)); st.unmap(); st.destroy();
-    return out;
-  }
+  const { mk, put, read } = buffers(dev);
   async function pipeline(code, entry, constants, label) {
     const mod = dev.createShaderModule({ code, label });
     const ci = await mod.getCompilationInfo();
