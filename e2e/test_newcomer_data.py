@@ -185,4 +185,5 @@ def test_a_pasted_text_is_checked_and_stored_like_an_upload(shared_page, server)
     stored = httpx.get(f"{server}/api/texts/{page.locator('#text-select').input_value()}").json()
     assert stored["name"] == "iris notes" and stored["chars"] == len(text) and not stored["builtin"]
     assert stored["vocab_size"] == len(set(text))
-    assert page.locator("#text-preview").inner_text().startswith(text[:40])
+    # The preview comes from a second request: wait for it rather than read it at once.
+    page.wait_for_function("(start) => document.querySelector('#text-preview').textContent.startsWith(start)", arg=text[:40])

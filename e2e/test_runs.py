@@ -67,8 +67,9 @@ def test_a_stored_run_of_any_shape_renders_as_text(browser, tmp_path):
         # key leaves the address bar.
         key = (data / "suite.key").read_text().strip()
         page.goto(f"/?suite=selftest&suite_key={key}")
-        page.wait_for_function("() => !document.querySelector('#suite-status').textContent.includes('Run it only')"
-                               " && !location.search.includes('suite_key')")
+        # The banner is made once the page's module has set up, which can be after `load`.
+        page.wait_for_function("() => { const s = document.querySelector('#suite-status');"
+                               " return s && !s.textContent.includes('Run it only') && !location.search.includes('suite_key'); }")
         assert page.locator("#suite-confirm").count() == 0
         assert errors == [], errors
         context.close()

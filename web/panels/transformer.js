@@ -264,16 +264,21 @@ export function mountTransformerPanel(root, playground) {
     };
   }
 
+  let textAsked = 0;  // the latest choice wins: an earlier, slower answer must not overwrite it
   async function chooseText() {
     saveParams();
+    const asked = ++textAsked;
     try {
       const t = await getText(textSelect.value);
+      if (asked !== textAsked) return;
       vocabSize = t.vocab_size;
       textPreview.textContent = t.preview;
       textStatus.textContent = `${t.chars.toLocaleString()} characters, ${t.vocab_size} distinct`;
       textStatus.className = "status";
       updateSize();
-    } catch (e) { textStatus.textContent = e.message; textStatus.className = "status error"; }
+    } catch (e) {
+      if (asked === textAsked) { textStatus.textContent = e.message; textStatus.className = "status error"; }
+    }
   }
 
   async function refreshTexts(selected) {
