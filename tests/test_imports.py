@@ -113,13 +113,13 @@ LAYERS = [
     ("base", ("py_core.errors", "py_core.rng", "py_core.wasm", "py_core.params")),  # below every layer
     ("GPU interface", ("py_core.gpu",)),
     ("kernel families", ("py_core.kernels",)),
-    ("algorithms", ("py_core.data", "py_core.forest", "py_core.transformer")),
+    ("algorithms", ("py_core.data", "py_core.forest", "py_core.boosting", "py_core.transformer")),
     ("jobs", ("py_core.jobs", "py_core.selftest", "py_core.benchmark")),
     ("the worker's entry", ("py_core.browser",)),
 ]
 # What the server may import of py_core: the algorithms, the jobs, the backends it runs them on
 # and the shared RNG; not the kernel families (the algorithms' own business) nor the tab's entry.
-SERVER_MAY_IMPORT = ("py_core.data", "py_core.forest", "py_core.transformer", "py_core.jobs",
+SERVER_MAY_IMPORT = ("py_core.data", "py_core.forest", "py_core.boosting", "py_core.transformer", "py_core.jobs",
                      "py_core.gpu", "py_core.rng", "py_core.errors", "py_core.params")
 
 
