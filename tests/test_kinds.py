@@ -132,3 +132,15 @@ def test_a_kind_in_its_own_package_runs_with_one_registry_line(settings, monkeyp
     with sqlite3.connect(settings.db_path) as conn:  # costed by its own cost: the iris rows
         assert conn.execute("SELECT cost FROM comparisons WHERE run_id = ?",
                             (run_id,)).fetchone()[0] == 150
+
+
+@pytest.mark.parametrize("name", [n for n in KINDS if kind(n).params is not None])
+def test_a_kinds_defaults_sent_back_are_accepted(name):
+    """A client that sends every parameter at the default GET /api/kinds shows (the transformer's
+    overrides: null, "the preset's") gets the run the defaults make, not a 400."""
+    table = kind(name).params
+    defaults = json.loads(json.dumps(table.defaults()))
+    assert table.check(defaults) == defaults
+    if name == "transformer":
+        from py_core.transformer.config import TransformerConfig, parse_job_params
+        assert parse_job_params(defaults)[0] == TransformerConfig.preset("tiny")

@@ -34,12 +34,12 @@ from ..transformer.model import PRECISIONS, mixed_unavailable
 from ..transformer.sample import TrainedModel
 from .kinds import Kind, Timing
 
-# The job's params: a preset, overrides of its TransformerConfig fields (null default: the
-# preset's), and the run's options (config.SAMPLE_DEFAULTS). Types and ranges are the config's
+# The job's params: a preset, overrides of its TransformerConfig fields (null, the default as
+# GET /api/kinds shows it, or absent: the preset's), and the run's options (config.SAMPLE_DEFAULTS). Types and ranges are the config's
 # own (TransformerConfig.validate, which `whole` runs on the combination) with upper bounds on
 # the sizes, so no integer is unbounded; what a job may cost is the server's caps' business
 # (server/jobcost.py). Checked by the server at POST /api/runs and before it costs or reruns a job.
-_config = [Param(name, None, *types, label=label, help="default: the preset's")
+_config = [Param(name, None, Null(), *types, label=label, help="default: the preset's")
            for name, label, *types in (
     ("n_layer", "Layers", Int(1, 1024)), ("n_head", "Heads", Int(1, 1024)),
     ("n_embd", "Embedding width", Int(1, 65536)),

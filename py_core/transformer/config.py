@@ -114,8 +114,9 @@ class TransformerConfig:
 
     @classmethod
     def from_params(cls, params: dict | None) -> "TransformerConfig":
-        """A job's params: {"preset": name (default "tiny"), **overrides}."""
-        params = dict(params or {})
+        """A job's params: {"preset": name (default "tiny"), **overrides}; an override of None
+        is none (the job table's default: the preset's value)."""
+        params = {k: v for k, v in (params or {}).items() if v is not None}
         return cls.preset(params.pop("preset", "tiny"), **params)
 
     def replace(self, **changes) -> "TransformerConfig":
