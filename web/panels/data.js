@@ -194,6 +194,7 @@ export function mountDataPanel(root, playground) {
     playground.selection = {
       dataset: summary.id.startsWith(SYNTHETIC) ? syntheticId() : summary.id, name: summary.name,
       target: target.value, task: task.value, features: feats, rows: summary.rows, rowsUsed: rows,
+      classes: tcol?.stats?.distinct,  // the target's distinct values, where the summary counted them
       split: { test_size: Number(testSize.value), seed: Number(seed.value),
                stratify: task.value === "classification" && stratify.checked },
     };

@@ -169,7 +169,7 @@ export function mountForestPanel(root, playground) {
     try {
       out = await playground.call("forest_estimate", [JSON.stringify({
         rows: Math.round(s.rows * (1 - s.split.test_size)), features: s.features.length, params: jobParams(p),
-        n_classes: s.task === "classification" ? 2 : 0, adapter_class: cls, samples,
+        n_classes: s.task === "classification" ? Math.max(2, s.classes || 2) : 0, adapter_class: cls, samples,
         limits: info.backend === "webgpu" ? info.limits : null })]);
     } catch (e) { return; }
     if (mine !== asked) return;   // a later change asked again
@@ -194,7 +194,8 @@ export function mountForestPanel(root, playground) {
     if (!info || !(fit > 0)) return;
     const out = await playground.call("forest_estimate", [JSON.stringify({
       rows: m.n_train, features: m.n_features, params: run.config.params,
-      n_classes: m.accuracy !== undefined ? 2 : 0, adapter_class: adapterClass(playground) })]).catch(() => null);
+      n_classes: m.accuracy !== undefined ? Math.max(2, run.plots?.confusion?.classes?.length || 2) : 0,
+      adapter_class: adapterClass(playground) })]).catch(() => null);
     if (!out || out.error) return;
     const key = ratesKey(info);
     localStorage.setItem(key, JSON.stringify([...measured(info), { ...out.work, seconds: fit }].slice(-SAMPLES)));
