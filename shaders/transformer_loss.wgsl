@@ -3,24 +3,10 @@
 //                  (the gradient of the mean loss); losses[row] = loss
 //   loss_mean:     hist[slot] = mean of losses (one workgroup, fixed summation order); the slot
 //                  comes from the schedule uniform, so the history fills up without a readback
-// cross_entropy: one workgroup of 64 a row, rows = wg.x + wg.y * nwg.x.
+// Both: one workgroup of 64 (cross_entropy: a row, rows = wg.x + wg.y * nwg.x; loss_mean: one).
 
-
-var<workgroup> red: array<f32, 256>;
-
-fn wg_reduce(v: f32, lid: u32, size: u32, is_max: bool) -> f32 {
-  red[lid] = v;
-  workgroupBarrier();
-  for (var s = size / 2u; s > 0u; s >>= 1u) {
-    if (lid < s) {
-      if (is_max) { red[lid] = max(red[lid], red[lid + s]); } else { red[lid] += red[lid + s]; }
-    }
-    workgroupBarrier();
-  }
-  let total = red[0];
-  workgroupBarrier();
-  return total;
-}
+const WG = 64u;
+#include wg_reduce
 
 @group(0) @binding(0) var<uniform> p: Params;
 
@@ -40,13 +26,13 @@ fn cross_entropy(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg:
   let t = tgt[row];
   let lt = L[base + t];  // read before any invocation overwrites the row
   var m = -3.0e38;
-  for (var v = lid; v < V; v += 64u) { m = max(m, L[base + v]); }
-  m = wg_reduce(m, lid, 64u, true);
+  for (var v = lid; v < V; v += WG) { m = max(m, L[base + v]); }
+  m = wg_max(m, lid);
   var s = 0.0;
-  for (var v = lid; v < V; v += 64u) { s += exp(L[base + v] - m); }
-  s = wg_reduce(s, lid, 64u, false);
+  for (var v = lid; v < V; v += WG) { s += exp(L[base + v] - m); }
+  s = wg_sum(s, lid);
   let inv = 1.0 / s;
-  for (var v = lid; v < V; v += 64u) {
+  for (var v = lid; v < V; v += WG) {
     var g = exp(L[base + v] - m) * inv;
     if (v == t) { g -= 1.0; }
     L[base + v] = g * p.inv_rows;
@@ -59,11 +45,11 @@ fn cross_entropy(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg:
 @group(0) @binding(2) var<storage, read> mlosses: array<f32>;
 @group(0) @binding(3) var<storage, read_write> hist: array<f32>;
 
-@compute @workgroup_size(256)
+@compute @workgroup_size(64)
 fn loss_mean(@builtin(local_invocation_id) lid3: vec3u) {
   let lid = lid3.x;
   var s = 0.0;
-  for (var i = lid; i < p.rows; i += 256u) { s += mlosses[i]; }
-  s = wg_reduce(s, lid, 256u, false);
+  for (var i = lid; i < p.rows; i += WG) { s += mlosses[i]; }
+  s = wg_sum(s, lid);
   if (lid == 0u) { hist[sched.slot] = s * p.inv_rows; }
 }

@@ -51,7 +51,7 @@ def test_include_step():
     assert text.count("fn mix32(") == 1 and text.count("fn hash32(") == 1
     with pytest.raises(ValueError, match="no section 'nope'"):
         fam.expand_includes("#include nope\n", "t.wgsl", parts)
-    for name in ("transformer_attention", "transformer_layernorm"):  # wg_sum written once
+    for name in ("transformer_attention", "transformer_layernorm", "transformer_loss"):  # wg_sum written once
         assert "fn wg_sum(" not in fam.wgsl_file(name).read_text()
         assert fam.shader_source(name).count("fn wg_sum(") == 1
 
@@ -149,3 +149,22 @@ def test_the_f32_tilings_are_written_out_with_constant_accumulator_indices():
     assert written in src and not re.search(r"acc\[[a-z]", written)
     assert len(re.findall(r"acc\[\d+\] = fma\(", src)) == sum(
         4 * (r // 64) * (c // 64) for r, c in tm.TILES.values())
+
+
+def test_an_entry_declares_the_bindings_it_writes(reference_backend):
+    """A reference names the bindings its entry writes; the transformer's recorder refuses a
+    written buffer bound a second time (WebGPU's rule), from that declaration alone."""
+    from py_core.kernels import transformer_layernorm as ln
+    from py_core.kernels import written
+    from py_core.transformer.model import _Recorder
+    assert written("transformer_layernorm", "layernorm_forward") == {3, 4}
+    assert written("matmul_f16", "direct_64") == {3, 6} and written("transformer_init", "init_normal") == {2}
+    b = reference_backend
+    x, w, stats = b.buffer("f32", 8), b.buffer("f32", 8), b.buffer("f32", 4)
+    record = _Recorder(b, b.plan())
+    values = {"rows": 2, "C": 4, "w_off": 0, "flags": 0, "eps": 1e-5, "chunk": 2}
+    asyncio.run(record("transformer_layernorm", "layernorm_forward", ln.PARAMS, values,
+                       [x, w, b.buffer("f32", 8), stats], (2, 1, 1)))
+    with pytest.raises(RuntimeError, match="binding 3 is written and bound again"):
+        asyncio.run(record("transformer_layernorm", "layernorm_forward", ln.PARAMS, values,
+                           [x, w, x, stats], (2, 1, 1)))

@@ -43,6 +43,7 @@ def request(server, method: str, path: str, token: str | None):
     path = path.replace("/api/datasets/{id}", "/api/datasets/" + ("0" * 32 if method == "DELETE" else "iris"))
     path = path.replace("/api/texts/{id}", "/api/texts/shakespeare")
     path = path.replace("/runs/{run_id:str}", f"/runs/{run_id}")  # a run's own page
+    path = path.replace("/kinds/{name:str}/{file:path}", "/kinds/random_forest/package.zip")  # a 404
     assert "{" not in path, f"a new route with a parameter: teach this test an id for {path}"
     headers = {"authorization": f"Bearer {token}"} if token else {}
     kwargs = {}

@@ -7,11 +7,10 @@ import { postRun } from "./api.js";
 import { forestJSON } from "./forest_model.js";
 import { $, el, scrollersTakeFocus } from "./ui.js";
 import { initial, save } from "./state.js";
+import { KINDS } from "./kinds.js";
 import { mountDataPanel } from "./panels/data.js";
-import { mountForestPanel } from "./panels/forest.js";
 import { mountGpuPanel } from "./panels/gpu.js";
 import { mountRunsPanel } from "./panels/runs.js";
-import { mountTransformerPanel } from "./panels/transformer.js";
 
 const params = new URLSearchParams(location.search);
 const forced = params.get("backend");           // "reference" forces the CPU fallback
@@ -267,12 +266,21 @@ $("#tabs").addEventListener("keydown", (ev) => {
   select(panels[(to + panels.length) % panels.length].id, { focus: true });
 });
 
+// The kinds' panels sit between Data and GPU, in the registry's order: each kind with a panel
+// names its module (GET /api/kinds: py_core/jobs/kinds.py), which exports mount(root, playground).
+// One that fails to load costs its own tab only.
+async function kindPanels() {
+  const loaded = await Promise.all(Object.values(KINDS).filter((k) => k.panel).map((k) => import(k.panel).then(
+    (module) => [k, module.mount],
+    (e) => { console.error(`the ${k.name} panel (${k.panel}) did not load: ${e.message}`); return null; })));
+  return loaded.filter(Boolean);
+}
+
 // A self-driven suite (`?suite=`) needs no panels; it is also what runs on the lent GPU machine,
 // whose headless shell has no fontconfig and aborts when form controls and canvas text lay out.
 if (!params.get("suite")) {
   addPanel("data", "Data", mountDataPanel);
-  addPanel("forest", "Random forest", mountForestPanel);
-  addPanel("transformer", "Transformer", mountTransformerPanel);
+  for (const [k, mount] of await kindPanels()) addPanel(k.tab, k.label, mount);
   addPanel("gpu", "GPU", mountGpuPanel);
   addPanel("runs", "Runs", mountRunsPanel);
 }

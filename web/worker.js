@@ -52,6 +52,7 @@ async function init({ webgpu, stopBuffer }) {
   const manifest = await (await fetch("/wheels/manifest.json", { cache: "no-store" })).json();
   await pyodide.loadPackage(`/wheels/${manifest.wheel}`, { messageCallback: () => {}, checkIntegrity: false });
   browserGlue = pyodide.pyimport("py_core.browser");
+  await loadOwnKinds();
   const tCore = performance.now();
 
   loading("Opening the GPU", 0.85);
@@ -75,6 +76,35 @@ async function init({ webgpu, stopBuffer }) {
          features: described.features, problem, pyodideVersion: pyodide.version, wheel: manifest.wheel,
          timings: { pyodide: (tPyodide - t0) / 1000, py_core: (tCore - tPyodide) / 1000,
                     total: (performance.now() - t0) / 1000 } });
+}
+
+// Kinds declared outside py_core (GET /api/kinds: `code`, py_core/jobs/kinds.py): each one's package
+// unpacked beside py_core, then its registry line. One that does not load is left out (the page
+// says so in the console); py_core's own kinds run regardless.
+const OWN_KINDS_DIR = "/home/pyodide/kinds";
+async function loadOwnKinds() {
+  let own = [];
+  try {
+    const res = await fetch("/api/kinds");
+    if (res.ok) own = (await res.json()).kinds.filter((k) => k.code);
+  } catch (e) { /* no answer: py_core's kinds only */ }
+  if (!own.length) return;
+  pyodide.runPython(`import sys\nif ${JSON.stringify(OWN_KINDS_DIR)} not in sys.path: sys.path.append(${JSON.stringify(OWN_KINDS_DIR)})`);
+  const kinds = pyodide.pyimport("py_core.jobs.kinds");
+  try {
+    for (const k of own) {
+      try {
+        const res = await fetch(k.code.zip);
+        if (!res.ok) throw new Error(`HTTP ${res.status}`);
+        pyodide.unpackArchive(await res.arrayBuffer(), "zip", { extractDir: OWN_KINDS_DIR });
+        kinds.register(k.name, k.code.path);
+      } catch (e) {
+        console.error(`the kind ${k.name}'s package (${k.code.zip}) did not load: ${e.message}`);
+      }
+    }
+  } finally {
+    kinds.destroy();
+  }
 }
 
 // The error a Python traceback ends with (a py_core.browser function that raised): from its last

@@ -346,4 +346,4 @@ KIND = Kind(
     needs=("dataset", "target"), cost=cost,
     plots=("pred_vs_actual", "residuals", "confusion", "importances", "surface"),
     exports=("onnx", "json"), snippet=("forest", "onnx", "server.snippets:forest"),
-    runners=_FORESTS, tab="forest")
+    runners=_FORESTS, tab="forest", panel="/web/panels/forest.js")

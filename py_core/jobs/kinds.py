@@ -14,7 +14,8 @@ server, so the tab's worker loads none of them, nor the kinds it does not run.
 
 The registry is one line a kind. A kind in its own package adds its line with `register`, or, for
 every process of a server (its comparison workers too), with the environment variable
-PLAYGROUND_KINDS="name=module:attr,..." (tests/kind_demo is such a kind).
+PLAYGROUND_KINDS="name=module:attr,..." (tests/kind_demo is such a kind, with its own kernel family
+and panel: the server serves its package to the tab, whose worker unpacks and registers it).
 """
 from __future__ import annotations
 
@@ -58,9 +59,17 @@ class Kind:
                                 # loads the download elsewhere), or None
     runners: tuple              # "module:attr" of the server's comparison runners, in order
     tab: str                    # the page's panel that opens a run's set-up ("" none)
+    panel: str                  # the ES module of the kind's own panel, which the page shows as
+                                # tab `tab` titled `label` (it exports mount(root, playground)):
+                                # a URL ("/web/panels/forest.js") or a file of the kind's own
+                                # package ("panel.js": server/kinds.py serves it); "" none
 
     def describe(self) -> dict:
-        """As GET /api/kinds serves it (the page's tables and forms read it)."""
+        """As GET /api/kinds serves it (the page's tables and forms read it). `code`: for a kind
+        declared outside py_core, the zip of its package that the tab's worker unpacks and its
+        registry line's "module:attr" (py_core's kinds are in the wheel already)."""
+        path = outside(self.name)
+        home = f"/kinds/{self.name}/"
         return {"name": self.name, "label": self.label, "job": self.run is not None,
                 "params": self.params.describe() if self.params is not None else [],
                 "main_timing": None if self.main_timing is None else {
@@ -69,10 +78,13 @@ class Kind:
                 "needs": list(self.needs), "costed": self.cost is not None,
                 "plots": list(self.plots), "exports": list(self.exports),
                 "snippet": self.snippet[0] if self.snippet else None,
-                "runners": [load(r).name for r in self.runners], "tab": self.tab}
+                "runners": [load(r).name for r in self.runners], "tab": self.tab,
+                "panel": self.panel if not self.panel or self.panel.startswith("/") else home + self.panel,
+                "code": {"zip": home + PACKAGE_ZIP, "path": path} if path else None}
 
 
 PARTS = tuple(f.name for f in fields(Kind))
+PACKAGE_ZIP = "package.zip"  # /kinds/<name>/package.zip: a kind's own package, for the tab
 
 
 def load(path: str):
@@ -88,6 +100,13 @@ def register(name: str, path: str) -> None:
 
 for _line in filter(None, os.environ.get("PLAYGROUND_KINDS", "").split(",")):
     register(*_line.strip().split("=", 1))
+
+
+def outside(name: str) -> str:
+    """The registry line ("module:attr") of kind `name` when it is declared in a package of its
+    own, outside py_core (and so outside the tab's wheel); else ""."""
+    path = KINDS.get(name, "")
+    return path if path and path.split(".", 1)[0] != "py_core" else ""
 
 
 def kind(name) -> Kind | None:

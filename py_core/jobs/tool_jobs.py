@@ -70,12 +70,12 @@ def _wasm_heap() -> int | None:
 SELFTEST = Kind(
     name="selftest", label="GPU self-test", run=_selftest, params=None,
     main_timing=Timing("kernels", "Kernels", "Seconds of the kernels"), needs=(), cost=None,
-    plots=(), exports=(), snippet=None, runners=(), tab="gpu")
+    plots=(), exports=(), snippet=None, runners=(), tab="gpu", panel="")
 DATASET_LOAD = Kind(
     name="dataset_load", label="Data set load", run=_dataset_load, params=None,
     main_timing=None, needs=("dataset",), cost=None,
-    plots=(), exports=(), snippet=None, runners=(), tab="")
+    plots=(), exports=(), snippet=None, runners=(), tab="", panel="")
 SUITE = Kind(
     name="suite", label="Benchmark suite", run=None, params=None,
     main_timing=None, needs=(), cost=None,
-    plots=(), exports=(), snippet=None, runners=(), tab="")
+    plots=(), exports=(), snippet=None, runners=(), tab="", panel="")

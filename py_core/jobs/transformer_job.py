@@ -271,4 +271,4 @@ KIND = Kind(
     plots=("loss_curve", "val_curve"), exports=("safetensors",),
     snippet=("transformer", "safetensors", "server.snippets:transformer"),
     runners=("server.runners.pycore_runner:NATIVE", "server.runners.torch_runner:RUNNER"),
-    tab="transformer")
+    tab="transformer", panel="/web/panels/transformer.js")

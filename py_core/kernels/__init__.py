@@ -14,20 +14,30 @@ import importlib
 from ..gpu.backend import use_catalog
 
 _REGISTRY: dict[tuple[str, str], object] = {}
+_WRITES: dict[tuple[str, str], frozenset] = {}
 
 
-def reference(family: str, entry: str):
-    """Register `fn` as the reference of `<family>.wgsl`'s entry point `entry`."""
+def reference(family: str, entry: str, writes=()):
+    """Register `fn` as the reference of `<family>.wgsl`'s entry point `entry`, which writes the
+    bindings numbered `writes` and only reads the others."""
     def register(fn):
         _REGISTRY[(family, entry)] = fn
+        _WRITES[(family, entry)] = frozenset(writes)
         return fn
     return register
+
+
+def written(family: str, entry: str) -> frozenset:
+    """The bindings that entry `entry` of `family` writes (its reference's `writes`): WebGPU
+    forbids binding a written buffer a second time in the same dispatch."""
+    lookup(family, entry)
+    return _WRITES[(family, entry)]
 
 
 def lookup(family: str, entry: str):
     if (family, entry) not in _REGISTRY:
         try:
-            importlib.import_module(f"{__name__}.{family}")
+            importlib.import_module(package(family))
         except ModuleNotFoundError as exc:
             raise KeyError(f"no reference module for kernel family {family!r}") from exc
     try:
@@ -37,6 +47,6 @@ def lookup(family: str, entry: str):
 
 
 # The GPU interface imports no family: it is handed their WGSL and references here.
-from .family import shader_source  # noqa: E402  (after lookup: family.py imports nothing of this)
+from .family import package, shader_source  # noqa: E402  (after lookup: family.py imports nothing of this)
 
 use_catalog(shader_source, lookup)

@@ -17,6 +17,10 @@ once, in Python, and the WGSL uses the names:
 Shared WGSL helpers live in `shaders/common.wgsl` and `shaders/lib/*.wgsl`, in sections that
 start with a line `// == NAME`; a line `#include NAME` in a family's WGSL is replaced by that
 section (once per shader, sections may include others). `fingerprint(family)` is a hash of the expanded text: what ran, exactly.
+
+A family may also live in a package of its own, beside the kind that uses it (tests/kind_demo's
+column_sum): its WGSL `<family>.wgsl` beside that package's `__init__.py`, which registers it as
+it is imported (`register("column_sum", __name__)`); it includes the same shared sections.
 """
 from __future__ import annotations
 
@@ -43,7 +47,8 @@ class Family:
     generate: object = None  # () -> WGSL written out in Python, after the family's shaders/ file
 
     def header(self, family: str) -> str:
-        lines = [(f"// Generated from py_core/kernels/{family}/__init__.py (FAMILY) when the shader "
+        where = package(family).replace(".", "/")
+        lines = [(f"// Generated from {where}/__init__.py (FAMILY) when the shader "
                  "is loaded: edit the layouts and constants there.")]
         lines += [struct.wgsl(name) for name, struct in self.structs.items()]
         for name, value in self.consts.items():
@@ -58,8 +63,21 @@ def _u32(value: int) -> str:
     return f"0x{value:X}u" if value > 0xFFFF else f"{value}u"
 
 
+_OWN_PACKAGES: dict[str, str] = {}  # family -> its package, for a family outside py_core/kernels
+
+
+def register(family: str, package_name: str) -> None:
+    """Family `family` is kept in package `package_name` (outside py_core/kernels)."""
+    _OWN_PACKAGES[family] = package_name
+
+
+def package(family: str) -> str:
+    """The package of `family`'s description and reference."""
+    return _OWN_PACKAGES.get(family, f"{__package__}.{family}")
+
+
 def description(family: str) -> Family:
-    module = importlib.import_module(f"{__package__}.{family}")
+    module = importlib.import_module(package(family))
     return getattr(module, "FAMILY", None) or Family()
 
 
@@ -72,8 +90,14 @@ def shader_dir() -> Path:
     raise FileNotFoundError(f"no shaders/ beside or inside {PACKAGE}")
 
 
+def _wgsl_path(family: str) -> Path:
+    if family in _OWN_PACKAGES:
+        return Path(importlib.import_module(_OWN_PACKAGES[family]).__file__).parent / f"{family}.wgsl"
+    return shader_dir() / f"{family}.wgsl"
+
+
 def wgsl_file(family: str) -> Path:
-    path = shader_dir() / f"{family}.wgsl"
+    path = _wgsl_path(family)
     if not re.fullmatch(r"\w+", family) or not path.is_file():
         raise FileNotFoundError(f"no shader family {family!r} (looked for {path})")
     return path
@@ -82,8 +106,9 @@ def wgsl_file(family: str) -> Path:
 def body(family: str) -> str:
     """The family's own WGSL: its shaders/ file (if any), then what its description generates
     (if anything: entry points written out per tiling)."""
-    generate = description(family).generate if (HERE / family / "__init__.py").is_file() else None
-    path = shader_dir() / f"{family}.wgsl"
+    own = family in _OWN_PACKAGES or (HERE / family / "__init__.py").is_file()
+    generate = description(family).generate if own else None
+    path = _wgsl_path(family)
     text = path.read_text(encoding="utf-8") if path.is_file() else ""
     if not text and not generate:
         wgsl_file(family)  # raises: no such family

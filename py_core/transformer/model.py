@@ -24,6 +24,7 @@ from ..kernels import transformer_init as init
 from ..kernels import transformer_layernorm as ln
 from ..kernels import transformer_loss as loss
 from ..kernels import transformer_matmul as mm
+from ..kernels import written
 from .buffers import (  # noqa: F401
     CHUNK,
     EMBED_CHUNK,
@@ -37,8 +38,6 @@ from .buffers import (  # noqa: F401
 from .config import TransformerConfig
 from .params import ParamLayout
 
-WRITES = {**mm.WRITES, **ln.WRITES, **att.WRITES, **ew.WRITES, **emb.WRITES, **loss.WRITES,
-          **adam.WRITES, **init.WRITES, **mf.WRITES}
 PRECISIONS = ("f32", "mixed")
 LOSS_SCALE = 1024.0  # the mixed path's static loss scale (a power of two: exact to undo)
 
@@ -81,7 +80,7 @@ class _Recorder:
         kern = await self.backend.kernel(family, entry, constants)
         if struct is not None:
             bufs = [self.backend.buffer("u32", data=struct.pack(**values), uniform=True), *bufs]
-        for i in WRITES[(family, entry)]:  # WebGPU forbids a written buffer bound twice
+        for i in written(family, entry):  # WebGPU forbids a written buffer bound twice
             if any(b is bufs[i] for j, b in enumerate(bufs) if j != i):
                 raise RuntimeError(f"{family}.{entry}: binding {i} is written and bound again")
         self.plan.dispatch(kern, bufs, grid, label)

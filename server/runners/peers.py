@@ -102,6 +102,21 @@ def _fit(model, rows, t0) -> dict:
     return fit_and_score(model, rows, t0, labels, seen)
 
 
+def _run(name: str, job: dict, data_dir: Path, device: str, check, model_of, vers: tuple) -> dict:
+    """Both runners: refused without their library, the job's rows read, the parameters mapped
+    by `model_of(rows, params, device)` -> (estimator class, kwargs, ignored, notes, where: model
+    -> the device it ran on), fitted and scored; the total time counts the library's import."""
+    require(check(device))
+    t0 = time.perf_counter()
+    rows = forest_rows(job, data_dir)
+    cls, kwargs, ignored, notes, where = model_of(rows, job.get("params") or {}, device)
+    model = cls(**kwargs)
+    scored = _fit(model, rows, t0)
+    used = where(model)
+    return _result(name, used, gpu_name() if used.startswith("cuda") else cpu_name(), versions(*vers),
+                   scored, kwargs, ignored, notes)
+
+
 # -- XGBoost -----------------------------------------------------------------------------------
 
 def xgboost_cuda() -> bool:
@@ -138,22 +153,18 @@ def xgboost_kwargs(params: dict, task: str, n_features: int, n_train: int, devic
 _xgb_check = needs("xgboost", "XGBoost")
 
 
-def run_xgboost(job: dict, data_dir: Path, device: str) -> dict:
-    require(_xgb_check(device))
-    t0 = time.perf_counter()
+def _xgboost_model(rows, params: dict, device: str):
     import xgboost
-    rows = forest_rows(job, data_dir)
     use = "cuda" if device == "cuda" and xgboost_cuda() else "cpu"
-    kwargs, ignored, notes = xgboost_kwargs(job.get("params") or {}, rows.task, rows.n_features,
-                                            len(rows.y_train), use)
+    kwargs, ignored, notes = xgboost_kwargs(params, rows.task, rows.n_features, len(rows.y_train), use)
     if device == "cuda" and use == "cpu":
         notes.append("on the CPU: this xgboost is a CPU-only build (pip install xgboost)")
     cls = xgboost.XGBRFRegressor if rows.task == "regression" else xgboost.XGBRFClassifier
-    model = cls(**kwargs)
-    scored = _fit(model, rows, t0)
-    used = _xgb_device(model) or use
-    return _result("xgboost", used, gpu_name() if used.startswith("cuda") else cpu_name(),
-                   versions("xgboost", "xgboost-cpu", "numpy"), scored, kwargs, ignored, notes)
+    return cls, kwargs, ignored, notes, lambda model: _xgb_device(model) or use
+
+
+def run_xgboost(job: dict, data_dir: Path, device: str) -> dict:
+    return _run("xgboost", job, data_dir, device, _xgb_check, _xgboost_model, ("xgboost", "xgboost-cpu", "numpy"))
 
 
 def _xgb_device(model) -> str | None:
@@ -199,19 +210,17 @@ def lightgbm_kwargs(params: dict, task: str, n_features: int, n_train: int):
 _lgbm_check = needs("lightgbm", "LightGBM")
 
 
-def run_lightgbm(job: dict, data_dir: Path, device: str) -> dict:
-    require(_lgbm_check(device))
-    t0 = time.perf_counter()
+def _lightgbm_model(rows, params: dict, device: str):
     import lightgbm
-    rows = forest_rows(job, data_dir)
-    kwargs, ignored, notes = lightgbm_kwargs(job.get("params") or {}, rows.task, rows.n_features,
-                                             len(rows.y_train))
+    kwargs, ignored, notes = lightgbm_kwargs(params, rows.task, rows.n_features, len(rows.y_train))
     if device == "cuda":
         notes.append("on the CPU: LightGBM's PyPI wheel has no CUDA")
     cls = lightgbm.LGBMRegressor if rows.task == "regression" else lightgbm.LGBMClassifier
-    scored = _fit(cls(**kwargs), rows, t0)
-    return _result("lightgbm", "cpu", cpu_name(), versions("lightgbm", "numpy"), scored, kwargs,
-                   ignored, notes)
+    return cls, kwargs, ignored, notes, lambda model: "cpu"
+
+
+def run_lightgbm(job: dict, data_dir: Path, device: str) -> dict:
+    return _run("lightgbm", job, data_dir, device, _lgbm_check, _lightgbm_model, ("lightgbm", "numpy"))
 
 
 XGBOOST = Runner("xgboost", ("random_forest",), run_xgboost, _xgb_check)

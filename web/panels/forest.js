@@ -404,3 +404,4 @@ export { fmtDuration };
 function snippet(run, model) {
   return snippetBox("forest-snippet", "Use the JSON model elsewhere (Python, py_core)", forestJsonSnippet(run, model.binary));
 }
+export { mountForestPanel as mount };  // what the page calls for the forest kind (its Kind.panel)

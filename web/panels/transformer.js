@@ -452,3 +452,4 @@ export function mountTransformerPanel(root, playground) {
     updateSize();
   }).catch((e) => { status.textContent = e.message; status.className = "status error"; });
 }
+export { mountTransformerPanel as mount };  // what the page calls for the transformer kind (its Kind.panel)

@@ -47,8 +47,6 @@ FAMILY = Family(structs={**_MM_FAMILY.structs, "Cast": CAST}, consts=dict(_MM_FA
 
 TILE = DEFAULT["bm"]  # rows and columns of C per workgroup (the causal flags act on these)
 FEATURES = ("shader-f16", "subgroups", "chromium-experimental-subgroup-matrix")
-WRITES = {("matmul_f16", "matmul"): {3, 6}, ("matmul_f16", "cast_f16"): {2},
-          **{("matmul_f16", name): {3, 6} for name in DIRECT}}
 F16_MAX = 65504.0
 # Dawn asks a buffer that subgroupMatrixStore writes to hold one 16 x 16 f32 result at least (its
 # minimum binding size): smaller outputs (a few bias-gradient partials) stay on transformer_matmul
@@ -118,7 +116,7 @@ def _operand(buf, in_f16: bool) -> array:
     return round_f16(vals)
 
 
-@reference("matmul_f16", "matmul")
+@reference("matmul_f16", "matmul", writes={3, 6})
 def matmul(bufs, grid_, constants_):
     prm, a, b, c, bias, res, g = bufs
     flags = PARAMS.unpack(prm)["flags"]
@@ -200,7 +198,7 @@ def cast_grid(n: int) -> tuple[int, int, int]:
     return (min(groups, 65535), -(-groups // 65535), 1)
 
 
-@reference("matmul_f16", "cast_f16")
+@reference("matmul_f16", "cast_f16", writes={2})
 def cast_f16(bufs, grid_, constants_):
     prm, src, dst = bufs
     c = CAST.unpack(prm)
@@ -215,7 +213,7 @@ def cast_f16(bufs, grid_, constants_):
 
 
 def _direct_reference(name):
-    @reference("matmul_f16", name)
+    @reference("matmul_f16", name, writes={3, 6})
     def run(bufs, grid_, constants_):
         flags = PARAMS.unpack(bufs[0])["flags"]
         if flags & CAUSAL:

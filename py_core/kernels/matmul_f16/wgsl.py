@@ -10,6 +10,7 @@ shader (header and all) of the default or another tiling, to read or to benchmar
 """
 from __future__ import annotations
 
+from itertools import product
 from pathlib import Path
 
 DEFAULT = {"bm": 128, "bn": 128, "bk": 32, "wm": 2, "wn": 4}
@@ -170,23 +171,48 @@ OPERAND_B = {"x": "b", "X": "B", "tile0": "col0", "row": "k", "row0": "k0", "row
 OPERANDS = "".join(f.format(**OPERAND_A) + f.format(**OPERAND_B) for f in OPERAND).strip("\n")
 
 
+def accumulators(w, fm: int, fn: int):
+    """The subgroup's fm x fn f32 result matrices, acc{i}_{j}, row-major (i: 16-row block)."""
+    for i, j in product(range(fm), range(fn)):
+        w(f"  var acc{i}_{j}: subgroup_matrix_result<f32, 16, 16>;")
+
+
+def multiply_add(w, fm: int, fn: int, left, right, rights_first: bool):
+    """One 16-deep step of the subgroup's block, in a WGSL block of its own: the left operands
+    l{i} = `left(i)`, the right ones r{j} = `right(j)` (the loads' WGSL), and acc{i}_{j} += l{i} r{j}.
+    The staged entry multiplies with each r{j} as soon as it is loaded; the direct ones load every
+    r{j} first (`rights_first`): the orders each was tuned on the H200 with."""
+    def column(j):  # acc{i}_{j} += l{i} r{j} for every i
+        for i in range(fm):
+            w(f"      acc{i}_{j} = subgroupMatrixMultiplyAccumulate(l{i}, r{j}, acc{i}_{j});")
+
+    w("    {")
+    for i in range(fm):
+        w(f"      let l{i} = {left(i)};")
+    for j in range(fn):
+        w(f"      let r{j} = {right(j)};")
+        if not rights_first:
+            column(j)
+    for j in range(fn) if rights_first else ():
+        column(j)
+    w("    }")
+
+
 def store(w, fm: int, fn: int, r0: str, c0: str):
     """The end of an entry, after its open `if (plain ...) {`: there every result matrix goes
     straight to C, then return; otherwise each passes through the scratch and the epilogue. The
     subgroup's block starts at row `r0`m0 and column `c0`n0 of C (r0, c0: the tile's origin, or
     "" where m0 and n0 already count from C's corner)."""
-    for i in range(fm):
-        for j in range(fn):
-            w(f"    subgroupMatrixStore(&C, c_base + ({r0}m0 + {16 * i}u) * p.ldc + {c0}n0 + {16 * j}u, "
-              f"acc{i}_{j}, false, p.ldc);")
+    for i, j in product(range(fm), range(fn)):
+        w(f"    subgroupMatrixStore(&C, c_base + ({r0}m0 + {16 * i}u) * p.ldc + {c0}n0 + {16 * j}u, "
+          f"acc{i}_{j}, false, p.ldc);")
     w("    return;")
     w("  }")
-    for i in range(fm):
-        for j in range(fn):
-            w(f"  subgroupMatrixStore(&Cs, sg * 256u, acc{i}_{j}, false, 16u);")
-            w("  workgroupBarrier();")
-            w(f"  scratch(sg, lane, c_base, {r0}m0 + {16 * i}u, {c0}n0 + {16 * j}u);")
-            w("  workgroupBarrier();")
+    for i, j in product(range(fm), range(fn)):
+        w(f"  subgroupMatrixStore(&Cs, sg * 256u, acc{i}_{j}, false, 16u);")
+        w("  workgroupBarrier();")
+        w(f"  scratch(sg, lane, c_base, {r0}m0 + {16 * i}u, {c0}n0 + {16 * j}u);")
+        w("  workgroupBarrier();")
     w("}")
 
 
@@ -223,9 +249,7 @@ def wgsl(bm=128, bn=128, bk=32, wm=2, wn=4) -> str:
     fetch("k0", "    ")
     w("  }")
     w("  var rs = 0.0;  // ROWSUM: invocation t < BM sums row t of op(A)")
-    for i in range(fm):
-        for j in range(fn):
-            w(f"  var acc{i}_{j}: subgroup_matrix_result<f32, 16, 16>;")
+    accumulators(w, fm, fn)
     w("  for (; k0 < k_end; k0 += BK) {")
     for x, n, _ in regs:
         for i in range(n):
@@ -243,14 +267,8 @@ def wgsl(bm=128, bn=128, bk=32, wm=2, wn=4) -> str:
     w("      rs += s;")
     w("    }")
     for kk in range(0, bk, 16):
-        w("    {")
-        for i in range(fm):
-            w(f"      let l{i} = left(m0 + {16 * i}u, {kk}u);")
-        for j in range(fn):
-            w(f"      let r{j} = right(n0 + {16 * j}u, {kk}u);")
-            for i in range(fm):
-                w(f"      acc{i}_{j} = subgroupMatrixMultiplyAccumulate(l{i}, r{j}, acc{i}_{j});")
-        w("    }")
+        multiply_add(w, fm, fn, lambda i: f"left(m0 + {16 * i}u, {kk}u)",
+                     lambda j: f"right(n0 + {16 * j}u, {kk}u)", rights_first=False)
     w("    workgroupBarrier();")
     w("  }")
     w("  if (rowsum && t < BM && row0 + t < p.M) { G[wg.z * p.M + row0 + t] = rs; }")
@@ -336,20 +354,11 @@ fn {name}(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) t: 
   let m0 = row0 + (sg / {wn}u) * {sm}u;
   let n0 = wg.x * {wn * sn}u + (sg % {wn}u) * {sn}u;"""]
     w = out.append
-    for i in range(fm):
-        for j in range(fn):
-            w(f"  var acc{i}_{j}: subgroup_matrix_result<f32, 16, 16>;")
+    accumulators(w, fm, fn)
     w(f"  for (var k = 0u; k < p.K; k += {16 * ku}u) {{")
     for u in range(ku):
-        w("    {")
-        for i in range(fm):
-            w(f"      let l{i} = dleft(a_base, m0 + {16 * i}u, k + {16 * u}u);")
-        for j in range(fn):
-            w(f"      let r{j} = dright(b_base, n0 + {16 * j}u, k + {16 * u}u);")
-        for j in range(fn):
-            for i in range(fm):
-                w(f"      acc{i}_{j} = subgroupMatrixMultiplyAccumulate(l{i}, r{j}, acc{i}_{j});")
-        w("    }")
+        multiply_add(w, fm, fn, lambda i: f"dleft(a_base, m0 + {16 * i}u, k + {16 * u}u)",
+                     lambda j: f"dright(b_base, n0 + {16 * j}u, k + {16 * u}u)", rights_first=True)
     w("  }")
     w(f"  if ((p.flags & ROWSUM) != 0u && wg.x == 0u) {{ drowsum(wg.z, a_base, row0, {wm * sm}u, t, {nt}u); }}")
     w("  let plain = (p.flags & (ACCUMULATE | BIAS | RESIDUAL | GELU | GELU_GRAD)) == 0u && p.alpha == 1.0;")

@@ -13,10 +13,9 @@ REDUCE = Struct("n:u32 per_group:u32 out_off:u32 flags:u32")
 ADAM = Struct("n:u32 n_decay:u32 beta1:f32 beta2:f32 eps:f32 clip:f32 gscale:f32")
 SQUARE = 1
 FAMILY = Family(structs={"Reduce": REDUCE, "Adam": ADAM, "Sched": SCHED}, consts={"SQUARE": SQUARE})
-WRITES = {("transformer_adamw", "reduce_sum"): {2}, ("transformer_adamw", "adamw"): {3, 5, 6}}
 
 
-@reference("transformer_adamw", "reduce_sum")
+@reference("transformer_adamw", "reduce_sum", writes={2})
 def reduce_sum(bufs, grid, constants):
     prm, x, out = bufs
     p = REDUCE.unpack(prm)
@@ -26,7 +25,7 @@ def reduce_sum(bufs, grid, constants):
         out[p["out_off"] + g] = sum(v * v for v in part) if p["flags"] & SQUARE else sum(part)
 
 
-@reference("transformer_adamw", "adamw")
+@reference("transformer_adamw", "adamw", writes={3, 5, 6})
 def adamw(bufs, grid, constants):
     prm, sched, state, param, grad, m1, m2 = bufs
     p = ADAM.unpack(prm)

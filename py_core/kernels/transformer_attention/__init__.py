@@ -9,11 +9,9 @@ from ..layout import Struct
 
 PARAMS = Struct("T:u32 rows:u32 scale:f32 pad:u32")
 FAMILY = Family(structs={"Params": PARAMS})
-WRITES = {("transformer_attention", "softmax_causal"): {1},
-          ("transformer_attention", "softmax_causal_backward"): {2}}
 
 
-@reference("transformer_attention", "softmax_causal")
+@reference("transformer_attention", "softmax_causal", writes={1})
 def softmax_causal(bufs, grid, constants):
     prm, s = bufs
     p = PARAMS.unpack(prm)
@@ -27,7 +25,7 @@ def softmax_causal(bufs, grid, constants):
         s[base:base + t] = type(s)("f", [v * inv for v in e] + [0.0] * (t - i - 1))
 
 
-@reference("transformer_attention", "softmax_causal_backward")
+@reference("transformer_attention", "softmax_causal_backward", writes={2})
 def softmax_causal_backward(bufs, grid, constants):
     prm, pr, dp = bufs
     p = PARAMS.unpack(prm)

@@ -12,9 +12,6 @@ COLSUM = Struct("rows:u32 cols:u32 chunk:u32 out_off:u32")
 K0 = math.sqrt(2.0 / math.pi)
 K1 = 0.044715
 FAMILY = Family(structs={"Gelu": GELU, "Colsum": COLSUM})
-WRITES = {("transformer_elementwise", "gelu_forward"): {2},
-          ("transformer_elementwise", "gelu_backward"): {2},
-          ("transformer_elementwise", "colsum"): {2}}
 MAX_GROUPS = 65535
 
 
@@ -38,21 +35,21 @@ def gelu_grad(x: float) -> float:
     return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * K0 * (1.0 + 3.0 * K1 * x * x)
 
 
-@reference("transformer_elementwise", "gelu_forward")
+@reference("transformer_elementwise", "gelu_forward", writes={2})
 def gelu_forward(bufs, grid, constants):
     prm, x, y = bufs
     n = GELU.unpack(prm)["n"]
     y[:n] = type(y)("f", [gelu(v) for v in x[:n]])
 
 
-@reference("transformer_elementwise", "gelu_backward")
+@reference("transformer_elementwise", "gelu_backward", writes={2})
 def gelu_backward(bufs, grid, constants):
     prm, x, dy = bufs
     n = GELU.unpack(prm)["n"]
     dy[:n] = type(dy)("f", [d * gelu_grad(v) for v, d in zip(x[:n], dy[:n])])
 
 
-@reference("transformer_elementwise", "colsum")
+@reference("transformer_elementwise", "colsum", writes={2})
 def colsum(bufs, grid, constants):
     prm, src, out = bufs
     p = COLSUM.unpack(prm)

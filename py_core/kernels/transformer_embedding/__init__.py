@@ -14,13 +14,9 @@ SCHED = Struct("step:u32 slot:u32 lr:f32 step_size:f32 bc2_sqrt:f32 decay:f32")
 EMBED = Struct("M:u32 T:u32 C:u32 V:u32 wte_off:u32 wpe_off:u32")
 EMBED_PART = Struct("M:u32 C:u32 V:u32 chunk:u32 out_off:u32")
 FAMILY = Family(structs={"Batch": BATCH, "Sched": SCHED, "Embed": EMBED, "EmbedPart": EMBED_PART})
-WRITES = {("transformer_embedding", "get_batch"): {3, 4},
-          ("transformer_embedding", "embed_forward"): {3},
-          ("transformer_embedding", "embed_backward_wte"): {3},
-          ("transformer_embedding", "embed_backward_wpe"): {2}}
 
 
-@reference("transformer_embedding", "get_batch")
+@reference("transformer_embedding", "get_batch", writes={3, 4})
 def get_batch(bufs, grid, constants):
     prm, sched, tokens, idx, tgt = bufs
     p = BATCH.unpack(prm)
@@ -32,7 +28,7 @@ def get_batch(bufs, grid, constants):
         tgt[b * t_:(b + 1) * t_] = tokens[o + 1:o + t_ + 1]
 
 
-@reference("transformer_embedding", "embed_forward")
+@reference("transformer_embedding", "embed_forward", writes={3})
 def embed_forward(bufs, grid, constants):
     prm, idx, w, x = bufs
     p = EMBED.unpack(prm)
@@ -43,7 +39,7 @@ def embed_forward(bufs, grid, constants):
         x[m * c_:(m + 1) * c_] = type(x)("f", [a + b for a, b in zip(w[e:e + c_], w[q:q + c_])])
 
 
-@reference("transformer_embedding", "embed_backward_wte")
+@reference("transformer_embedding", "embed_backward_wte", writes={3})
 def embed_backward_wte(bufs, grid, constants):
     prm, idx, dx, out = bufs
     p = EMBED_PART.unpack(prm)
@@ -57,7 +53,7 @@ def embed_backward_wte(bufs, grid, constants):
         out[o:o + v_ * c_] = type(out)("f", [x for s in sums for x in s])
 
 
-@reference("transformer_embedding", "embed_backward_wpe")
+@reference("transformer_embedding", "embed_backward_wpe", writes={2})
 def embed_backward_wpe(bufs, grid, constants):
     prm, dx, g = bufs
     p = EMBED.unpack(prm)

@@ -14,10 +14,9 @@ from ..layout import Struct
 
 INIT = Struct("n:u32 offset:u32 key:u32 scale:f32")
 FAMILY = Family(structs={"Init": INIT})
-WRITES = {("transformer_init", "init_normal"): {2}}
 
 
-@reference("transformer_init", "init_normal")
+@reference("transformer_init", "init_normal", writes={2})
 def init_normal(bufs, grid, constants):
     prm, table, out = bufs
     p = INIT.unpack(prm)

@@ -11,12 +11,9 @@ PARAMS = Struct("rows:u32 C:u32 w_off:u32 flags:u32 eps:f32 chunk:u32")
 ACCUMULATE = 1
 FAMILY = Family(structs={"Params": PARAMS}, consts={"ACCUMULATE": ACCUMULATE})
 EPS = 1e-5  # torch.nn.LayerNorm's default
-WRITES = {("transformer_layernorm", "layernorm_forward"): {3, 4},
-          ("transformer_layernorm", "layernorm_backward"): {5},
-          ("transformer_layernorm", "layernorm_param_grads"): {4}}
 
 
-@reference("transformer_layernorm", "layernorm_forward")
+@reference("transformer_layernorm", "layernorm_forward", writes={3, 4})
 def layernorm_forward(bufs, grid, constants):
     prm, x, w, y, stats = bufs
     p = PARAMS.unpack(prm)
@@ -30,7 +27,7 @@ def layernorm_forward(bufs, grid, constants):
         stats[2 * r], stats[2 * r + 1] = mean, rstd
 
 
-@reference("transformer_layernorm", "layernorm_backward")
+@reference("transformer_layernorm", "layernorm_backward", writes={5})
 def layernorm_backward(bufs, grid, constants):
     prm, x, w, stats, dy, dx = bufs
     p = PARAMS.unpack(prm)
@@ -46,7 +43,7 @@ def layernorm_backward(bufs, grid, constants):
             dx[r * c_ + c] = dx[r * c_ + c] + d if p["flags"] & ACCUMULATE else d
 
 
-@reference("transformer_layernorm", "layernorm_param_grads")
+@reference("transformer_layernorm", "layernorm_param_grads", writes={4})
 def layernorm_param_grads(bufs, grid, constants):
     prm, x, stats, dy, part = bufs
     p = PARAMS.unpack(prm)

@@ -10,10 +10,9 @@ from ..transformer_embedding import SCHED
 
 PARAMS = Struct("rows:u32 V:u32 inv_rows:f32 pad:u32")
 FAMILY = Family(structs={"Params": PARAMS, "Sched": SCHED})
-WRITES = {("transformer_loss", "cross_entropy"): {1, 3}, ("transformer_loss", "loss_mean"): {3}}
 
 
-@reference("transformer_loss", "cross_entropy")
+@reference("transformer_loss", "cross_entropy", writes={1, 3})
 def cross_entropy(bufs, grid, constants):
     prm, logits, tgt, losses = bufs
     p = PARAMS.unpack(prm)
@@ -30,7 +29,7 @@ def cross_entropy(bufs, grid, constants):
         logits[r * v_:(r + 1) * v_] = type(logits)("f", [x * inv for x in g])
 
 
-@reference("transformer_loss", "loss_mean")
+@reference("transformer_loss", "loss_mean", writes={3})
 def loss_mean(bufs, grid, constants):
     prm, sched, losses, hist = bufs
     p = PARAMS.unpack(prm)

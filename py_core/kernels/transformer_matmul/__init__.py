@@ -23,7 +23,6 @@ TILE = 64        # rows and columns of C per workgroup of `matmul`
 BIG_TILE = 128   # ... of `matmul_big`; rows of `matmul_wide` (whose columns are TILE)
 BIG_MIN_GROUPS = 96  # matmul_big only when its 128 x 128 tiles still give this many workgroups
 BIG_BYTES = 16896    # workgroup memory of matmul_big (two padded 16 x 128 tiles)
-WRITES = {("transformer_matmul", e): {3, 6} for e in ("matmul", "matmul_wide", "matmul_big")}
 TILES = {"matmul": (TILE, TILE), "matmul_wide": (BIG_TILE, TILE), "matmul_big": (BIG_TILE, BIG_TILE)}
 K0, K1 = 0.7978845608028654, 0.044715  # GELU's tanh approximation (transformer_elementwise)
 
@@ -78,17 +77,17 @@ def params(m, n, k, flags=0, alpha=1.0, lda=None, ldb=None, ldc=None, inner=1, a
                 bias_off=bias_off, a_so=a_so, a_si=a_si, b_so=b_so, b_si=b_si, c_so=c_so, c_si=c_si)
 
 
-@reference("transformer_matmul", "matmul")
+@reference("transformer_matmul", "matmul", writes={3, 6})
 def matmul(bufs, grid_, constants):
     _matmul(bufs, grid_, TILE)
 
 
-@reference("transformer_matmul", "matmul_wide")
+@reference("transformer_matmul", "matmul_wide", writes={3, 6})
 def matmul_wide(bufs, grid_, constants):
     _matmul(bufs, grid_, BIG_TILE, TILE)
 
 
-@reference("transformer_matmul", "matmul_big")
+@reference("transformer_matmul", "matmul_big", writes={3, 6})
 def matmul_big(bufs, grid_, constants):
     _matmul(bufs, grid_, BIG_TILE)
 
