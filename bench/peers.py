@@ -1,7 +1,9 @@
-"""The peers a practitioner would pick instead, on the jobs of a suite: each forest job of the
-suite run by the server's comparison runners (scikit-learn on every core, XGBoost's forest mode on
-the GPU and on the CPU, LightGBM's rf) on the page's own split and features (server/runners), with
-fit time and metric; the tab's figures come from the same suite run in the browser.
+"""The peers a practitioner would pick instead, on the jobs of a suite: each job of the suite
+whose kind has comparison runners, run by them (a forest: scikit-learn on every core, XGBoost's
+forest mode on the GPU and on the CPU, LightGBM's rf; gradient boosting: HistGradientBoosting,
+XGBoost hist on the GPU and the CPU, LightGBM gbdt) on the page's own split and features
+(server/runners), with fit time and metric; the tab's figures come from the same suite run in the
+browser.
 
     python -m bench.peers --suite forest-classes [--runners sklearn,xgboost,lightgbm]
         [--devices cuda,cpu] [--only WORD,...] [--out DIR]
@@ -16,7 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from server.runners import execute
+from server.runners import execute, runners_for
 
 ROOT = Path(__file__).resolve().parent.parent
 HEADLINE = ("mse", "accuracy")
@@ -27,7 +29,7 @@ def jobs_of(suite: str, only: str | None) -> list:
     out = []
     for entry in spec["jobs"]:
         job, label = entry["job"], entry.get("label", "")
-        if job["kind"] != "random_forest" or job.get("params", {}).get("profile"):
+        if not runners_for(job["kind"]) or job.get("params", {}).get("profile"):
             continue
         if only and not any(w in label for w in only.split(",")):
             continue

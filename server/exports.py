@@ -1,40 +1,31 @@
 """Models out of the playground in formats other tools load, and the code that loads them.
 
-    GET /api/runs/{id}/model.onnx  a random_forest run's forest as ONNX (ai.onnx.ml
-                                   TreeEnsembleRegressor / TreeEnsembleClassifier), made with the
+    GET /api/runs/{id}/model.onnx  a random_forest or gradient_boosting run's model as ONNX
+                                   (server/onnx_models/: the graph of each kind), made with the
                                    `onnx` package. 404 unknown run (or deleted while its export
-                                   was made); 409 not a forest, or no forest to export (no stored
-                                   model and no seed, or its job fails now); 422 over a cap or a
-                                   job limit, naming it; 501 without `onnx`; 503 with Retry-After
-                                   when the file cannot be written (a full disk), leaving none
+                                   was made); 409 a kind without ONNX, or no model to export (no
+                                   stored model and no seed, or its job fails now); 422 over a
+                                   cap or a job limit, naming it; 501 without `onnx`; 503 with
+                                   Retry-After when the file cannot be written (a full disk),
+                                   leaving none
     GET /api/runs/{id}/snippet     text/plain: a short Python program that loads the run's
                                    download (server/snippets.py); the page shows it beside the
                                    download links. 404 unknown run, 409 a kind with no download
 
-Where the forest comes from: the run's own model when the client stored it (`extra.model`, the
-JSON format of py_core.forest.export, checked whole and bounded first by its `check`: 409
-naming the field, e.g. extra.model.trees[0].left[3], before any process is sized by it), else py_core's forest job run again on the server with the
-run's job: the same rows, parameters and seed give the page's trees (py_core-reference is the
-executable specification of the page's kernels). The job is checked against the caps of
-server/jobcost.py first, then runs in a process of its own (server/runners/task.py `run_alone`)
-under the comparison jobs' memory limit (--job-memory-mb) and the shorter of --export-timeout and
---job-timeout. Exports wait in a bounded queue (server/bounded.py): `export_workers` at once (as
-many jobs of --job-memory-mb as the machine's memory holds, at least one), `export_queue` more
-waiting, then 503 at once; a client that leaves cancels its export (its process is killed). Two
-askers of one run's export take turns: the second finds the file the first made. The file is kept
-under <data_dir>/exports/<run id>.v2.onnx (the graph's version), and removed with its run.
-
-The ONNX graph takes "X": float32 [rows, features], the features in the run's order after the
-page's own preprocessing (categories as codes, missing values as the training medians: the
-model's "data" description, kept in the ONNX metadata as JSON), and gives
-    regression       "variable": float32 [rows, 1], the mean over trees of the leaf values
-    classification   "label": [rows], the class (int64 when the classes are integers, string
-                     when they are strings, else the index into metadata "classes") of the
-                     largest probability, the first of equals, as py_core predicts; and
-                     "probabilities": float32 [rows, classes], the mean leaf class fractions
-The leaf values are summed in f32 and divided by the number of trees, as py_core does.
-A split sends x[feature] <= threshold left (BRANCH_LEQ), as py_core does; py_core compares x
-rounded to f32 with an f32 threshold, as onnxruntime does with its f32 input.
+Where the model comes from: the run's own model when the client stored it (`extra.model`, the
+kind's JSON format, checked whole and bounded first by its export's `check`: 409 naming the
+field, e.g. extra.model.trees[0].left[3], before any process is sized by it), else py_core's
+job of the run's kind run again on the server with the run's job: the same rows, parameters and
+seed give the page's trees (py_core-reference is the executable specification of the page's
+kernels). The job is checked against the caps of server/jobcost.py first, then runs in a process
+of its own (server/runners/task.py `run_alone`) under the comparison jobs' memory limit
+(--job-memory-mb) and the shorter of --export-timeout and --job-timeout. Exports wait in a
+bounded queue (server/bounded.py): `export_workers` at once (as many jobs of --job-memory-mb as
+the machine's memory holds, at least one), `export_queue` more waiting, then 503 at once; a
+client that leaves cancels its export (its process is killed). Two askers of one run's export
+take turns: the second finds the file the first made. The file is kept under
+<data_dir>/exports/<run id>.v<N>.onnx (N: the version of its kind's graph), and removed with its
+run; it downloads as <stem>-<run id's first 8>.onnx (the stem of its kind's snippet).
 """
 from __future__ import annotations
 
@@ -58,152 +49,23 @@ from server import jobcost, snippets
 from server.bounded import BoundedQueue, unless_disconnected
 from server.comparisons import job_problem
 from server.errors import STORAGE_ERRNOS, ClientError
+from server.onnx_models import ExportError, export_of
 
 log = logging.getLogger(__name__)
 ONNX_MEDIA = "application/octet-stream"
 
 
-class ExportError(Exception):
-    """Why a run's forest cannot be exported (a 409 for the client)."""
-
-
-# -- the conversion ------------------------------------------------------------------------------
-
-def forest_to_onnx(model: dict) -> bytes:
-    """py_core.forest's JSON format (plus its "data" description) -> ONNX bytes."""
-    import onnx
-    from onnx import TensorProto, helper
-
-    trees = model["trees"]
-    n_trees, F = len(trees), int(model["n_features"])
-    classify = model.get("estimator") == "RandomForestClassifier"
-    K = int(model.get("n_outputs", 1))
-    attrs = {k: [] for k in ("nodes_treeids", "nodes_nodeids", "nodes_featureids",
-                             "nodes_values", "nodes_modes", "nodes_truenodeids",
-                             "nodes_falsenodeids")}
-    w_tree, w_node, w_id, w_val = [], [], [], []
-    for t, tree in enumerate(trees):
-        for node, (f, thr, left, right, value) in enumerate(zip(
-                tree["feature"], tree["threshold"], tree["left"], tree["right"], tree["value"])):
-            leaf = f < 0
-            attrs["nodes_treeids"].append(t)
-            attrs["nodes_nodeids"].append(node)
-            attrs["nodes_featureids"].append(0 if leaf else int(f))
-            attrs["nodes_values"].append(0.0 if leaf else float(thr))
-            attrs["nodes_modes"].append("LEAF" if leaf else "BRANCH_LEQ")
-            attrs["nodes_truenodeids"].append(0 if leaf else int(left))
-            attrs["nodes_falsenodeids"].append(0 if leaf else int(right))
-            if not leaf:
-                continue
-            values = value if classify else [value]
-            for k, v in enumerate(values):
-                w_tree.append(t)
-                w_node.append(node)
-                w_id.append(k)
-                w_val.append(float(v))
-    # The ensemble sums the leaf values in f32 and a Div takes their mean, as py_core does (its
-    # sums of class fractions are then exact where the leaves are pure, and so are its ties).
-    count = helper.make_tensor("n_trees", TensorProto.FLOAT, [], [float(n_trees)])
-    X = helper.make_tensor_value_info("X", TensorProto.FLOAT, [None, F])
-    if classify:
-        labels = _class_labels(model.get("classes") or list(range(K)))
-        classes = _labels_tensor(labels)
-        outputs = [helper.make_tensor_value_info("label", classes.data_type, [None]),
-                   helper.make_tensor_value_info("probabilities", TensorProto.FLOAT, [None, K])]
-        nodes = [
-            helper.make_node(
-                "TreeEnsembleClassifier", ["X"], ["ensemble_label", "sums"], domain="ai.onnx.ml",
-                class_treeids=w_tree, class_nodeids=w_node, class_ids=w_id, class_weights=w_val,
-                post_transform="NONE", **labels, **attrs),
-            helper.make_node("Div", ["sums", "n_trees"], ["probabilities"]),
-            # The ensemble's own label is not py_core's: with two classes onnxruntime takes the
-            # second whenever its score is above 0. The label is the first class of the largest
-            # probability (ArgMax keeps the first of equals), as py_core's predict.
-            helper.make_node("ArgMax", ["probabilities"], ["index"], axis=1, keepdims=0),
-            helper.make_node("Gather", ["classes", "index"], ["label"], axis=0)]
-        initializers = [count, classes]
-    else:
-        outputs = [helper.make_tensor_value_info("variable", TensorProto.FLOAT, [None, 1])]
-        nodes = [
-            helper.make_node(
-                "TreeEnsembleRegressor", ["X"], ["sums"], domain="ai.onnx.ml", n_targets=1,
-                target_treeids=w_tree, target_nodeids=w_node, target_ids=w_id,
-                target_weights=w_val, aggregate_function="SUM", post_transform="NONE", **attrs),
-            helper.make_node("Div", ["sums", "n_trees"], ["variable"])]
-        initializers = [count]
-    graph = helper.make_graph(nodes, "playground_forest", [X], outputs, initializer=initializers)
-    onnx_model = helper.make_model(graph, producer_name="webgpu-playground", opset_imports=[
-        helper.make_opsetid("", 17), helper.make_opsetid("ai.onnx.ml", 3)])
-    onnx_model.ir_version = 8  # onnxruntime 1.17+ reads it
-    meta = {"estimator": model.get("estimator", ""), "n_features": str(F),
-            "classes": json.dumps(model.get("classes", [])),
-            "data": json.dumps(model.get("data") or {})}
-    for key, value in meta.items():
-        onnx_model.metadata_props.append(onnx.StringStringEntryProto(key=key, value=value))
-    onnx.checker.check_model(onnx_model)
-    return onnx_model.SerializeToString()
-
-
-def _class_labels(classes: list) -> dict:
-    """The classifier's label attribute: the classes themselves when all are integers or all
-    strings, else their indices."""
-    if all(isinstance(c, int) and not isinstance(c, bool) for c in classes):
-        return {"classlabels_int64s": list(classes)}
-    if all(isinstance(c, str) for c in classes):
-        return {"classlabels_strings": list(classes)}
-    return {"classlabels_int64s": list(range(len(classes)))}
-
-
-def _labels_tensor(labels: dict):
-    """The labels as the constant "classes" that the label output gathers from."""
-    from onnx import TensorProto, helper
-    if "classlabels_strings" in labels:
-        values = labels["classlabels_strings"]
-        return helper.make_tensor("classes", TensorProto.STRING, [len(values)],
-                                  [v.encode() for v in values])
-    values = labels["classlabels_int64s"]
-    return helper.make_tensor("classes", TensorProto.INT64, [len(values)], values)
-
-
-# -- the rebuild, in a job process ---------------------------------------------------------------
-
-def rebuild_forest(job: dict, data_dir: Path) -> dict:
-    """The run's forest in the JSON format, fit again by py_core on the server (the reference
-    backend; the native one when the job is too large for plain Python)."""
-    import asyncio
-
-    from py_core.forest.export import read_bytes
-    from py_core.jobs import JobError, run_job
-    from server.runners.common import server_context
-    from server.runners.pycore_runner import REFERENCE_CELLS
-    rows, cols, _ = jobcost.shape(job.get("dataset"), data_dir)
-    backend = None
-    if rows * cols * jobcost.params(job)["n_estimators"] > REFERENCE_CELLS:
-        try:
-            from py_core.gpu.native import NativeBackend
-            backend = NativeBackend()
-        except Exception as exc:  # no wgpu-native, no adapter
-            raise ExportError("this forest is too large to rebuild on the server's CPU and the "
-                              f"server has no WebGPU adapter ({type(exc).__name__})") from None
-    if backend is None:
-        from py_core.gpu.reference import ReferenceBackend
-        backend = ReferenceBackend()
-    try:
-        result = asyncio.run(run_job(job, backend, server_context(data_dir)))
-    except JobError as exc:  # its data set deleted since, its parameters refused
-        raise ExportError(f"the forest's job fails on the server now: {exc}") from None
-    head, flat = read_bytes(result["model"]["binary"])
-    return {**head, "trees": flat.dicts()}
-
+# -- the conversion, in a job process ------------------------------------------------------------
 
 def build_onnx(request: dict) -> dict:
-    """A job process's answer to {"task": "onnx", "job", "data_dir", "model" (or None), "out"}:
-    writes the ONNX file to "out" (the server's .part name: the server moves it into place) and
-    answers {"status": "done"}, or {"status": "failed", "error"} (with "errno" when the file could
+    """A job process's answer to {"task": "onnx", "kind", "job", "data_dir", "model" (or None),
+    "out"}: writes the ONNX file to "out" (the server's .part name: the server moves it into
+    place) and answers {"status": "done"}, or {"status": "failed", "error"} (with "errno" when the file could
     not be written: a full disk); never raises, and leaves no partial file."""
     try:
-        model = request.get("model") or rebuild_forest(request["job"], Path(request["data_dir"]))
-        data = forest_to_onnx(model)
+        export = export_of(request["kind"])
+        model = request.get("model") or export.rebuild(request["job"], Path(request["data_dir"]))
+        data = export.convert(model)
         out = Path(request["out"])
         try:
             out.parent.mkdir(parents=True, exist_ok=True)
@@ -216,7 +78,7 @@ def build_onnx(request: dict) -> dict:
     except ExportError as exc:
         return {"status": "failed", "error": str(exc)}
     except (KeyError, TypeError, ValueError) as exc:
-        return {"status": "failed", "error": f"the forest cannot be converted: {exc}",
+        return {"status": "failed", "error": f"the model cannot be converted: {exc}",
                 "traceback": traceback.format_exc(limit=20)}
     except Exception as exc:
         return {"status": "failed", "error": f"{type(exc).__name__}: {exc}",
@@ -237,27 +99,25 @@ async def _run_of(request: Request) -> dict:
     return json.loads(row["body"])
 
 
-# The graph's version, in the kept file's name: a file written by an earlier graph is not served
-# (version 1, <run id>.onnx, took onnxruntime's own label: wrong for two classes).
-GRAPH_VERSION = 2
-
-
-def onnx_path(data_dir, run_id: str, version: int = GRAPH_VERSION) -> Path:
-    name = f"{run_id}.onnx" if version == 1 else f"{run_id}.v{version}.onnx"
-    return Path(data_dir) / "exports" / name
+def onnx_path(data_dir, run_id: str, version: int) -> Path:
+    """Where a run's export by version `version` of its kind's graph is kept. (The forest's first
+    graph, which took onnxruntime's own label, wrong for two classes, kept <run id>.onnx: never
+    served now, removed with its run.)"""
+    return Path(data_dir) / "exports" / f"{run_id}.v{version}.onnx"
 
 
 async def get_onnx(request: Request) -> FileResponse:
     run = await _run_of(request)
     found = kind(run["kind"])  # what a kind exports is its Kind's (py_core/jobs/kinds.py)
     others = [e for e in (found.exports if found is not None else ()) if e != "onnx"]
-    if found is None or "onnx" not in found.exports:
+    export = export_of(run["kind"])
+    if found is None or "onnx" not in found.exports or export is None:
         onnx = " or ".join(k for k in KINDS if "onnx" in kind(k).exports)
         raise ClientError(409, f"only a {onnx} run exports to ONNX; this run is a {run['kind']}"
                           + (f" (its weights download from the page as {', '.join(others)})"
                              if others else ""))
     settings = request.app.state.settings
-    path = onnx_path(settings.data_dir, run["id"])
+    path = onnx_path(settings.data_dir, run["id"], export.version)
 
     async def queued(cancel: threading.Event) -> None:
         async with request.app.state.exports.slot(run["id"]):
@@ -266,7 +126,7 @@ async def get_onnx(request: Request) -> FileResponse:
 
     if not path.is_file():
         await unless_disconnected(request, queued)
-    return FileResponse(path, media_type=ONNX_MEDIA, filename=snippets.file_name(run))
+    return FileResponse(path, media_type=ONNX_MEDIA, filename=snippets.file_name(run, "onnx"))
 
 
 def export_workers(settings) -> int:
@@ -294,9 +154,9 @@ async def _build(run: dict, path: Path, settings, store, cancel: threading.Event
     model = model if isinstance(model, dict) and "trees" in model else None
     job = run.get("config")
     if model is not None:  # a client's: checked whole before a process is sized by it
-        from py_core.forest.export import FormatError, check
+        from py_core.forest.export import FormatError
         try:
-            await asyncio.to_thread(check, model)
+            await asyncio.to_thread(export_of(run["kind"]).check, model)
         except FormatError as exc:
             raise ClientError(409, f"this run's stored model cannot be converted: {exc.message}",
                               field=f"extra.model.{exc.field}") from None
@@ -307,7 +167,7 @@ async def _build(run: dict, path: Path, settings, store, cancel: threading.Event
         if (job.get("params") or {}).get("random_state") is None:
             raise ClientError(409, "this run stored no model and has no seed "
                               "(config.params.random_state): the server cannot rebuild the same "
-                              "forest", field="config.params.random_state")
+                              "model", field="config.params.random_state")
         try:
             await asyncio.to_thread(jobcost.check, job, settings.data_dir,
                                     jobcost.caps_of(settings))
@@ -317,8 +177,8 @@ async def _build(run: dict, path: Path, settings, store, cancel: threading.Event
     part = path.with_name(f"{path.stem}.{uuid.uuid4().hex[:8]}.part")
     try:
         job_call = asyncio.ensure_future(asyncio.to_thread(run_alone, {
-            "task": "onnx", "job": job, "model": model, "data_dir": str(settings.data_dir),
-            "out": str(part)}, timeout_s, settings.job_memory_mb, cancel.is_set, flag))
+            "task": "onnx", "kind": run["kind"], "job": job, "model": model,
+            "data_dir": str(settings.data_dir), "out": str(part)}, timeout_s, settings.job_memory_mb, cancel.is_set, flag))
         try:
             answer = await asyncio.shield(job_call)
         except asyncio.CancelledError:  # the client left: its process is killed, then the slot freed
@@ -360,8 +220,9 @@ async def lifespan(app):
                                      "this run's export")
 
     def forget(run_id: str) -> None:  # a deleted (or retired) run's export goes with it
-        for version in range(1, GRAPH_VERSION + 1):
-            onnx_path(app.state.settings.data_dir, run_id, version).unlink(missing_ok=True)
+        folder = Path(app.state.settings.data_dir) / "exports"
+        for path in (folder / f"{run_id}.onnx", *folder.glob(f"{run_id}.v*.onnx")):
+            path.unlink(missing_ok=True)
 
     app.state.on_run_deleted.append(forget)
     for part in (Path(app.state.settings.data_dir) / "exports").glob("*.part"):

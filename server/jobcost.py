@@ -7,12 +7,16 @@ shape: rows and columns of a synthetic set from its generator's size, of a file 
 parse counted them. A kind without a cost is refused (Invalid): never free.
 
     random_forest   rows x trees x depth; also trees alone and the generated table's cells
+    gradient_boosting  rows x features x iterations x depth (py_core/boosting/cost.py); the
+                    generated table's cells
     transformer     parameters x tokens a step x steps, validations, profile and samples in
 
 Caps (server options, PLAYGROUND_* environment variables too; 0 turns one off):
 
     --max-forest-cost     1e10   rows x trees x depth (1M rows x 100 trees x depth 12 = 1.2e9)
     --max-trees           5000   n_estimators
+    --max-boosting-cost   2e11   rows x features x iterations x depth (1M rows x 20 features x
+                                 200 iterations of 31 leaves = 2e10)
     --max-table-cells     1e8    rows x columns of a generated data set (800 MB as float64)
     --max-transformer-cost 2e15  parameters x tokens x steps (nanoGPT's shakespeare_char: 8.8e14)
 
@@ -29,6 +33,7 @@ from pathlib import Path
 CAPS = {  # option: (default, what it limits)
     "max_forest_cost": (1e10, "rows x trees x depth of a random_forest job"),
     "max_trees": (5000, "n_estimators of a random_forest job"),
+    "max_boosting_cost": (2e11, "rows x features x iterations x depth of a gradient_boosting job"),
     "max_table_cells": (1e8, "rows x columns of a generated data set"),
     "max_transformer_cost": (2e15, "parameters x tokens a step x steps of a transformer job"),
 }
@@ -93,6 +98,7 @@ def check(job: dict, data_dir: Path, caps: dict) -> dict:
     for cap, key, field in (("max_trees", "trees", "config.params.n_estimators"),
                             ("max_table_cells", "generated_cells", "config.dataset"),
                             ("max_forest_cost", "forest_cost", "config.params"),
+                            ("max_boosting_cost", "boosting_cost", "config.params"),
                             ("max_transformer_cost", "transformer_cost", "config.params")):
         limit = caps.get(cap) or 0
         if limit and est.get(key, 0) > limit:

@@ -73,6 +73,7 @@ class Settings:
     # Caps on a job's size, checked before it is queued (server/jobcost.py); 0 turns one off.
     max_forest_cost: float = 1e10  # rows x trees x depth
     max_trees: int = 5000
+    max_boosting_cost: float = 2e11  # rows x features x iterations x depth
     max_table_cells: float = 1e8  # rows x columns of a generated data set
     max_transformer_cost: float = 2e15  # parameters x tokens a step x steps
     # Memory of the process that summarises one uploaded CSV (server/describe_worker.py).
@@ -113,7 +114,7 @@ class Settings:
             raise ValueError("export_workers must be at least 1 and export_queue at least 0")
         for name in ("job_timeout_s", "job_memory_mb", "job_retries", "export_timeout_s",
                      "client_queue_limit", "queue_limit", "max_forest_cost", "max_trees",
-                     "max_table_cells", "max_transformer_cost"):
+                     "max_boosting_cost", "max_table_cells", "max_transformer_cost"):
             if not getattr(self, name) >= 0:
                 raise ValueError(f"{name} must be a number >= 0 (0: no limit)")
         self.data_dir = Path(self.data_dir)
@@ -239,6 +240,8 @@ def parse_args(argv: list[str] | None = None) -> Settings:
               ("queue_limit", int, "--queue-limit", "jobs queued or running in all before 429"),
               ("max_forest_cost", float, "--max-forest-cost", "most rows x trees x depth of a forest job"),
               ("max_trees", int, "--max-trees", "most n_estimators of a forest job"),
+              ("max_boosting_cost", float, "--max-boosting-cost",
+               "most rows x features x iterations x depth of a gradient boosting job"),
               ("max_table_cells", float, "--max-table-cells", "most cells of a generated data set"),
               ("max_transformer_cost", float, "--max-transformer-cost",
                "most parameters x tokens x steps of a transformer job"))

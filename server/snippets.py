@@ -1,6 +1,8 @@
 """The few lines of Python that load a run's download elsewhere, as the page shows them.
 
     random_forest   forest-<id>.onnx (GET /api/runs/{id}/model.onnx) in onnxruntime
+    gradient_boosting  boosting-<id>.json (the page's download: py_core.boosting's JSON format)
+                    in plain Python and numpy, no playground code: the format is the program
     transformer     transformer-<id>.safetensors (the page's download) in PyTorch, with nanoGPT's
                     model.py (github.com/karpathy/nanoGPT): the file holds nanoGPT's parameter
                     names and its GPTConfig in the metadata (py_core/transformer/safetensors.py)
@@ -20,9 +22,10 @@ def _snippet(run: dict) -> tuple | None:
     return found.snippet if found is not None else None
 
 
-def file_name(run: dict) -> str:
-    stem, ext, _ = _snippet(run) or ("model", "bin", None)
-    return f"{stem}-{run['id'][:8]}.{ext}"
+def file_name(run: dict, ext: str | None = None) -> str:
+    """The run's download as its snippet loads it, or its `ext` download (the ONNX export)."""
+    stem, own, _ = _snippet(run) or ("model", "bin", None)
+    return f"{stem}-{run['id'][:8]}.{ext or own}"
 
 
 def for_run(run: dict) -> str | None:
@@ -87,4 +90,63 @@ torch.manual_seed(0)
 with torch.no_grad():
     out = model.generate(torch.tensor([[0]]), max_new_tokens=200, temperature=0.8, top_k=200)
 print("".join(chars[i] for i in out[0].tolist()))
+'''
+
+
+def boosting(run: dict) -> str:
+    return f'''# The gradient-boosted trees of run {run["id"][:8]} in plain Python: pip install numpy
+import json
+
+import numpy as np
+
+with open({file_name(run)!r}, encoding="utf-8") as f:
+    model = json.load(f)  # py_core.boosting's JSON format
+
+
+def raw_scores(X):
+    """[rows, K]: the baseline plus the values of the leaves each row reaches in the trees of
+    each output k (tree i is output i % K's)."""
+    X = np.asarray(X, dtype=np.float32)  # the trees compare f32 values
+    K, rows = model["n_trees_per_iteration"], np.arange(len(X))
+    raw = np.tile(np.asarray(model["baseline"], dtype=np.float64), (len(X), 1))
+    for i, tree in enumerate(model["trees"]):
+        feature, left, right = (np.asarray(tree[k]) for k in ("feature", "left", "right"))
+        threshold = np.asarray(tree["threshold"], dtype=np.float32)
+        missing_left = np.asarray(tree["missing_left"], dtype=bool)
+        sets = [c or [] for c in tree["categories_left"]]  # codes that go left, by node
+        in_set = np.zeros((len(feature), max(map(max, filter(None, sets)), default=0) + 2), bool)
+        for node, codes in enumerate(sets):
+            in_set[node, codes] = True
+        categorical = np.array([c is not None for c in tree["categories_left"]])
+        node = np.zeros(len(X), dtype=np.int64)
+        while (split := feature[node] >= 0).any():
+            x = X[rows, np.maximum(feature[node], 0)]
+            code = np.clip(np.nan_to_num(x, nan=-1), -1, in_set.shape[1] - 1).astype(np.int64)
+            go_left = np.where(categorical[node], in_set[node, code] & (x == code),
+                               x <= threshold[node])
+            go_left = np.where(np.isnan(x), missing_left[node], go_left)
+            node = np.where(split, np.where(go_left, left[node], right[node]), node)
+        raw[:, i % K] += np.asarray(tree["value"])[node]
+    return raw
+
+
+def predict_proba(X):
+    raw = raw_scores(X)
+    if raw.shape[1] == 1:  # two classes: the second's probability is sigmoid(raw)
+        p = np.exp(-np.logaddexp(0, -raw[:, 0]))  # 1 / (1 + exp(-raw)), without overflow
+        return np.stack([1 - p, p], axis=1)
+    e = np.exp(raw - raw.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def predict(X):
+    if "classes" not in model:
+        return raw_scores(X)[:, 0]
+    return [model["classes"][i] for i in predict_proba(X).argmax(axis=1)]  # the first of equals
+
+
+# A row a sample, its columns in the order of model["data"]["features"]: a category as its
+# index in model["data"]["categories"][feature], a missing value as NaN (the trees route it).
+X = np.full((1, model["n_features"]), np.nan)  # an example row: every feature missing
+print(predict(X))
 '''

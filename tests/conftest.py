@@ -2,6 +2,7 @@
 
 import os
 import warnings
+from contextlib import contextmanager
 
 # Before anything loads OpenMP (scikit-learn, xgboost, lightgbm): threads that wait by spinning
 # collapse when the cores are shared (pytest -n 2 on 2 cores): digits through xgboost's forest took
@@ -53,10 +54,16 @@ def settings(tmp_path) -> Settings:
     return settings_in(tmp_path)
 
 
-@pytest.fixture
-def client(settings):
+@contextmanager
+def serving(settings):
     """The real app with its lifespan run; base_url on loopback, as the Host check expects."""
     with TestClient(create_app(settings), base_url="http://127.0.0.1") as client:
+        yield client
+
+
+@pytest.fixture
+def client(settings):
+    with serving(settings) as client:
         yield client
 
 

@@ -52,7 +52,7 @@ def test_a_full_disk_answers_503_and_leaves_no_part(client, settings, run, monke
     monkeypatch.undo()  # space again: the same request succeeds
     r = client.get(f"/api/runs/{run['id']}/model.onnx")
     assert r.status_code == 200 and len(r.content) > 4096
-    assert _exports(settings) == [exports.onnx_path(settings.data_dir, run["id"]).name]
+    assert _exports(settings) == [exports.onnx_path(settings.data_dir, run["id"], 2).name]
 
 
 def test_a_run_deleted_while_its_export_is_made_leaves_no_export(client, settings, run,

@@ -139,18 +139,8 @@ def check(data) -> None:
     leaf), children after their parent and inside the tree (so no cycles: node < left, right =
     left + 1, as py_core numbers them), values finite and n_outputs of them a node for classes.
     Linear in the nodes; FormatError naming the first field that is wrong."""
-    def count(v, name, lo, hi):
-        if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
-            raise FormatError(name, f"must be an integer in {lo}..{hi}, not {_short(v)}")
-        return v
-
-    if not isinstance(data, dict):
-        raise FormatError("model", "must be an object (the py_core.forest JSON format)")
-    if data.get("estimator") not in ESTIMATORS:
-        raise FormatError("estimator", f"must be one of {', '.join(ESTIMATORS)}")
-    classify = data["estimator"] == "RandomForestClassifier"
-    F = count(data.get("n_features"), "n_features", 1, MAX_FEATURES)
-    K = count(data.get("n_outputs", 1), "n_outputs", 1, MAX_OUTPUTS if classify else 1)
+    count = integer_in
+    F, K, classify = checked_head(data, FORMAT, ESTIMATORS, "n_outputs")
     classes = data.get("classes")
     if classify and classes is not None and (not isinstance(classes, list) or len(classes) != K
                                              or not all(isinstance(c, (int, float, str))
@@ -190,6 +180,27 @@ def check(data) -> None:
                     and all(_finite(x) for x in v)):
                 raise FormatError(f"{at}.value[{node}]", "must be a finite number" if K == 1
                                   else f"must be a list of {K} finite numbers")
+
+
+def checked_head(data, fmt: str, estimators: tuple, outputs: str) -> tuple[int, int, bool]:
+    """(features, outputs, classifier?) of a model in a JSON format (`fmt`): an object whose
+    estimator is one of `estimators` (the second classifies), its counts bounded (`outputs`:
+    the field of its outputs a node, 1 without a classifier); FormatError naming the field."""
+    if not isinstance(data, dict):
+        raise FormatError("model", f"must be an object (the {fmt} JSON format)")
+    if data.get("estimator") not in estimators:
+        raise FormatError("estimator", f"must be one of {', '.join(estimators)}")
+    classify = data["estimator"] == estimators[1]
+    F = integer_in(data.get("n_features"), "n_features", 1, MAX_FEATURES)
+    K = integer_in(data.get(outputs, 1), outputs, 1, MAX_OUTPUTS if classify else 1)
+    return F, K, classify
+
+
+def integer_in(v, name: str, lo: int, hi: int) -> int:
+    """v, an integer in lo..hi (not a bool), or FormatError naming field `name`."""
+    if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
+        raise FormatError(name, f"must be an integer in {lo}..{hi}, not {_short(v)}")
+    return v
 
 
 def _finite(v) -> bool:

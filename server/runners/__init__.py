@@ -1,7 +1,10 @@
 """Comparison runners: the same job the page ran, run again on the server's own hardware.
 
 Each runner is a module-level object with
-    name            what the API and the page call it ("sklearn", "py_core-native", ...)
+    name            what the API and the page call it ("sklearn", "py_core-native", ...): a
+                    library's name, so runners of two kinds may share it (scikit-learn's forest
+                    and its HistGradientBoosting are both "sklearn"); a job's runner is the one
+                    of its kind by that name
     kinds           the job kinds it runs ("random_forest", "transformer")
     check(device)   a cheap reason it cannot run here (no heavy imports), or None
     run(job, data_dir, device) -> {"runner", "device", "versions", "timings": {"fit",
@@ -23,9 +26,13 @@ from .common import Unavailable
 
 
 def _registry() -> dict:
-    """Every kind's runners (py_core/jobs/kinds.py: `Kind.runners`), in the kinds' order."""
+    """Every kind's runners (py_core/jobs/kinds.py: `Kind.runners`) by name, in the kinds' order:
+    a name's first runner."""
     from py_core.jobs.kinds import all_kinds, load
-    return {r.name: r for k in all_kinds() for r in map(load, k.runners)}
+    out = {}
+    for r in (r for k in all_kinds() for r in map(load, k.runners)):
+        out.setdefault(r.name, r)
+    return out
 
 
 RUNNERS: dict = _registry()  # name -> runner, in the order the page lists them
@@ -42,7 +49,12 @@ def runners_for(kind: str) -> list:
 def execute(name: str, job: dict, data_dir: str, device: str) -> dict:
     """Run runner `name` on `job`; what a comparison worker process returns to the server."""
     try:
-        runner = RUNNERS[name]
+        kind = job.get("kind") if isinstance(job, dict) else None
+        mine = {r.name: r for r in runners_for(kind)}  # never another kind's of that name
+        if mine and name not in mine:
+            raise Unavailable(f"a {kind} job has no runner {name!r} (its runners: "
+                              f"{', '.join(mine)})")
+        runner = mine.get(name) or RUNNERS[name]
         return {"status": "done", "result": runner.run(job, Path(data_dir), device)}
     except Unavailable as exc:
         return {"status": "unavailable", "error": str(exc)}

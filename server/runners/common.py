@@ -78,13 +78,14 @@ def server_context(data_dir: Path) -> Context:
     return Context(load_dataset=load_dataset, load_text=load_text)
 
 
-def forest_data(job: dict, data_dir: Path):
+def forest_data(job: dict, data_dir: Path, table=None):
     """The job's table prepared as the page prepares it: a py_core.data `Prepared`."""
     from py_core.data import prepare
     for key in ("dataset", "target"):
         if not isinstance(job.get(key), str):
-            raise JobError(f"a random_forest job needs a {key!r} string")
-    table = asyncio.run(server_context(data_dir).load_table(job["dataset"]))
+            raise JobError(f"a {job.get('kind', 'random_forest')} job needs a {key!r} string")
+    if table is None:
+        table = asyncio.run(server_context(data_dir).load_table(job["dataset"]))
     split = job.get("split") or {}
     return prepare(table, job["target"], features=job.get("features"), task=job.get("task"),
                    test_size=split.get("test_size", 0.2), seed=split.get("seed", 42),
@@ -103,14 +104,15 @@ def as_numpy(prep):
 
 @dataclass
 class ForestRows:
-    """A random-forest job's rows as the page prepares them, as numpy arrays (every forest runner's
-    input): float32 features, float64 targets (regression) or int32 class codes."""
+    """A tree job's rows as the page prepares them, as numpy arrays (every forest and boosting
+    runner's input): float32 features, float64 targets (regression) or int32 class codes."""
     task: str
     X_train: object
     y_train: object
     X_test: object
     y_test: object
     n_classes: int  # 0 for regression
+    categorical: tuple = ()  # which features are categories (py_core.data's codes)
 
     @property
     def n_features(self) -> int:
@@ -122,18 +124,40 @@ def forest_rows(job: dict, data_dir: Path) -> ForestRows:
     return ForestRows(prep.info["task"], *as_numpy(prep), len(prep.info["classes"] or ()))
 
 
+def boosting_rows(job: dict, data_dir: Path) -> ForestRows:
+    """A gradient_boosting job's rows: the page's split (`prepare`), with missing values left
+    NaN (HistGradientBoosting routes them itself, so nothing is imputed); categorical columns as
+    py_core.data's codes (`info["kinds"]` says which)."""
+    import numpy as np
+
+    from py_core.data import features_and_target
+    table = asyncio.run(server_context(data_dir).load_table(job["dataset"]))
+    prep = forest_data(job, data_dir, table)
+    X, _, _ = features_and_target(table, job["target"], features=job.get("features"),
+                                  task=prep.info["task"])
+    X = np.asarray(X, dtype=np.float32).reshape(-1, prep.n_features)
+    _, y_train, _, y_test = as_numpy(prep)
+    return ForestRows(prep.info["task"], X[np.asarray(prep.train_idx)], y_train,
+                      X[np.asarray(prep.test_idx)], y_test, len(prep.info["classes"] or ()),
+                      tuple(k != "numeric" for k in prep.info["kinds"]))  # as the job says
+
+
 def fit_and_score(model, rows: ForestRows, t0: float, labels=None, classes=None,
-                  host=lambda x: x) -> dict:
+                  host=lambda x: x, fit=None) -> dict:
     """The part of a forest runner that is the same in every library: fit on the training rows,
     predict the test rows (values, or each class's probability), both timed; the page's metrics.
     Returns the result's "timings" (total: since t0, the runner's start), "metrics" and "rows".
 
     labels: what the model is fitted on (default y_train; XGBoost and LightGBM take codes
     0..k-1 of the classes seen, `encode_labels`), classes: the class code of each probability
-    column (default model.classes_), host: a device array to numpy (cuML's CuPy arrays)."""
+    column (default model.classes_), host: a device array to numpy (cuML's CuPy arrays), fit:
+    the fit itself, when it is not model.fit(X_train, labels) (a validation set, callbacks)."""
     import numpy as np
     t_fit = time.perf_counter()
-    model.fit(rows.X_train, rows.y_train if labels is None else labels)
+    if fit is None:
+        model.fit(rows.X_train, rows.y_train if labels is None else labels)
+    else:
+        fit()
     fit = time.perf_counter() - t_fit
     t_pred = time.perf_counter()
     if rows.task == "regression":

@@ -89,9 +89,10 @@ def _seeded(kwargs: dict, p: dict, ignored: list, notes: list, n_features: int, 
     return kwargs, sorted(ignored), notes
 
 
-def _result(name, device, hardware, vers, scored, kwargs, ignored, notes):
+def peer_result(name, device, hardware, vers, scored, kwargs, ignored, notes, **more):
     return {"runner": name, "device": device, "hardware": hardware, "versions": vers, **scored,
-            "params": kwargs, "ignored": ignored, "note": "; ".join(notes), "notes": notes}
+            "params": kwargs, "ignored": ignored, "note": "; ".join(notes), "notes": notes,
+            **more}
 
 
 def _fit(model, rows, t0) -> dict:
@@ -113,7 +114,7 @@ def _run(name: str, job: dict, data_dir: Path, device: str, check, model_of, ver
     model = cls(**kwargs)
     scored = _fit(model, rows, t0)
     used = where(model)
-    return _result(name, used, gpu_name() if used.startswith("cuda") else cpu_name(), versions(*vers),
+    return peer_result(name, used, gpu_name() if used.startswith("cuda") else cpu_name(), versions(*vers),
                    scored, kwargs, ignored, notes)
 
 
@@ -160,14 +161,14 @@ def _xgboost_model(rows, params: dict, device: str):
     if device == "cuda" and use == "cpu":
         notes.append("on the CPU: this xgboost is a CPU-only build (pip install xgboost)")
     cls = xgboost.XGBRFRegressor if rows.task == "regression" else xgboost.XGBRFClassifier
-    return cls, kwargs, ignored, notes, lambda model: _xgb_device(model) or use
+    return cls, kwargs, ignored, notes, lambda model: xgb_device(model) or use
 
 
 def run_xgboost(job: dict, data_dir: Path, device: str) -> dict:
     return _run("xgboost", job, data_dir, device, _xgb_check, _xgboost_model, ("xgboost", "xgboost-cpu", "numpy"))
 
 
-def _xgb_device(model) -> str | None:
+def xgb_device(model) -> str | None:
     """The device the booster ran on, from its own configuration."""
     import json
     try:
