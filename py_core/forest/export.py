@@ -173,11 +173,11 @@ def check(data) -> None:
                 count(left[node], f"{at}.left[{node}]", node + 1, m - 2)
                 if right[node] != left[node] + 1:
                     raise FormatError(f"{at}.right[{node}]", "must be left + 1")
-                if not _finite(threshold[node]):
+                if not finite(threshold[node]):
                     raise FormatError(f"{at}.threshold[{node}]", "must be a finite number")
             v = value[node]
-            if not (_finite(v) if K == 1 else isinstance(v, list) and len(v) == K
-                    and all(_finite(x) for x in v)):
+            if not (finite(v) if K == 1 else isinstance(v, list) and len(v) == K
+                    and all(finite(x) for x in v)):
                 raise FormatError(f"{at}.value[{node}]", "must be a finite number" if K == 1
                                   else f"must be a list of {K} finite numbers")
 
@@ -203,7 +203,7 @@ def integer_in(v, name: str, lo: int, hi: int) -> int:
     return v
 
 
-def _finite(v) -> bool:
+def finite(v) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 

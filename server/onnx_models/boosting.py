@@ -144,11 +144,11 @@ def check(data) -> None:
     every split's feature in range and its children after it in its tree (so no cycles), leaves
     and thresholds finite, category codes in range. Linear in the nodes; FormatError naming the
     first field that is wrong."""
-    from py_core.forest.export import FormatError, _finite, checked_head
+    from py_core.forest.export import FormatError, finite, checked_head
     from py_core.forest.export import integer_in as count
     F, K, classify = checked_head(data, "py_core.boosting", ESTIMATORS, "n_trees_per_iteration")
     baseline = data.get("baseline")
-    if not isinstance(baseline, list) or len(baseline) != K or not all(map(_finite, baseline)):
+    if not isinstance(baseline, list) or len(baseline) != K or not all(map(finite, baseline)):
         raise FormatError("baseline", f"must be a list of {K} finite numbers")
     classes = data.get("classes")
     if classify and classes is not None and (
@@ -175,14 +175,14 @@ def check(data) -> None:
         for node in range(m):
             f = count(t["feature"][node], f"{at}.feature[{node}]", -1, F - 1)
             if f < 0:
-                if not _finite(t["value"][node]):
+                if not finite(t["value"][node]):
                     raise FormatError(f"{at}.value[{node}]", "must be a finite number")
                 continue
             count(t["left"][node], f"{at}.left[{node}]", node + 1, m - 1)
             count(t["right"][node], f"{at}.right[{node}]", node + 1, m - 1)
             cats = t["categories_left"][node]
             if cats is None:
-                if not _finite(t["threshold"][node]):
+                if not finite(t["threshold"][node]):
                     raise FormatError(f"{at}.threshold[{node}]", "must be a finite number")
             elif not isinstance(cats, list):
                 raise FormatError(f"{at}.categories_left[{node}]", "must be null or a list of "
