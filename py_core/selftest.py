@@ -18,7 +18,7 @@ from .kernels.cases import CASES, Case, case, max_error, random_floats
 __all__ = ["CASES", "Case", "case", "max_error", "random_floats", "run_selftest"]
 
 
-FAMILIES = ("matmul", "forest", "transformer_matmul", "transformer_init", "transformer_attention",
+FAMILIES = ("matmul", "forest", "boosting", "transformer_matmul", "transformer_init", "transformer_attention",
             "transformer_layernorm", "transformer_elementwise", "transformer_embedding",
             "transformer_loss", "transformer_adamw", "matmul_f16")  # the order of the self-test's cases
 

@@ -81,9 +81,9 @@ def load(name: str) -> bytes:
 MAX_ROWS = 700  # larger sets keep every k-th row: the test's time stays a few minutes on 2 cores
 
 
-def prepared(name: str, target: str, task: str, drop, seed: int = 42):
+def prepared(name: str, target: str, task: str, drop, seed: int = 42, impute: bool = True):
     """py_core's prepared split of a corpus data set (80/20, stratified for classes), at most
-    MAX_ROWS rows of it."""
+    MAX_ROWS rows of it (impute=False: missing values stay NaN)."""
     from py_core.data import parse_csv, prepare
     raw = load(name)
     lines = raw.rstrip(b"\n").split(b"\n")
@@ -95,7 +95,7 @@ def prepared(name: str, target: str, task: str, drop, seed: int = 42):
     table = parse_csv(raw, name=name)
     features = [c.name for c in table.columns
                 if c.name not in (target, *drop) and c.kind != "text" and c.name not in ("", "X", "rownames")]
-    return prepare(table, target, features=features, task=task, test_size=0.2, seed=seed)
+    return prepare(table, target, features=features, task=task, test_size=0.2, seed=seed, impute=impute)
 
 
 # ---- the comparison (tests/test_forest_corpus*.py: regression and classes, a file each so that

@@ -16,6 +16,7 @@ from sklearn.metrics import f1_score, log_loss, mean_absolute_error, r2_score
 from py_core.data import Column, Table, prepare
 from py_core.forest import RandomForestRegressor
 from py_core.jobs import Context, JobError, Stopped, forest_job, forest_plots, run_job
+from py_core.jobs.metrics import classification_metrics
 from py_core.jobs.results import encode_result
 
 
@@ -107,7 +108,7 @@ def test_classification_job_and_predicting_a_new_csv(datasets, native_backend):
     assert np.mean(np.array(guess) == labels) > 0.95
     code = {"setosa": 0, "versicolor": 1, "virginica": 2}
     probs /= probs.sum(axis=1, keepdims=True)  # f32 sums are 1 within 1e-7
-    ours = forest_job.classification_metrics([code[t] for t in labels], [code[g] for g in guess],
+    ours = classification_metrics([code[t] for t in labels], [code[g] for g in guess],
                                              probs.tolist(), 3)
     assert ours["f1"] == pytest.approx(f1_score(labels, guess, average="macro"))
     assert ours["log_loss"] == pytest.approx(log_loss(labels, probs), rel=1e-6)

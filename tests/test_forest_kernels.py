@@ -46,6 +46,16 @@ class CapturingBackend(ReferenceBackend):
             await super()._run(sub, 1)
 
 
+def replay(backend, family: str, entry: str, bufs, grid, extra=()) -> list:
+    """One dispatch of `entry` on `backend` over copies of captured buffers [(dtype, uniform,
+    data)] (and `extra` u32 buffers after them): every buffer as it is after it."""
+    kern = run(backend.kernel(family, entry))
+    made = [backend.buffer(dtype, data=data, uniform=uniform) for dtype, uniform, data in bufs]
+    made += [backend.buffer("u32", data=data) for data in extra]
+    run(backend.run(backend.plan().dispatch(kern, made, grid)))
+    return [run(backend.read(b)) for b in made]
+
+
 def random_data(rng, task, F=None, n=None):
     n, F = n or rng.randint(20, 120), F or rng.randint(1, 9)
     X = [[rng.choice([rng.gauss(0, 1), float(rng.randint(0, 4))]) for _ in range(F)] for _ in range(n)]
@@ -138,25 +148,19 @@ def _replay_matches(native_backend, rng, entry, task, monkeypatch, X, y, occurre
     assert ref.captured is not None, f"no {entry} dispatch happened"
     grid, bufs = ref.captured
 
-    def replay(backend):
-        kern = run(backend.kernel("forest", entry))
-        made = [backend.buffer(dtype, data=data, uniform=uniform) for dtype, uniform, data in bufs]
-        total = grid[0] * grid[1] * grid[2]
-        if entry in VARIANTS:  # a workgroup per item (wg_items), as the builder dispatches it
-            p = fk.PARAMS.unpack(bufs[0][2])
-            groups = fk.hist_groups(bufs[2][2], p["C"]) if entry == "hist_build_wg" else None
-            if entry == "hist_build_wg":
-                if groups is None:
-                    pytest.skip("a feature's bins x channels exceed HB_WORDS: the builder runs hist_build")
-                made.append(backend.buffer("u32", data=groups))
-            total = fk.wg_items(entry, p["T"], min(p["S_h"], p["S_cur"] - p["s_lo"]), p["F"], p["mf"],
-                                p["NB"] * p["C"], p["n"], groups[0] if groups else 0)
-        g = fk.grid(total, backend.limits["maxComputeWorkgroupsPerDimension"])
-        run(backend.run(backend.plan().dispatch(kern, made, g)))
-        return [run(backend.read(b)) for b in made]
-
-    want = replay(ReferenceBackend())
-    got = replay(native_backend)
+    total, extra = grid[0] * grid[1] * grid[2], ()
+    if entry in VARIANTS:  # a workgroup per item (wg_items), as the builder dispatches it
+        p = fk.PARAMS.unpack(bufs[0][2])
+        groups = fk.hist_groups(bufs[2][2], p["C"]) if entry == "hist_build_wg" else None
+        if entry == "hist_build_wg":
+            if groups is None:
+                pytest.skip("a feature's bins x channels exceed HB_WORDS: the builder runs hist_build")
+            extra = (groups,)
+        total = fk.wg_items(entry, p["T"], min(p["S_h"], p["S_cur"] - p["s_lo"]), p["F"], p["mf"],
+                            p["NB"] * p["C"], p["n"], groups[0] if groups else 0)
+    want, got = (replay(backend, "forest", entry, bufs, fk.grid(
+        total, backend.limits["maxComputeWorkgroupsPerDimension"]), extra)
+        for backend in (ReferenceBackend(), native_backend))
     if entry == "route_rows":  # each SMALL slot's list: its rows in the atomics' order, so sorted
         p = fk.PARAMS.unpack(bufs[0][2])
         before, after = bufs[6][2], want[6]

@@ -113,7 +113,8 @@ LAYERS = [
     ("base", ("py_core.errors", "py_core.rng", "py_core.wasm", "py_core.params")),  # below every layer
     ("GPU interface", ("py_core.gpu",)),
     ("kernel families", ("py_core.kernels",)),
-    ("algorithms", ("py_core.data", "py_core.forest", "py_core.boosting", "py_core.transformer")),
+    ("algorithms", ("py_core.estimator", "py_core.data", "py_core.forest", "py_core.boosting",
+                    "py_core.transformer")),
     ("jobs", ("py_core.jobs", "py_core.selftest", "py_core.benchmark")),
     ("the worker's entry", ("py_core.browser",)),
 ]

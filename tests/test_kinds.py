@@ -81,7 +81,7 @@ def test_api_kinds_serves_the_registry(client):
     assert list(got) == list(KINDS)
     assert {n: (k["main_timing"] or {}).get("key") for n, k in got.items()} == {
         "selftest": "kernels", "dataset_load": None, "random_forest": "fit",
-        "transformer": "step", "suite": None}
+        "gradient_boosting": "fit", "transformer": "step", "suite": None}
     forest = {p["name"]: p for p in got["random_forest"]["params"]}
     assert forest["n_bins"] == {"name": "n_bins", "default": 256, "label": "Bins per feature",
                                 "help": "quantile bins of a feature of many values",

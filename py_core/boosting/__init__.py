@@ -32,6 +32,7 @@ probabilities [1 - p, p]; more: the softmax of the K raw scores. The predicted c
 the largest probability, the first of equals. Category codes are py_core.data's (the sorted
 categories of the column, `Column.codes`); a job's model carries them under "data".
 """
+from .estimators import HistGradientBoostingClassifier, HistGradientBoostingRegressor
 from .params import LOSSES, PARAMS
 
-__all__ = ["LOSSES", "PARAMS"]
+__all__ = ["HistGradientBoostingClassifier", "HistGradientBoostingRegressor", "LOSSES", "PARAMS"]

@@ -153,7 +153,8 @@ class MedianImputer:
 
 @dataclass
 class Prepared:
-    """Train and test matrices (row-major array('d'), imputed) and targets, with their rows."""
+    """Train and test matrices (row-major array('d'), imputed unless asked not to) and targets,
+    with their rows."""
     X_train: array
     y_train: array
     X_test: array
@@ -167,9 +168,11 @@ class Prepared:
 
 def prepare(table: Table, target: str, *, features: list[str] | None = None,
             task: str | None = None, test_size: float = 0.2, seed: int = 42,
-            stratify: bool | None = None, should_stop=None, progress=None) -> Prepared:
+            stratify: bool | None = None, should_stop=None, progress=None,
+            impute: bool = True) -> Prepared:
     """features_and_target, a split (stratified by class for classification unless
-    stratify=False), and median imputation fit on the training rows.
+    stratify=False), and median imputation fit on the training rows (impute=False: NaN stays,
+    for a model that handles missing values itself; the medians are computed either way).
 
     should_stop: called every few milliseconds of work; when it returns True, `Stopped` is
     raised. progress(fraction): called as the work goes, 1.0 at the end."""
@@ -189,7 +192,7 @@ def prepare(table: Table, target: str, *, features: list[str] | None = None,
     medians = []
     for j, col in enumerate(columns):
         medians.append(median(col, train_rows))
-        if nan[j]:
+        if nan[j] and impute:
             columns[j] = fill(col, medians[-1])
         work.done(0.4 + 0.3 * (j + 1) / nf)
     X_train, X_test = split_rows(columns, test_idx, check=work.check)

@@ -21,6 +21,7 @@ import os
 import time
 from array import array
 
+from ..estimator import Estimator
 from ..kernels.forest import CRITERIA, MAXK
 from . import builder, export, trees
 from .params import PARAMS as TABLE
@@ -61,7 +62,7 @@ def as_matrix(X, n_features: int | None = None) -> tuple[array, int, int]:
     return flat, n, F
 
 
-class _Forest:
+class _Forest(Estimator):
     _default_criterion = "squared_error"
     _default_max_features = 1.0
 
@@ -84,21 +85,6 @@ class _Forest:
     # The table's (py_core/forest/params.py); `__init__` spells them out as scikit-learn's
     # estimators do, and tests/test_kinds.py checks that its signature is the table.
     PARAMS = (*TABLE.names(), "backend")
-
-    def get_params(self, deep: bool = True) -> dict:
-        return {name: getattr(self, name) for name in self.PARAMS}
-
-    def set_params(self, **params):
-        for name, value in params.items():
-            if name not in self.PARAMS:
-                raise ValueError(f"unknown parameter {name!r}: one of {', '.join(self.PARAMS)}")
-            setattr(self, name, value)
-        return self
-
-    def __repr__(self):
-        args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items()
-                         if k != "backend" or isinstance(v, str))
-        return f"{type(self).__name__}({args})"
 
     # -- fitting ---------------------------------------------------------------------------------
     def _spec(self, n: int, F: int, n_classes: int) -> GrowSpec:
@@ -168,16 +154,6 @@ class _Forest:
             self._set_oob(grown.oob, y, n, K)
         self.timings_ = dict(grown.timings, prepare=t_prepare, fit=time.perf_counter() - t0)
         return self
-
-    def _backend(self):
-        """`backend` itself, or the backend made from its name (kept by this estimator)."""
-        if not isinstance(self.backend, str):
-            return self.backend
-        named = getattr(self, "_named", None)
-        if named is None or named[0] != self.backend:
-            from ..gpu import get_backend
-            self._named = named = (self.backend, get_backend(self.backend))
-        return named[1]
 
     @property
     def _trees(self) -> list[dict]:

@@ -59,11 +59,11 @@ from array import array
 from ..errors import JobError
 from ..forest import RandomForestClassifier, RandomForestRegressor
 from ..forest.params import PARAMS as FOREST_PARAMS
-from ..params import Bool, Null, Param, ParamError
-from .forest_plots import PLOT_POINTS, Plots, every, surface_pair
+from ..params import Bool, Null, Param
+from .forest_plots import Plots, surface_pair
 from .kinds import Kind, Timing
-from .metrics import classification_metrics, majority_baseline, regression_metrics
 from .results import Joined
+from .tabular import evaluate, importance_plot, job_params, load_prepared
 
 # The job's params: the estimators' (py_core/forest/params.py: scikit-learn's meaning and
 # ranges) and two benchmark switches. Checked here, in the tab, and by the server (POST /api/runs,
@@ -82,30 +82,10 @@ async def run(job: dict, backend, ctx, session=None) -> dict:
 
 
 async def _run(job: dict, backend, ctx) -> dict:
-    from ..data import DataError, prepare
-
-    for key in KIND.needs:
-        if not isinstance(job.get(key), str):
-            raise JobError(f'a random_forest job needs "{key}" (a string)')
-    try:
-        params = PARAMS.check(job.get("params"))
-    except ParamError as exc:
-        raise JobError(str(exc)) from None
+    params = job_params(job, KIND)
     profile = params.pop("profile", False)
     variant = params.pop("parallel_bins", None)
-    split = job.get("split") or {}
-    ctx.progress({"stage": "loading data", "fraction": 0.0})
-    table = await _load_table(ctx, job["dataset"])
-    ctx.check_stop()  # Stop while the data loads ends the job before the forest starts
-    try:  # a million rows take about a second here: Stop is checked all along
-        prep = prepare(table, job["target"], features=job.get("features"), task=job.get("task"),
-                       test_size=split.get("test_size", 0.2), seed=split.get("seed", 42),
-                       stratify=split.get("stratify"),  # None: stratified for classes
-                       should_stop=ctx.should_stop,
-                       progress=lambda f: ctx.progress({"stage": "preparing the data",
-                                                        "fraction": 0.02 * f}))
-    except (DataError, ValueError) as exc:
-        raise JobError(str(exc)) from exc
+    table, prep = await load_prepared(job, ctx)
     info, F = prep.info, prep.n_features
     classify = info["task"] == "classification"
     cls = RandomForestClassifier if classify else RandomForestRegressor
@@ -159,35 +139,11 @@ async def _run(job: dict, backend, ctx) -> dict:
         await backend.finish()
         timings["predict_all"] = time.perf_counter() - t0
         metrics["predict_all_rows"] = len(X_all) // F
-    importances = zip(info["features"], forest.feature_importances_)
-    plots = {"importances": sorted(({"name": name, "importance": imp} for name, imp in importances),
-                                   key=lambda d: -d["importance"])}
+    plots = {"importances": importance_plot(info["features"], forest.feature_importances_)}
     if classify:
-        truth = list(prep.y_test)  # class codes, the order of info["classes"] and forest.classes_
-        codes = {c: i for i, c in enumerate(info["classes"])}
-        order = [codes[c] for c in forest.classes_]  # forest column -> class code
-        K = len(info["classes"])
-        probs = []
-        for row in proba:
-            full = [0.0] * K
-            for j, v in zip(order, row):
-                full[j] = v
-            probs.append(full)
-        guess = [max(range(K), key=row.__getitem__) for row in probs]
-        metrics.update(classification_metrics(truth, guess, probs, K))
-        baseline = majority_baseline(list(prep.y_train), truth, K, info["classes"])
-        matrix = [[0] * K for _ in range(K)]
-        for t, g in zip(truth, guess):
-            matrix[t][g] += 1
-        plots["confusion"] = {"matrix": matrix, "classes": [str(c) for c in info["classes"]]}
+        baseline = evaluate(prep, info, metrics, plots, forest.classes_, proba=proba)
     else:
-        truth = list(prep.y_test)
-        metrics.update(regression_metrics(truth, pred))
-        mean = sum(prep.y_train) / len(prep.y_train)
-        baseline = {"predictor": "mean of the training rows", **regression_metrics(truth, [mean] * len(truth))}
-        keep = every(len(truth), PLOT_POINTS)
-        plots["pred_vs_actual"] = [[truth[i], pred[i]] for i in keep]
-        plots["residuals"] = [[pred[i], truth[i] - pred[i]] for i in keep]
+        baseline = evaluate(prep, info, metrics, plots, pred=pred)
     score = getattr(forest, "oob_score_", None)
     if score is not None and math.isfinite(score):
         metrics["oob_score"] = score
@@ -211,17 +167,6 @@ async def _run(job: dict, backend, ctx) -> dict:
             "params": {k: v for k, v in forest.get_params().items() if k != "backend"},
             "timings": timings, "rows": {"read": table.n_rows, "used": info["n_rows"],
                                          "no_target": info["n_dropped"]}}
-
-
-async def _load_table(ctx, dataset_id):
-    from ..data import DataError, parse_csv
-    try:
-        if hasattr(ctx, "load_table"):
-            return await ctx.load_table(dataset_id)
-        return parse_csv(await ctx.load_dataset(dataset_id), name=dataset_id,
-                         should_stop=getattr(ctx, "should_stop", None))
-    except DataError as exc:
-        raise JobError(str(exc)) from exc
 
 
 async def predict_csv(model, data: bytes, name: str, backend="reference") -> dict:

@@ -26,6 +26,7 @@ from dataclasses import dataclass, fields
 KINDS = {  # name: where its Kind is declared
     "selftest": "py_core.jobs.tool_jobs:SELFTEST",
     "random_forest": "py_core.jobs.forest_job:KIND",
+    "gradient_boosting": "py_core.jobs.boosting_job:KIND",
     "transformer": "py_core.jobs.transformer_job:KIND",
     "dataset_load": "py_core.jobs.tool_jobs:DATASET_LOAD",
     "suite": "py_core.jobs.tool_jobs:SUITE",
