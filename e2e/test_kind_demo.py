@@ -31,7 +31,8 @@ def test_a_kinds_own_panel_runs_its_own_kernel_in_the_page(browser, demo_server)
         page.goto("/?tab=column_mean")
         info = wait_ready(page)
         tabs = page.eval_on_selector_all("#tabs [role=tab]", "els => els.map((e) => [e.id, e.textContent])")
-        assert tabs == [["tab-data", "Data"], ["tab-forest", "Random forest"], ["tab-transformer", "Transformer"],
+        assert tabs == [["tab-data", "Data"], ["tab-forest", "Random forest"], ["tab-boosting", "Gradient boosting"],
+                        ["tab-transformer", "Transformer"],
                         ["tab-column_mean", "Trimmed mean"], ["tab-gpu", "GPU"], ["tab-runs", "Runs"]]
         assert page.locator("#panel-column_mean").is_visible()  # ?tab= opened it
         assert page.locator("#cm-trim").get_attribute("min") == "0"

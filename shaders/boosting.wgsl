@@ -756,7 +756,7 @@ fn store_tree(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: v
       let cat = (st_fmiss[f] & CATEGORICAL) != 0u;
       w[0] = f;
       w[1] = bitcast<u32>(st_edges[f * p.B + st_nodes[rec + 8u]]);
-      w[2] = st_nodes[rec + 9u] * MISSING_LEFT | select(0u, CATEGORY, cat);
+      w[2] = (st_nodes[rec + 9u] * MISSING_LEFT) | select(0u, CATEGORY, cat);
       w[3] = st_nodes[rec + 10u];
       w[4] = st_nodes[rec + 11u];
       w[6] = st_nodes[rec + 12u];

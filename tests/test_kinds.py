@@ -92,7 +92,7 @@ def test_api_kinds_serves_the_registry(client):
     assert got["selftest"]["runners"] == [] and got["selftest"]["tab"] == "gpu"
     assert {n: k["panel"] for n, k in got.items()} == {  # the page's kinds' tabs (web/app.js)
         "selftest": "", "dataset_load": "", "random_forest": "/web/panels/forest.js",
-        "transformer": "/web/panels/transformer.js", "suite": ""}
+        "gradient_boosting": "/web/panels/boosting.js", "transformer": "/web/panels/transformer.js", "suite": ""}
     assert all(k["code"] is None for k in got.values())  # py_core's kinds are in the wheel
     root = Path(__file__).resolve().parents[1]  # served as /web/ by server/static.py
     for k in got.values():

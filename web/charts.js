@@ -83,7 +83,9 @@ function makePlot(handle, opts, data) {
 
 // series: [{name, points: [[x, y], ...]}, ...] sharing nothing: the union of their x values is
 // the x axis (gaps where a series has no point). opts: xName, yName, integerX (whole-number x
-// ticks: steps, run numbers), points (draw points: true where a series may have one point).
+// ticks: steps, run numbers), points (draw points: true where a series may have one point),
+// marks ([{x, label}]: a dashed vertical line at each x, its label beside it and in the
+// aria-label: a best iteration).
 export function lineChart(container, series, opts = {}) {
   const { xName = "x", yName = "y", title = `${yName} against ${xName}` } = opts;
   const { box, data } = frame(container, title);
@@ -102,6 +104,7 @@ export function lineChart(container, series, opts = {}) {
       legend: { live: true },
       cursor: { drag: { x: true, y: false } },
       scales: { x: { time: false } },
+      hooks: { draw: [(u) => drawMarks(u, opts.marks || [], t)] },
       axes: [axis(t, xName, { integer: opts.integerX }), axis(t, yName)],
       series: [{ label: xName, value: (u, v) => (v == null ? "" : fmtNumber(v, 6)) },
         ...handle.series.map((s, i) => ({
@@ -113,7 +116,7 @@ export function lineChart(container, series, opts = {}) {
     box.setAttribute("aria-label", `${title}: ` + handle.series.map((s) => {
       const last = s.points[s.points.length - 1];
       return `${s.name}, ${count(s.points.length, "point")}` + (last ? `, last ${fmtNumber(last[1], 4)} at ${xName} ${fmtNumber(last[0], 6)}` : "");
-    }).join("; "));
+    }).join("; ") + (opts.marks || []).map((m) => `; marked: ${m.label}`).join(""));
     dataTable(data, [xName, ...handle.series.map((s) => s.name)],
       xs.map((x, i) => [x, ...columns.map((c) => c[i])]));
   };
@@ -147,6 +150,23 @@ export function lineChart(container, series, opts = {}) {
   handle.ro = watchSize(handle);
   live.add(handle);
   return handle;
+}
+
+// The marks of a line chart on its plot area: a dashed line and its label (canvas pixels).
+function drawMarks(u, marks, t) {
+  const { ctx } = u, { top, height, left, width } = u.bbox, dpr = window.devicePixelRatio || 1;
+  ctx.save();
+  ctx.strokeStyle = t.ink; ctx.fillStyle = t.ink; ctx.lineWidth = dpr; ctx.setLineDash([4 * dpr, 3 * dpr]);
+  ctx.font = `${11 * dpr}px system-ui, sans-serif`;
+  for (const m of marks) {
+    const x = Math.round(u.valToPos(m.x, "x", true));
+    if (x < left || x > left + width) continue;
+    ctx.beginPath(); ctx.moveTo(x, top); ctx.lineTo(x, top + height); ctx.stroke();
+    const w = ctx.measureText(m.label).width;
+    ctx.textAlign = x + 4 * dpr + w > left + width ? "right" : "left";
+    ctx.fillText(m.label, x + (ctx.textAlign === "left" ? 4 : -4) * dpr, top + 12 * dpr);
+  }
+  ctx.restore();
 }
 
 // points: [[x, y], ...] drawn as dots; opts.diagonal adds y = x, opts.zero adds y = 0. Hovering

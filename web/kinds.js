@@ -17,5 +17,10 @@ export function param(kind, name) {
   return KINDS[kind]?.params.find((p) => p.name === name) || { name, label: name, help: "", types: [] };
 }
 
+// A run's parameters as given, the table's defaults for those left out.
+export function withDefaults(kind, given = {}) {
+  return { ...Object.fromEntries((KINDS[kind]?.params || []).map((p) => [p.name, p.default])), ...given };
+}
+
 // The kinds the server reruns (with runners): the run page shows their comparisons.
 export const compared = (kind) => Boolean(KINDS[kind]?.runners.length);

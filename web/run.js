@@ -3,27 +3,36 @@
 // and a link that opens the same set-up in the playground.
 import { getRun } from "./api.js";
 import { lineChart } from "./charts.js";
-import { compared, KINDS } from "./kinds.js";
+import { compared, KINDS, withDefaults } from "./kinds.js";
 import { showComparisons } from "./panels/compare.js";
 import { drawPlots } from "./panels/forest_plots.js";
 import { dataName, loadNames } from "./panels/runs.js";
 import { $, el, fmtNumber, fmtTiming, scrollersTakeFocus, table } from "./ui.js";
 
-const NOT_METRICS = new Set(["n_train", "n_test", "n_features", "predict_all_rows", "loss_curve", "val_curve"]);
+const NOT_METRICS = new Set(["n_train", "n_test", "n_features", "predict_all_rows", "n_iter", "loss_curve", "val_curve"]);
 
 // What each panel reads from the URL (state.js keys), from a run's config.
+function tabular(c, q, prefix) {
+  if (c.dataset) q.set("data", c.dataset);
+  if (c.target) q.set("target", c.target);
+  if (c.task) q.set("task", c.task);
+  if (c.features) q.set("features", c.features.map(encodeURIComponent).join(","));
+  if (c.split?.test_size !== undefined) q.set("test", c.split.test_size);
+  if (c.split?.seed !== undefined) q.set("seed", c.split.seed);
+  if (Array.isArray(c.surface)) q.set(`${prefix}surface`, c.surface.map(encodeURIComponent).join(","));
+}
 const SETUP = {
   forest(c, q) {
-    if (c.dataset) q.set("data", c.dataset);
-    if (c.target) q.set("target", c.target);
-    if (c.task) q.set("task", c.task);
-    if (c.features) q.set("features", c.features.map(encodeURIComponent).join(","));
-    if (c.split?.test_size !== undefined) q.set("test", c.split.test_size);
-    if (c.split?.seed !== undefined) q.set("seed", c.split.seed);
-    if (Array.isArray(c.surface)) q.set("rf.surface", c.surface.map(encodeURIComponent).join(","));
+    tabular(c, q, "rf.");
     for (const [k, v] of Object.entries(c.params || {})) {
       if (k === "bootstrap") q.set("rf.bootstrap", v ? "1" : "0");
       else if (typeof v !== "object" || v === null) q.set(`rf.${k}`, v === null ? "" : String(v));
+    }
+  },
+  boosting(c, q) {   // its form's keys (panels/params_form.js): a switch "true"/"false", null ""
+    tabular(c, q, "gb.");
+    for (const [k, v] of Object.entries(c.params || {})) {
+      if (typeof v !== "object" || v === null) q.set(`gb.${k}`, v === null ? "" : String(v));
     }
   },
   transformer(c, q) {
@@ -88,7 +97,7 @@ async function main() {
   const compare = el("div", { id: "run-compare" });
   root.replaceChildren(el("div", { class: "cards" }, about, paramsCard, resultsCard), plots,
     el("h2", { class: "section-note" }, "The same job on the server"), compare);
-  if (run.extra?.plots) drawPlots(run.extra.plots, plots);
+  if (run.extra?.plots) drawPlots(run.extra.plots, plots, [], { params: withDefaults(run.kind, run.config?.params) });
   if (Array.isArray(m.loss_curve) && m.loss_curve.length) {
     const box = el("div");
     plots.append(el("div", { class: "card" }, el("h2", {}, "Loss"), box));

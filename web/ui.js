@@ -35,6 +35,14 @@ export function fmtTiming(key, v) {
   return fmtSeconds(v);
 }
 
+// A time ahead, as a person says it: "under a second", "about 40 s", "about 3 min", "about 1.5 h".
+export function fmtDuration(s) {
+  if (s < 1) return "under a second";
+  if (s < 90) return `about ${Math.round(s)} s`;
+  if (s < 5400) return `about ${Math.round(s / 60)} min`;
+  return `about ${(s / 3600).toFixed(1)} h`;
+}
+
 export function fmtNumber(x, digits = 4) {
   if (x === null || x === undefined) return "–";
   if (typeof x !== "number") return String(x);

@@ -27,6 +27,7 @@ from __future__ import annotations
 import time
 
 from ..boosting import HistGradientBoostingClassifier, HistGradientBoostingRegressor
+from ..boosting.cost import cost
 from ..boosting.params import PARAMS as BOOSTING_PARAMS
 from ..errors import JobError
 from .forest_plots import Plots, surface_pair
@@ -128,6 +129,9 @@ def loss_curve(model) -> dict:
 
 KIND = Kind(
     name="gradient_boosting", label="Gradient boosting", run=run, params=PARAMS,
-    main_timing=Timing("fit", "Fit", "Seconds to fit"), needs=("dataset", "target"), cost=None,
+    main_timing=Timing("fit", "Fit", "Seconds to fit"), needs=("dataset", "target"), cost=cost,
     plots=("pred_vs_actual", "residuals", "confusion", "importances", "surface", "loss_curve"),
-    exports=("json",), snippet=None, runners=(), tab="boosting", panel="")
+    exports=("json", "onnx"), snippet=("boosting", "json", "server.snippets:boosting"),
+    runners=("server.runners.boosters:SKLEARN", "server.runners.boosters:XGBOOST",
+             "server.runners.boosters:LIGHTGBM"),
+    tab="boosting", panel="/web/panels/boosting.js")

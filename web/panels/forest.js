@@ -3,22 +3,22 @@
 // as each batch of trees finishes, then metrics against the baseline, plots, times with the
 // adapter named, the model to download, and predictions on a new CSV. Trains on the Data tab's
 // selection; every run is posted to the server.
-import { getOnnx, getSnippet } from "../api.js";
+import { getSnippet } from "../api.js";
 import { showComparisons } from "./compare.js";
 import { adapterClass, FIELDS, fieldProblem, measured, PRESETS, ratesKey, SAMPLES } from "./forest_params.js";
 import { drawPlots, sliceText } from "./forest_plots.js";
 import { download as download_, forestJSONParts } from "../forest_model.js";
 import { forestJsonSnippet } from "../snippets.js";
 import { rowsText } from "./data.js";
-import { initial, save } from "../state.js";
-import { el, filePicker, fmtNumber, fmtSeconds, progressBar, setProgress, snippetBox, table } from "../ui.js";
+import { beats, markStale as markStale_, metricsTable, onnxButton, sameData, selectionText, surfacePicker, trainJob, whereText } from "./tabular.js";
+import { initial } from "../state.js";
+import { el, filePicker, fmtDuration, fmtSeconds, progressBar, snippetBox } from "../ui.js";
 
 // Sized for a software adapter or the CPU path: a forest that trains in seconds there.
 const SMALL = { n_estimators: 20, max_depth: 8 };
 // "Retrain when a parameter changes" is offered when a forest is estimated to take at most this
 // long here (small data on a GPU: under a second).
 const RETRAIN_SECONDS = 5;
-const NOT_METRICS = new Set(["n_train", "n_test", "n_features", "predict_all_rows"]);
 
 export function mountForestPanel(root, playground) {
   const inputs = {};
@@ -43,17 +43,13 @@ export function mountForestPanel(root, playground) {
   const autoLabel = el("label", { class: "muted", id: "forest-auto-label",
                                   title: `Offered when a forest takes at most ${RETRAIN_SECONDS} s here (small data on a GPU: under a second)` },
   auto, " retrain when a parameter changes");
-  // The decision surface's two features: the person's, else the two most important.
-  const surfaceX = el("select", { id: "forest-surface-x", "aria-label": "Decision surface: horizontal feature" });
-  const surfaceY = el("select", { id: "forest-surface-y", "aria-label": "Decision surface: vertical feature" });
-  const surfaceRow = el("div", { class: "row", id: "forest-surface" }, el("span", { class: "muted" }, "Decision surface over"),
-    surfaceX, el("span", { class: "muted" }, "and"), surfaceY);
+  const picker = surfacePicker("forest", "rf.surface", () => { if (auto.checked && !training) changed(); });
   const selection = el("p", { class: "muted", id: "forest-selection" }, "Pick a data set in the Data tab.");
   const estimate = el("p", { class: "estimate", id: "forest-estimate" });
   const bar = progressBar("Training progress");
   const status = el("div", { class: "status", id: "forest-status", role: "status", "aria-live": "polite" });
   const paramsCard = el("div", { class: "card" }, el("h2", {}, "Random forest"), selection,
-    el("div", { class: "row" }, el("label", {}, "Preset ", preset)), form, surfaceRow,
+    el("div", { class: "row" }, el("label", {}, "Preset ", preset)), form, picker.row,
     el("div", { class: "row" }, train, stop, autoLabel), estimate, bar, status);
   const resultCard = el("div", { class: "card", id: "forest-results" }, el("h2", {}, "Results"),
     el("p", { class: "muted" }, "Train a forest to see how good it is."));
@@ -73,7 +69,6 @@ export function mountForestPanel(root, playground) {
     set("rf.preset", preset.value, "");
     set("rf.criterion", criterion.value, "gini");
     set("rf.bootstrap", bootstrap.checked ? "1" : "0", "1");
-    set("rf.surface", surfacePair()?.map(encodeURIComponent).join(",") ?? "", "");
     for (const [name, , , value] of FIELDS) set(`rf.${name}`, inputs[name].value.trim(), String(value ?? ""));
     window.history.replaceState(window.history.state, "", u);
   }
@@ -86,24 +81,6 @@ export function mountForestPanel(root, playground) {
   });
   for (const i of Object.values(inputs)) i.addEventListener("input", () => { preset.value = ""; changed(); });
   for (const i of [criterion, bootstrap]) i.addEventListener("change", changed);
-  for (const i of [surfaceX, surfaceY]) i.addEventListener("change", () => { saveParams(); if (auto.checked && !training) changed(); });
-
-  // The features of the selection as the surface's choices; the URL's pair once, when they fit.
-  let askedSurface = initial("rf.surface")?.split(",").map(decodeURIComponent) || null;
-  function surfaceChoices(features) {
-    const keep = askedSurface || [surfaceX.value, surfaceY.value];
-    for (const [select, label] of [[surfaceX, "the most important"], [surfaceY, "the next most important"]]) {
-      select.replaceChildren(el("option", { value: "" }, label), ...features.map((f) => el("option", { value: f }, f)));
-    }
-    if (keep.length === 2 && keep.every((f) => features.includes(f)) && keep[0] !== keep[1]) [surfaceX.value, surfaceY.value] = keep;
-    askedSurface = null;
-    surfaceRow.hidden = features.length < 2;
-    if (!surfacePair()) save({ "rf.surface": null });   // a pair this data set lacks leaves the URL
-  }
-  // [x, y] when the person chose two different features, else null (the job picks).
-  function surfacePair() {
-    return surfaceX.value && surfaceY.value && surfaceX.value !== surfaceY.value ? [surfaceX.value, surfaceY.value] : null;
-  }
 
   let autoTimer = null;
   function changed() {
@@ -119,11 +96,9 @@ export function mountForestPanel(root, playground) {
 
   playground.events.addEventListener("selection", (ev) => {
     const s = ev.detail;
-    selection.textContent = `${s.name}: predict ${s.target} (${s.task}) from ${s.features.length} features, ` +
-      `${Math.round(s.split.test_size * 100)}% held out (seed ${s.split.seed}).` +
-      (s.rowsUsed?.no_target ? ` ${rowsText(s.rowsUsed, s.target)}` : "");
+    selection.textContent = selectionText(s);
     criterion.disabled = s.task !== "classification";
-    surfaceChoices(s.features);
+    picker.choices(s.features);
     updateEstimate();
     if (shown && !training) markStale(sameData(shown.config, s) ? null
       : `The data or target changed: these are the results of run ${shown.id.slice(0, 8)} (${shown.config.target} from ` +
@@ -133,13 +108,7 @@ export function mountForestPanel(root, playground) {
   // The run whose results and plots are shown, and a line over them when they are no longer what
   // the form would train: a new forest training, one stopped or failed, the data changed.
   let shown = null;
-  const sameData = (c, s) => c.dataset === s.dataset && c.target === s.target && c.task === s.task
-    && c.features.join("\u0000") === s.features.join("\u0000");
-  function markStale(text) {
-    resultCard.querySelector("#forest-stale")?.remove();
-    for (const box of [resultCard, plots, compare]) box.classList.toggle("stale", Boolean(text));
-    if (text) resultCard.querySelector("h2").after(el("p", { class: "surface-note", id: "forest-stale", role: "note" }, text));
-  }
+  const markStale = (text) => markStale_(resultCard, [plots, compare], "forest-stale", text);
 
   // Defaults sized to the adapter: a software adapter or the CPU path gets a small forest
   // (unless the link asked for something else).
@@ -245,38 +214,29 @@ export function mountForestPanel(root, playground) {
     // live: the surface (and predicted against actual) redrawn after each batch of trees.
     const job = { kind: "random_forest", dataset: s.dataset, target: s.target, task: s.task,
                   features: s.features, params: p, split: s.split, live: true,
-                  ...(surfacePair() ? { surface: surfacePair() } : {}) };
+                  ...(picker.pair() ? { surface: picker.pair() } : {}) };
     train.disabled = true; stop.disabled = false; training = true;
-    status.className = "status"; status.textContent = "Training…";
     if (shown) markStale(`A new forest is training: these are the results of run ${shown.id.slice(0, 8)}.`);
-    setProgress(bar, 0);
+    live = null;
     try {
-      live = null;
-      const run = await playground.run(job, { onProgress: (p) => {
-        if (p.live) { drawLive(p.live); return; }
-        const text = p.stage + (p.eta_s !== undefined && p.eta_s !== null ? ` · about ${fmtSeconds(p.eta_s)} left` : "");
-        setProgress(bar, p.fraction, text);
-        status.textContent = text;
+      const { run, error } = await trainJob(playground, job, { bar, status, onLive: drawLive, what: "Forest", stopped: (e) => {
+        // A stopped forest is discarded (its trees so far are not stored): the message says where it was.
+        const where = /stopped at level \d+ of trees [\d-]+, with \d+ of \d+ trees finished/.exec(e.detail || "");
+        return where && `Stopped ${where[0].replace(/^stopped /, "")}: the forest is discarded, nothing was posted.`;
       } });
-      setProgress(bar, 1);
-      status.textContent = `Trained and stored as run ${run.id.slice(0, 8)}.`;
-      playground.announce?.(`Forest trained: ${headline(run.metrics)}.`);
-      lastModel = run.result.model || null;
-      showResults(run);
-      showComparisons(compare, run);
-      await learn(run);
-      updateEstimate();
-    } catch (e) {
-      status.className = e.stopped ? "status" : "status error";
-      // A stopped forest is discarded (its trees so far are not stored): the message says where it was.
-      const where = e.stopped && /stopped at level \d+ of trees [\d-]+, with \d+ of \d+ trees finished/.exec(e.detail || "");
-      status.textContent = where ? `Stopped ${where[0].replace(/^stopped /, "")}: the forest is discarded, nothing was posted.`
-        : e.stopped ? "Stopped: nothing was posted." : `Training failed: ${e.message}`;
-      // The discarded forest's live plots go; the last finished run's come back, marked as such.
-      if (live) drawPlots(shown ? shown.plots : {}, plots, charts);
-      live = null;
-      if (shown) markStale(`${e.stopped ? "Stopped" : "Failed"}: that forest is discarded; these are the results of run ${shown.id.slice(0, 8)}, trained before.`);
-    } finally {
+      if (run) {
+        lastModel = run.result.model || null;
+        showResults(run);
+        showComparisons(compare, run);
+        await learn(run);
+        updateEstimate();
+      } else {
+        // The discarded forest's live plots go; the last finished run's come back, marked as such.
+        if (live) drawPlots(shown ? shown.plots : {}, plots, charts);
+        live = null;
+        if (shown) markStale(`${error.stopped ? "Stopped" : "Failed"}: that forest is discarded; these are the results of run ${shown.id.slice(0, 8)}, trained before.`);
+      }
+    } finally {  // whatever showing the results throws, Train comes back
       train.disabled = false; stop.disabled = true; training = false;
     }
   });
@@ -303,12 +263,8 @@ export function mountForestPanel(root, playground) {
   }
 
   function showResults(run) {
-    const m = run.metrics, t = run.timings, a = run.adapter || {};
+    const m = run.metrics, t = run.timings;
     const base = run.result?.baseline || run.extra?.baseline || null;
-    const metricRows = Object.entries(m).filter(([k, v]) => typeof v === "number" && !NOT_METRICS.has(k))
-      .map(([k, v]) => [k, fmtNumber(v, 5), base && typeof base[k] === "number" ? fmtNumber(base[k], 5) : "–"]);
-    const where = run.backend === "webgpu" ? `WebGPU on ${a.vendor || "GPU"} ${a.architecture || ""}${a.is_fallback_adapter ? " (software)" : ""}`
-      : "the CPU (reference backend)";
     const name = `forest-${run.id.slice(0, 8)}`;
     const download = el("span", { class: "row" },
       el("button", { class: "secondary", id: "forest-download", onclick: () => {
@@ -317,18 +273,7 @@ export function mountForestPanel(root, playground) {
       el("button", { class: "secondary", id: "forest-download-binary", onclick: () => {
         download_([lastModel.binary], "application/octet-stream", `${name}.pcforest`);
       } }, "Download model (binary)"));
-    // ONNX is written by the server from the stored run (it may fit the same forest again first).
-    const onnxStatus = el("div", { class: "status", id: "forest-onnx-status", role: "status", "aria-live": "polite" });
-    const onnxButton = el("button", { class: "secondary", id: "forest-download-onnx", onclick: async () => {
-      onnxButton.disabled = true;
-      onnxStatus.className = "status"; onnxStatus.textContent = "The server is writing the ONNX file…";
-      try {
-        download_([await getOnnx(run.id)], "application/octet-stream", `${name}.onnx`);
-        onnxStatus.textContent = `Downloaded ${name}.onnx.`;
-      } catch (e) {
-        onnxStatus.className = "status error"; onnxStatus.textContent = `No ONNX file: ${e.message}`;
-      } finally { onnxButton.disabled = false; }
-    } }, "Download model (ONNX)");
+    const [onnx, onnxStatus] = onnxButton(run, "forest", name);
     const predictInput = el("input", { type: "file", accept: ".csv,text/csv", id: "forest-predict-file", "aria-label": "CSV to predict" });
     const predictStatus = el("div", { class: "status", role: "status", "aria-live": "polite" });
     predictInput.addEventListener("change", async () => {
@@ -346,24 +291,21 @@ export function mountForestPanel(root, playground) {
         predictStatus.className = "status error"; predictStatus.textContent = e.message;
       }
     });
-    const metricsTable = table(["Metric", "This forest", "Baseline"], metricRows, { id: "forest-metrics" });
     resultCard.replaceChildren(el("h2", {}, "Results"),
       el("p", { class: "muted", id: "forest-data-sizes" }, `On the ${m.n_test} test rows (trained on ${m.n_train} rows, ${m.n_features} features).`),
       run.result?.rows ? el("p", { class: "muted", id: "forest-rows" }, rowsText(run.result.rows, run.config.target)) : null,
-      metricsTable,
+      metricsTable(m, base, { id: "forest-metrics", model: "This forest" }),
       base ? el("p", { class: "muted", id: "forest-baseline-note" }, `Baseline: ${base.predictor}, the same test rows. ` +
-        beats(m, base)) : null,
+        beats(m, base, "The forest")) : null,
       el("h3", {}, "Time"),
       el("dl", { class: "kv" }, el("dt", {}, "Fit"), el("dd", { id: "forest-fit-time" }, fmtSeconds(t.fit)),
         el("dt", {}, "Predict"), el("dd", {}, fmtSeconds(t.predict)),
-        el("dt", {}, "On"), el("dd", {}, where)),
+        el("dt", {}, "On"), el("dd", {}, whereText(run))),
       el("h3", {}, "Keep it"),
       el("div", { class: "row" }, lastModel ? download : el("span", { class: "muted" }, "no model exported"),
-        onnxButton, filePicker(predictInput, "Predict on a new CSV…", { id: "forest-predict" })), onnxStatus, predictStatus,
+        onnx, filePicker(predictInput, "Predict on a new CSV…", { id: "forest-predict" })), onnxStatus, predictStatus,
       lastModel ? snippet(run, lastModel) : null,
       snippetBox("forest-onnx-snippet", "Use the ONNX model elsewhere (Python, onnxruntime)", getSnippet(run.id)));
-    const baseRow = metricsTable.querySelectorAll("tbody tr");
-    baseRow.forEach((tr) => tr.lastChild.classList.add("muted"));
     live = null;
     drawPlots(run.result?.plots || run.extra?.plots || {}, plots, charts);
     shown = { id: run.id, config: run.config, name: playground.selection?.name ?? run.config.dataset,
@@ -371,34 +313,6 @@ export function mountForestPanel(root, playground) {
     markStale(null);
   }
 }
-
-function headline(m) {
-  const k = ["accuracy", "r2", "mse"].find((x) => typeof m[x] === "number");
-  return k ? `${k} ${fmtNumber(m[k], 4)}` : "done";
-}
-
-// Whether the forest beat the baseline, in words, on the headline metric.
-function beats(m, base) {
-  if (typeof m.accuracy === "number" && typeof base.accuracy === "number") {
-    const d = m.accuracy - base.accuracy;
-    return d > 0 ? `The forest is ${fmtNumber(d * 100, 3)} points of accuracy better.`
-      : "The forest is no better than always guessing that class.";
-  }
-  if (typeof m.mse === "number" && typeof base.mse === "number") {
-    return m.mse < base.mse ? `The forest's error (mse) is ${fmtNumber((1 - m.mse / base.mse) * 100, 3)}% lower.`
-      : "The forest is no better than predicting the mean.";
-  }
-  return "";
-}
-
-// A time ahead, as a person says it: "under a second", "about 40 s", "about 3 min", "about 1.5 h".
-function fmtDuration(s) {
-  if (s < 1) return "under a second";
-  if (s < 90) return `about ${Math.round(s)} s`;
-  if (s < 5400) return `about ${Math.round(s / 60)} min`;
-  return `about ${(s / 3600).toFixed(1)} h`;
-}
-export { fmtDuration };
 
 // How to load the JSON download elsewhere (plain Python with py_core): web/snippets.js builds it.
 function snippet(run, model) {

@@ -1,8 +1,10 @@
-// The forest's plots, in the Random forest tab (live as it grows, then final) and on a run's own
-// page: the decision surface with its slice in words and its note, predicted against actual,
-// residuals, the confusion matrix and the importances.
+// A tabular model's plots (the random forest's, gradient boosting's), in its tab (live as it
+// grows, then final) and on a run's own page: a boosted model's loss by iteration, the decision
+// surface with its slice in words and its note, predicted against actual, residuals, the
+// confusion matrix and the importances.
 import { bars, confusion, scatterChart, surface } from "../charts.js";
 import { el, fmtNumber } from "../ui.js";
+import { lossChart, stoppingText } from "./loss_curve.js";
 
 // The slice a surface shows, in words: "Over bmi and s5; the other 8 features held at their
 // training medians: age 0.0054, sex -0.045, … and 2 more."
@@ -28,7 +30,8 @@ function surfaceOf(s, confusion) {
 
 // The forest's plots in `plots` (a .cards box); `charts` holds their handles (destroyed on redraw),
 // each with its `kind` (the plot's key). `live`: the plots of the trees so far (no residuals).
-export function drawPlots(p, plots, charts = [], { live = false } = {}) {
+// `params`: the run's (the loss curve's early stopping says them).
+export function drawPlots(p, plots, charts = [], { live = false, params = {} } = {}) {
   for (const c of charts.splice(0)) c.destroy();
   plots.replaceChildren();
   const add = (kind, title, draw) => {
@@ -36,6 +39,11 @@ export function drawPlots(p, plots, charts = [], { live = false } = {}) {
     plots.append(el("div", { class: "card", dataset: { plot: kind } }, el("h2", {}, title), box));
     charts.push(Object.assign(draw(box), { kind }));
   };
+  if (p.loss_curve) {
+    add("loss_curve", "Loss by iteration", (c) => lossChart(c, p.loss_curve, { final: !live }));
+    plots.querySelector("[data-plot=loss_curve] h2").after(el("p", { class: "muted loss-stopping", role: "status" },
+      live ? "" : stoppingText(p.loss_curve, params)));
+  }
   const s = p.surface && surfaceOf(p.surface, p.confusion);
   if (s) {
     add("surface", "Decision surface", (c) => surface(c, s.grid, s.points, { xName: s.x_name, yName: s.y_name,

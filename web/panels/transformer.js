@@ -6,10 +6,9 @@ import { getHealth, getRecentRuns, getSnippet, getText, listTexts, uploadText } 
 import { lineChart } from "../charts.js";
 import { param } from "../kinds.js";
 import { showComparisons } from "./compare.js";
-import { fmtDuration } from "./forest.js";
 import { initial } from "../state.js";
 import { stoppedTransformerNote } from "../snippets.js";
-import { el, filePicker, fmtBytes, fmtNumber, fmtSeconds, progressBar, setProgress, snippetBox } from "../ui.js";
+import { el, filePicker, fmtBytes, fmtDuration, fmtNumber, fmtSeconds, progressBar, setProgress, snippetBox } from "../ui.js";
 
 // Steps on a software adapter or the CPU path, where the "tiny" model takes seconds a step.
 const SMALL_STEPS = 20;
