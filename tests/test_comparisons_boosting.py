@@ -20,7 +20,6 @@ from server import jobcost
 from server.builtins import export_builtins
 from server.datasets import datasets_dir
 from server.runners import boosters, common, execute
-from tests.boosting_kind import register
 
 SURVEY = "5" * 32  # an upload's id
 
@@ -32,11 +31,6 @@ def data_dir(tmp_path_factory):
     export_builtins(path)
     (datasets_dir(path) / f"{SURVEY}.csv").write_bytes(b'"rownames",' + load("MASS/survey")[3:])
     return path
-
-
-@pytest.fixture(autouse=True)
-def kind(monkeypatch):
-    register(monkeypatch)
 
 
 def job(dataset="diabetes", target="target", **params):
@@ -203,7 +197,7 @@ def test_the_cost_and_its_cap():
 
 def test_a_worker_process_finds_the_runner_of_the_jobs_kind(data_dir, client):
     """The boosting runners share the forest's names: a comparison's own process (as a Dask
-    worker starts it, the kind registered by PLAYGROUND_KINDS) runs the runner of the job's
+    worker starts it) runs the runner of the job's
     kind, and says so when the kind has no runner of that name. POST /api/runs checks the
     job's params by the kind's table."""
     from server.runners.task import run_alone
@@ -218,10 +212,3 @@ def test_a_worker_process_finds_the_runner_of_the_jobs_kind(data_dir, client):
     out = run_alone({**request, "runner": "cuml"}, timeout_s=120, memory_mb=0)
     assert out == {"status": "unavailable", "error": "a gradient_boosting job has no runner "
                    "'cuml' (its runners: sklearn, xgboost, lightgbm)"}
-
-
-def test_the_kind_has_every_part():
-    """The Kind's server-side lines (tests/boosting_kind.py, for py_core/jobs/boosting_job.py)
-    hold to every kind's rules (tests/test_kinds.py)."""
-    from tests.test_kinds import test_every_kind_has_every_part as every_part
-    every_part("gradient_boosting")

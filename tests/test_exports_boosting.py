@@ -23,7 +23,6 @@ from conftest import serving, settings_in
 from py_core.data import parse_csv
 from py_core.data.features import features_and_target
 from server.onnx_models import boosting
-from tests.boosting_kind import register
 from tests.boosting_sklearn import to_model
 
 pytest.importorskip("onnx")
@@ -129,11 +128,6 @@ def client(tmp_path_factory):
         yield client
 
 
-@pytest.fixture
-def kind(monkeypatch):
-    register(monkeypatch)
-
-
 def post(client, survey, target, params=None, **extra) -> dict:
     table, raw = survey
     r = client.post("/api/datasets", files={"file": ("survey.csv", raw, "text/csv")})
@@ -148,7 +142,7 @@ def post(client, survey, target, params=None, **extra) -> dict:
     return run
 
 
-def test_a_stored_model_downloads_as_onnx_and_goes_with_its_run(client, kind, survey, models):
+def test_a_stored_model_downloads_as_onnx_and_goes_with_its_run(client, survey, models):
     """GET /api/runs/{id}/model.onnx of a boosting run that holds its model: its file name, the
     kept file's, the model's description in the metadata; a broken model is refused naming the
     field; the kind's snippet is served for the JSON download."""
@@ -200,7 +194,7 @@ def test_a_model_the_format_refuses_is_named(models):
 @pytest.mark.skipif(importlib.util.find_spec("py_core.jobs.boosting_job") is None,
                     reason="py_core's gradient_boosting job (py_core/jobs/boosting_job.py) is not "
                            "there yet")
-def test_the_tabs_model_exports_and_its_snippet_predicts_like_the_tab(client, kind, survey,
+def test_the_tabs_model_exports_and_its_snippet_predicts_like_the_tab(client, survey,
                                                                       reference_backend):
     """py_core's own job (the tab's model, on the reference backend), three classes: the
     server rebuilds it from the run's job for ONNX, whose labels and probabilities are the tab's;
@@ -231,7 +225,7 @@ def test_the_tabs_model_exports_and_its_snippet_predicts_like_the_tab(client, ki
     np.testing.assert_allclose(scope["predict_proba"](X), tabs, atol=3e-7)
 
 
-def test_names_from_a_file_stay_out_of_the_snippet(client, kind):
+def test_names_from_a_file_stay_out_of_the_snippet(client):
     """The snippet reads the names from the download itself: a run whose job names hostile
     columns and data set gets a snippet that parses, carrying none of them, its file's name a
     literal."""

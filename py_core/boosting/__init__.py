@@ -10,7 +10,9 @@ snippets all read:
      "n_features": F,
      "classes": [...],                # classifier only: the labels, sorted
      "n_trees_per_iteration": K,      # 1 for regression and two classes, else the classes
-     "n_iter": I,                     # iterations kept (early stopping: up to the best one)
+     "n_iter": I,                     # iterations grown (early stopping: up to the stop, as
+                                      # scikit-learn's n_iter_; the best is the job's
+                                      # loss_curve.best_iteration)
      "baseline": [K floats],          # the raw score before any tree
      "categorical": [F bools],        # which features split by category sets
      "feature_importances": [F floats],

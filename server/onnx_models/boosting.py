@@ -144,7 +144,7 @@ def check(data) -> None:
     every split's feature in range and its children after it in its tree (so no cycles), leaves
     and thresholds finite, category codes in range. Linear in the nodes; FormatError naming the
     first field that is wrong."""
-    from py_core.forest.export import FormatError, finite, checked_head
+    from py_core.forest.export import FormatError, checked_head, finite
     from py_core.forest.export import integer_in as count
     F, K, classify = checked_head(data, "py_core.boosting", ESTIMATORS, "n_trees_per_iteration")
     baseline = data.get("baseline")
