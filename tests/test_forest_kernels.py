@@ -89,14 +89,14 @@ def random_forest(rng, task, backend, monkeypatch, bootstrap=None, small=None, *
 
 
 ENTRIES = ["check_finite", "targets", "bin_features", "bootstrap", "init_trees", "hist_build", "hist_build_wg",
-           "split_vary", "split_rows", "split_scan", "split_pick", "split_vary_wg", "split_scan_wg", "split_pick_wg",
+           "split_vary", "split_rows", "split_small", "split_scan", "split_pick", "split_vary_wg", "split_scan_wg", "split_pick_wg",
            "alloc", "alloc_count", "alloc_scan", "alloc_write", "hist_clear", "hist_clear_wg", "route_rows", "finalize",
            "importance", "oob", "predict"]
 # Workgroup-per-item variants (GPUs): replayed on the inputs of the looping kernel, on the grid
 # the builder gives them (wg_items).
 VARIANTS = {"split_vary_wg": "split_vary", "split_scan_wg": "split_scan", "split_pick_wg": "split_pick",
             "hist_clear_wg": "hist_clear", "hist_build_wg": "hist_build"}
-PER_LEVEL = {"hist_build", "hist_build_wg", "split_vary", "split_rows", "split_scan", "split_pick", "split_vary_wg", "split_scan_wg",
+PER_LEVEL = {"hist_build", "hist_build_wg", "split_vary", "split_rows", "split_small", "split_scan", "split_pick", "split_vary_wg", "split_scan_wg",
              "split_pick_wg", "alloc", "alloc_count", "alloc_scan", "alloc_write", "hist_clear", "hist_clear_wg",
              "route_rows"}  # the others run once a fit or a batch: capture their first dispatch
 
@@ -106,7 +106,9 @@ PER_LEVEL = {"hist_build", "hist_build_wg", "split_vary", "split_rows", "split_s
 def test_kernel_matches_reference(native_backend, rng, entry, task, monkeypatch):
     if entry == "targets" and task != "regression":
         pytest.skip("regression targets only")
-    _replay_matches(native_backend, rng, entry, task, monkeypatch, *random_data(rng, task))
+    # split_small runs in deep trees (max_depth None), on their SMALL nodes
+    deep = dict(max_depth=None, small=rng.choice([3, 20, 2048])) if entry == "split_small" else {}
+    _replay_matches(native_backend, rng, entry, task, monkeypatch, *random_data(rng, task), **deep)
 
 
 @pytest.mark.parametrize("entry", ["split_rows", "split_scan_wg", "split_vary_wg"])

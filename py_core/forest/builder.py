@@ -17,7 +17,10 @@ The method (kernels in `py_core/kernels/forest/forest.wgsl`):
    (the other open slots' histograms as parent - sibling; per feature of an open slot its rank
    in the node's random permutation and whether it varies in the node), `split_rows` (the same
    for SMALL slots, nodes of at most `small_rows` rows, from their listed rows: and only the bins
-   of the features the node scans, summed from those rows), `split_scan` (the best split of each
+   of the features the node scans, summed from those rows), `split_small` (in deep trees, a
+   SMALL node of at most `row_scan_rows` rows gets its split with no histogram at all: a thread
+   a scanned feature walks the bins present among its rows, each left side summed from them,
+   scored as `split_scan` scores them), `split_scan` (the best split of each
    feature that varies among the first max_features of the node's random permutation, or of the
    first that varies if none of those does, as scikit-learn's splitter draws them: those
    features' bins summed along, an f32 gain per candidate, correctly rounded), `split_pick` (per
@@ -30,7 +33,9 @@ The method (kernels in `py_core/kernels/forest/forest.wgsl`):
    versions (`parallel_bins`).
    Nothing is read back between levels: the number of slots a level can need is bounded from
    n, min_samples_split and min_samples_leaf, so every grid is fixed, and a batch of trees of
-   depth <= 16 is one submission.
+   depth <= 16 is one submission. Deeper trees read their open pairs back past FIRST_LEVELS,
+   each level's from a snapshot read while the next level (AHEAD; in a tree's tail TAIL_AHEAD)
+   is already queued, its grids sized to the pairs read (doubled a level ahead).
    Memory (sizes.py): two levels of histograms, Tb x S_h x NB x C words each, sized to the
    histogram budget and the adapter's binding limit, and the batch's node records; the trees are
    grown in batches of Tb. A level with more slots than a buffer holds (S_h: 128 MiB adapters,
@@ -107,6 +112,10 @@ from .trees import predict as predict_rows
 
 NONE_DEPTH = 0xFFFFFFFF  # max_depth=None in the kernels' params
 FIRST_LEVELS = 8  # levels a deep (max_depth > DEEP_LEVELS or None) batch grows before reading back open slots
+AHEAD = 1        # levels a deep batch runs past the last whose open pairs the host has read ...
+TAIL_AHEAD = 3   # ... or this many while a level's bound is at most TAIL_SLOTS slots a tree: the
+TAIL_SLOTS = 512  # tail of a deep tree, levels of a few live slots whose GPU time (H200: under a
+                  # millisecond) is shorter than a readback's round trip (about 5 ms in Chromium)
 MAX_ROWS = 2**24 - 1  # weights and counts stay exact in f32
 Y_BITS = 23  # regression targets as signed fixed point of this many bits (w * y fits in i32)
 DEVICE_SORT = ("webgpu", "native")  # backends that sort the binning subsample themselves
@@ -116,6 +125,9 @@ SMALL_ROWS = 2048  # a child of at most this many rows (small_rows: fewer where 
                    # cheap) is split from its listed rows (split_rows) rather than from histograms
                    # of every feature; the forest is the same either way
 MIN_SMALL = 256    # below this many, no node is (small_rows)
+ROW_STEPS = 4096   # a deep tree's SMALL node is split from its rows without histograms (split_small)
+                   # up to the rows whose scan takes a thread about this many steps a feature:
+                   # rows x rows x (lanes + 1) (row_scan_rows: 32 rows for regression)
 LEVEL_MARK = "@"   # a level's dispatches are labelled kernel@level (kernel_times)
 
 READ_BEHIND = ("webgpu",)  # backends whose readbacks wait without blocking (the tab's mapAsync):
@@ -123,7 +135,7 @@ READ_BEHIND = ("webgpu",)  # backends whose readbacks wait without blocking (the
                           # (_issue). The native backend blocks on a map, so it reads all at
                           # the end, and holds the forest once (tests/test_forest_memory.py)
 KERNELS = ("check_finite", "sample", "sort_pass", "thresholds", "targets", "bin_features", "bootstrap",
-           "init_trees", "hist_build", "split_rows", "alloc", "alloc_count", "alloc_scan",
+           "init_trees", "hist_build", "split_rows", "split_small", "alloc", "alloc_count", "alloc_scan",
            "alloc_write", "route_rows", "finalize", "importance", "oob")
 ALLOC_SLOTS = 1024  # levels of more slots a tree number their children in three dispatches (a
                     # thread per slot), others in one (a workgroup per tree walking the slots)
@@ -144,10 +156,20 @@ def parallel_bins(backend) -> bool:
             and not any(cpu in named.lower() for cpu in CPU_ADAPTERS))
 
 
+def row_scan_rows(C: int, crit: int) -> int:
+    """Rows up to which a SMALL node of a deep tree is split from its rows alone (split_small): a
+    thread scans a feature in about rows x rows x (lanes + 1) steps (a pass over the rows for
+    each bin present and lane), at most ROW_STEPS; a histogram node clears, builds, derives and
+    scans NB x C words. Most nodes of a tree grown to its leaves hold a few rows."""
+    lanes = C - 1 if crit == MSE else C + (C - 1 if crit == ENTROPY else 0)
+    return math.isqrt(ROW_STEPS // (lanes + 1))
+
+
 def small_rows(NB: int, C: int, F: int, max_features: int, crit: int, deep: bool) -> int:
-    """Rows up to which a node is split from its rows (split_rows; 0: none is): none in deep trees
-    (max_depth None or over DEEP_LEVELS, grown a level a submission: measured slower there, 200k x
-    50 with 10 classes 16.9 s against 13.4 s), else where adding them
+    """Rows up to which a node is split from its rows (split_rows; 0: none is): in deep trees
+    (max_depth None or over DEEP_LEVELS, grown a level a submission) only those split without
+    histograms (row_scan_rows: from rows summed into histograms, they measured slower there, 200k
+    x 50 with 10 classes 16.9 s against 13.4 s), else where adding them
     into the bins of the features it scans (min(max_features, F); 2 atomics a row and feature for
     classes, 4 for regression) costs less than a histogram node's NB x C words (zeroed and summed,
     or derived as parent - sibling), with a margin of 8 for listing the rows and ranking every
@@ -156,7 +178,7 @@ def small_rows(NB: int, C: int, F: int, max_features: int, crit: int, deep: bool
     (bench/results/2026-11-27-h200-rows.md): 10 classes on 50 features (NB x C = 140,800, 1,257
     rows) 13-16% faster; regression on 20 features (20,480 words, 106 rows) 10% slower."""
     if deep:
-        return 0
+        return row_scan_rows(C, crit)
     atoms = 4 if crit == MSE else 2
     rows = min(SMALL_ROWS, NB * C // (8 * min(max_features, F) * atoms))
     return rows if rows >= MIN_SMALL else 0
@@ -313,7 +335,7 @@ class Grower:
                          max_depth=NONE_DEPTH if spec.max_depth is None else spec.max_depth,
                          mf=spec.max_features, pr=perm_rounds(F), S=0, NC=0, depth=0, S_cur=1,
                          S_next=0, T_all=self.T, inv_scale=1.0, mid=0.0, xd=0, ye=0, ym_lo=0,
-                         ym_hi=0, step=self.step, SM=SM, S_h=0, s_lo=0, small=0, b16=0)
+                         ym_hi=0, step=self.step, SM=SM, S_h=0, s_lo=0, small=0, b16=0, row_scan=0)
 
     async def _upload_and_sort(self, X: array, y) -> tuple[array, array]:
         """Data up; finite checks, fixed-point regression targets and, on GPU backends, the
@@ -391,8 +413,9 @@ class Grower:
         if self.live is not None:  # several batches, each a redraw of the live plots
             z.Tb = min(z.Tb, -(-self.T // LIVE_BATCHES))
         deep = z.levels is None or z.levels > DEEP_LEVELS  # grown a level a submission
-        self.base.update(NB=NB, FW=z.FW, b16=int(b16), C=z.C, T=z.Tb, S=z.S, NC=z.NC, S_h=z.S_h,
-                         small=small_rows(NB, z.C, self.F, self.spec.max_features, self.spec.crit, deep))
+        small = small_rows(NB, z.C, self.F, self.spec.max_features, self.spec.crit, deep)
+        self.base.update(NB=NB, FW=z.FW, b16=int(b16), C=z.C, T=z.Tb, S=z.S, NC=z.NC, S_h=z.S_h, small=small,
+                         row_scan=min(small, row_scan_rows(z.C, self.spec.crit)) if deep else 0)
         b.write(self.P0, PARAMS.pack(**self.base))
         self.eb = self._buf("f32", data=edges)
         self.fb = self._buf("u32", data=fmeta)
@@ -428,6 +451,9 @@ class Grower:
         self.rows = buf("u32", words["row lists"] if self.base["small"] else 1)
         self.nodes = buf("u32", words["node records"])  # the batch's trees
         self.meta = buf("u32", 2 * T)
+        # meta after each of the deep levels in flight (_grow_batch): one is read before the
+        # level that writes it again is queued
+        self.snap = [buf("u32", 2 * T) for _ in range(TAIL_AHEAD + 1)]
         self.imp = buf("f32", T * z.G * F)
         self.oobb = buf("f32", n * (K + 1)) if spec.oob and spec.bootstrap else None
         if z.dense:  # tree t from node t * NC on
@@ -514,7 +540,10 @@ class Grower:
         z, k, n, Tb, wgs = self.z, self.k, self.n, self.z.Tb, self.wgs
         clear, vary, scan, pick = (k[name] for name in (PARALLEL if self.wide else LOOPING))
         last = z.levels is not None and e == z.levels - 1
-        s_next = 0 if last else level_slots(e + 1, n, self.s_min)
+        # The next level has at most twice these slots (an open slot makes at most one pair of
+        # children): a deep level of a few hundred live slots, far below level_slots' bound,
+        # keeps the subtraction trick (alloc derives a child when both levels fit S_h).
+        s_next = 0 if last else min(level_slots(e + 1, n, self.s_min), 2 * s_cur)
         cur, other = self.slots[e % 2], self.slots[1 - e % 2]
         h, parent = self.hist[e % 2], self.hist[1 - e % 2]
         fb, nodes, cand, xlogx = self.fb, self.nodes, self.cand, self.xlogx
@@ -539,6 +568,9 @@ class Grower:
             if self.base["small"]:
                 plan.dispatch(k["split_rows"], [P, fb, cur, self.tgt, nodes, cand, h, self.binned,
                                                 self.rows], grid(Tb * sp, wgs), at(k["split_rows"]))
+            if self.base["row_scan"]:
+                plan.dispatch(k["split_small"], [P, self.binned, cur, self.tgt, nodes, cand, xlogx, self.left,
+                                                 self.rows], grid(Tb * sp, wgs), at(k["split_small"]))
             (plan.dispatch(scan, [P, fb, cur, h, nodes, cand, xlogx, parent], g_scan, at(scan))
              .dispatch(pick, [P, fb, cur, h, nodes, cand, xlogx, self.left], g_pick, at(pick)))
         P = ups[0][0]
@@ -552,6 +584,8 @@ class Grower:
         if not last:
             plan.dispatch(k["route_rows"], [P, self.binned, self.state, cur, nodes, self.childmap,
                                             other, self.rows], self._grid(Tb * n), at(k["route_rows"]))
+        if e >= self.head:  # the open pairs after this level, read while the next one runs
+            plan.copy(self.meta, self.snap[e % len(self.snap)], self.meta.length)
         self.level_params.append(ups)
         self.level_plans[(e, s_cur)] = plan
         return plan
@@ -597,16 +631,36 @@ class Grower:
         if z.dense:  # its trees went to the forest's arrays with the last group
             return
         await self._wait()
-        while True:
-            m_ = await b.read(self.meta)  # a few words: the open pairs of each tree's next level
-            pairs = max(m_[2 * (done + t) + 1] for t in range(nt))
-            if not pairs or d == z.levels:
-                break
-            s_cur = min(level_slots(d, self.n, self.s_min), 1 << (2 * pairs - 1).bit_length())
-            await b.run(self._level(d, s_cur))
-            d += 1
-            if d != z.levels:
-                await self._between(done, nt, d, progress, should_stop, pause)
+        m_ = await b.read(self.meta)  # a few words: the open pairs of each tree's next level
+        # Past the head, the levels run AHEAD (TAIL_AHEAD) of what the host knows: while it waits
+        # for the open pairs after level e - 1 (the snapshot `_level` copies them into), level e
+        # is already queued, sized by the pairs of the last level read, doubled for each level
+        # past it (each open slot makes at most one pair: twice its slots at most). The GPU is
+        # not left idle through a round trip a level; a level queued past the last open one
+        # finds no open slot and does nothing.
+        known, P = d, _open_pairs(m_, done, nt)  # the open pairs of level `known`, the latest read
+        s_prev = level_slots(d - 1, self.n, self.s_min)  # the last level's slots
+        reads = []  # [(level, the read of its open pairs)], oldest first
+        try:
+            while P and known != z.levels:
+                while d != z.levels:
+                    s_cur = min(level_slots(d, self.n, self.s_min), 2 * s_prev,
+                                1 << (2 * P - 1).bit_length() + d - known)
+                    if d > known + (TAIL_AHEAD if s_cur <= TAIL_SLOTS else AHEAD):
+                        break
+                    await b.run(self._level(d, s_cur))
+                    s_prev, d = s_cur, d + 1
+                    reads.append((d, b.read_soon([(self.snap[(d - 1) % len(self.snap)], 0,
+                                                   2 * (done + nt))])))
+                    if d != z.levels:
+                        await self._between(done, nt, d, progress, should_stop, pause)
+                known, read = reads.pop(0)
+                m_ = await read
+                P = _open_pairs(m_, done, nt)
+        finally:  # the reads still out (a level queued past the last open one, or Stop)
+            for _, read in reads:
+                with contextlib.suppress(Exception, asyncio.CancelledError):
+                    await read
         await self._chunk(done, nt, m_[2 * done:2 * (done + nt):2])
 
     async def _wait(self, ahead: bool = False):
@@ -815,6 +869,11 @@ class Grower:
 
     def _grid(self, threads):
         return grid(-(-threads // WG), self.b.limits["maxComputeWorkgroupsPerDimension"])
+
+
+def _open_pairs(meta, done: int, nt: int) -> int:
+    """The most open pairs of children any tree done .. done + nt - 1 has at its next level."""
+    return max(meta[2 * (done + t) + 1] for t in range(nt))
 
 
 def kernel_times(labels: dict) -> dict:

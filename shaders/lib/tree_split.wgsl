@@ -300,8 +300,17 @@ fn split_scan(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: v
   let f = i % p.F;
   let t = i / p.F / sp;
   let s = p.s_lo + i / p.F % sp;
-  if ((sp_slots[(t * p.S + s) * 4u + 1u] & OPEN) == 0u || !scans(t, s, f)) { return; }
+  if ((sp_slots[(t * p.S + s) * 4u + 1u] & OPEN) == 0u || rows_scanned(t, s) || !scans(t, s, f)) { return; }
   scan_feature(t, s, f);
+}
+
+// A feature's best split (if any) into its candidate: words e..e+2 only (other threads read e+3).
+fn put_candidate(t: u32, s: u32, f: u32, best: Best) {
+  if (best.f == LEAF) { return; }
+  let e = 4u * (hist_slot(t, s) * p.F + f);
+  sp_cand[e] = bitcast<u32>(best.score);
+  sp_cand[e + 1u] = best.b;
+  sp_cand[e + 2u] = best.b2;
 }
 
 // Feature f's best split in slot s of tree t (a feature it scans) into its candidate, by one
@@ -350,12 +359,7 @@ fn scan_feature(t: u32, s: u32, f: u32) {
     if (upto == total) { break; }  // the rest is empty (deep nodes hold few rows)
   }
   if (!mse) { sum_bins(h0, nb, true); }
-  if (best.f != LEAF) {  // words e..e+2 only: other threads read e+3
-    let e = 4u * (hist_slot(t, s) * p.F + f);
-    sp_cand[e] = bitcast<u32>(best.score);
-    sp_cand[e + 1u] = best.b;
-    sp_cand[e + 2u] = best.b2;
-  }
+  put_candidate(t, s, f, best);
 }
 
 // The slot's split among its features' candidates, written to its node record: (feature, bin,
@@ -397,6 +401,7 @@ fn split_pick(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: v
   if (i >= p.T * sp) { return; }
   let t = i / sp;
   let s = p.s_lo + i % sp;
+  if (rows_scanned(t, s)) { return; }  // split_small's
   let best = pick(t, s);
   if (best.x == LEAF) { return; }
   let fw = feature_words(t, s, best.x);
@@ -678,7 +683,7 @@ fn split_scan_wg(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg
   if (lid < 8u) { atomicStore(&wg_mask[lid], 0u); }
   if ((workgroupUniformLoad(&wg_flags) & OPEN) == 0u) { return; }
   let rec = (t * p.NC + wg_node) * (4u + p.C);
-  if (lid == 0u) { wg_elig = select(0u, 1u, eligible(rec + 4u)); }
+  if (lid == 0u) { wg_elig = select(0u, 1u, eligible(rec + 4u) && !rows_scanned(t, s)); }
   if (workgroupUniformLoad(&wg_elig) == 0u) { return; }
   let f = scanned_feature(t, s, id % ns, lid);
   if (f == LEAF) { return; }
@@ -798,12 +803,15 @@ fn split_pick_wg(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg
   if (id >= p.T * sp) { return; }
   let t = id / sp;
   let s = p.s_lo + id % sp;
-  if (lid == 0u) { wg_pick = pick(t, s); }
+  if (lid == 0u) {
+    wg_pick = vec4u(LEAF, 0u, 0u, 0u);
+    if (!rows_scanned(t, s)) { wg_pick = pick(t, s); }  // else split_small's
+  }
   let best = workgroupUniformLoad(&wg_pick);
   if (best.x == LEAF) { return; }
+  let out = (t * p.S + s) * p.C;
   let h0 = feature_words(t, s, best.x).x;
   let nb = best.y + 1u;  // bins 0..b
-  let out = (t * p.S + s) * p.C;
   for (var l0 = 0u; l0 < lanes(); l0 += PW) {
     let nl = min(lanes() - l0, PW);  // lanes in this pass
     let seg = PW / nl;              // runs a lane
@@ -833,12 +841,20 @@ fn split_pick_wg(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg
 // alone, summed from the slot's rows as hist_build sums them: the same words, so split_scan and
 // split_pick find the same split. A node of a few dozen rows costs its rows, not the clear, build
 // and parent - sibling of NB x C words for every feature.
+// A SMALL slot of at most p.row_scan rows (rows_scanned) gets its ranks here alone: split_small
+// finds its split from the rows, without histograms.
 @group(0) @binding(7) var<storage, read> sr_binned: array<u32>;
 @group(0) @binding(8) var<storage, read> sr_list: array<u32>;
 var<workgroup> sr_sel: array<u32, PW>;  // the features of a run of ranks whose bins are summed
 var<workgroup> sr_m: u32;               // how many
 
 fn row_bin(r: u32, f: u32) -> u32 { return bin_in(sr_binned[r * p.FW + bin_word(f)], f); }
+
+// Is slot s of tree t SMALL and of at most p.row_scan rows: split from its rows (split_small)?
+fn rows_scanned(t: u32, s: u32) -> bool {
+  return (sp_slots[(t * p.S + s) * 4u + 1u] & SMALL) != 0u && sp_nodes[slot_rec(t, s) + 4u + p.C - 1u] <= p.row_scan;
+}
+
 
 @compute @workgroup_size(64)
 fn split_rows(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
@@ -851,11 +867,12 @@ fn split_rows(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: v
   let sl = (t * p.S + s) * 4u;
   if (lid == 0u) {
     wg_elig = 0u;
-    if ((sp_slots[sl + 1u] & (OPEN | SMALL)) == (OPEN | SMALL)) {
-      wg_elig = select(0u, 1u, eligible(slot_rec(t, s) + 4u));
+    if ((sp_slots[sl + 1u] & (OPEN | SMALL)) == (OPEN | SMALL) && eligible(slot_rec(t, s) + 4u)) {
+      wg_elig = select(1u, 2u, rows_scanned(t, s));
     }
   }
-  if (workgroupUniformLoad(&wg_elig) == 0u) { return; }
+  let mode = workgroupUniformLoad(&wg_elig);  // 2: ranks alone (split_small scans its rows)
+  if (mode == 0u) { return; }
   let rows = sp_nodes[slot_rec(t, s) + 4u + p.C - 1u];
   let first = t * p.n + sp_slots[sl + 3u] - rows;  // the slot's rows: sr_list[first, first + rows)
   let key = node_key(t, s);
@@ -877,6 +894,7 @@ fn split_rows(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: v
     sp_cand[e + 3u] = (feature_rank_wg(f) << RANK_SHIFT) | v;
   }
   storageBarrier();
+  if (mode == 2u) { return; }
   var seen = 0u;  // features chosen so far: those of ranks below mf that vary, or the first that does
   for (var r0 = 0u; r0 < p.F && (r0 < p.mf || seen == 0u); r0 += PW) {  // ranks r0 .. r0 + PW - 1
     if (p.mf < p.F) {
@@ -915,4 +933,125 @@ fn split_rows(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: v
     seen += m;
     workgroupBarrier();  // wg_rb and sr_sel are written again
   }
+}
+
+// ---- split_small: a SMALL slot of at most p.row_scan rows split from its rows, no histograms ---
+// 1 binned (n, FW) · 2 slots · 3 target (n) · 4 nodes · 5 cand · 6 xlogx · 7 left (T, S, C)
+// · 8 list (T, n). A workgroup per (tree, slot of the pass); after split_rows (the features'
+// ranks and VARIES). A thread a feature the node scans (`scans`) walks the bins present among
+// the node's rows in order, each the least above the last (scan_rows: O(rows) a bin), its left
+// side summed from the rows: the integers of the histogram's running sums, scored by the same
+// f32 steps as scan_feature, with its ties. Then thread 0 picks the split (`pick`) and sums the
+// left child's channels from the rows. split_scan and split_pick skip these slots. A node of r
+// rows costs about r x r x (lanes) a scanned feature, not NB x C words cleared, built, derived
+// and scanned: below p.row_scan rows (builder.row_scan) that is less.
+@group(0) @binding(1) var<storage, read> ss_binned: array<u32>;
+
+fn small_bin(r: u32, f: u32) -> u32 { return bin_in(ss_binned[r * p.FW + bin_word(f)], f); }
+
+// Lane `lane` of a listed row (entry: row << SLOT_SHIFT | count) as add_row adds it to a bin.
+fn row_lane(entry: u32, lane: u32) -> vec2u {
+  let w = entry & COUNT_MASK;
+  let tv = hb_target[entry >> SLOT_SHIFT];
+  if (p.crit == MSE) {
+    if (lane == 0u) { return weighted_target(tv, w); }
+    return vec2u(select(1u, w, lane == 1u), 0u);
+  }
+  if (lane == p.K) { return vec2u(1u, 0u); }
+  return vec2u(select(0u, w, tv == lane), 0u);
+}
+
+// Lane `lane` summed over the rows sr_list[first, first + rows) whose bin of feature f is at
+// most b: a histogram's running sum at bin b.
+fn rows_upto(first: u32, rows: u32, f: u32, b: u32, lane: u32) -> vec2u {
+  var sum = vec2u(0u);
+  for (var i = 0u; i < rows; i++) {
+    let entry = sr_list[first + i];
+    if (small_bin(entry >> SLOT_SHIFT, f) <= b) { sum = lane_add(sum, row_lane(entry, lane), lane); }
+  }
+  return sum;
+}
+
+// The left side of a candidate at bin b of feature f, from the rows (take_lane's lanes in
+// scan_feature's order; entropy: the right side's terms after every class's left ones).
+fn rows_left(first: u32, rows: u32, f: u32, b: u32, rec: u32) -> Left {
+  var l = Left(vec2u(0u), vec2u(0u), 0u, 0.0, 0u);
+  for (var lane = 0u; lane < lanes(); lane++) { l = take_lane(l, lane, rows_upto(first, rows, f, b, lane), 0u, rec); }
+  if (p.crit == ENTROPY) {
+    for (var k = 0u; k < p.K; k++) { l = take_lane(l, k, rows_upto(first, rows, f, b, k), 1u, rec); }
+  }
+  return l;
+}
+
+// scan_feature's split of feature f, from the slot's `rows` listed rows: the bins present among
+// them in order (each the least above the last), the same candidates, scores and ties.
+fn scan_rows(t: u32, s: u32, f: u32, first: u32, rows: u32, rec: u32) {
+  let total = sp_nodes[rec + 4u + p.C - 1u];
+  var best = Best(0.0, LEAF, 0u, 0u);
+  var lo = 0u;  // the next bin is the least at or above lo
+  loop {
+    var j = LEAF;
+    for (var i = 0u; i < rows; i++) {
+      let b = small_bin(sr_list[first + i] >> SLOT_SHIFT, f);
+      if (b >= lo && b < j) { j = b; }
+    }
+    if (j == LEAF) { break; }
+    let l = rows_left(first, rows, f, j, rec);
+    if (best.f != LEAF && best.b2 == LEAF) { best.b2 = j; }  // the best's right side starts here
+    if (candidate(1u, l.rows, total)) {
+      let sc = left_score(l, rec);
+      if (best.f == LEAF || sc > best.score) { best = Best(sc, f, j, LEAF); }
+    }
+    if (l.rows == total) { break; }
+    lo = j + 1u;
+  }
+  put_candidate(t, s, f, best);
+}
+
+// The slot's rows (the first list entry, how many) and node record: (first, rows, rec).
+fn small_rows(t: u32, s: u32) -> vec3u {
+  let rec = slot_rec(t, s);
+  let rows = sp_nodes[rec + 4u + p.C - 1u];
+  return vec3u(t * p.n + sp_slots[(t * p.S + s) * 4u + 3u] - rows, rows, rec);
+}
+
+// The split of a slot whose scanned features have their candidates: picked, and the left
+// child's channels summed from its rows.
+fn small_split(t: u32, s: u32) {
+  let best = pick(t, s);
+  if (best.x == LEAF) { return; }
+  let at = small_rows(t, s);
+  let out = (t * p.S + s) * p.C;
+  for (var lane = 0u; lane < lanes(); lane++) {  // the left child: rows of bins 0..b summed
+    let sum = rows_upto(at.x, at.y, best.x, best.y, lane);
+    sp_left[out + lane_word(lane)] = sum.x;
+    if (lane_wide(lane)) { sp_left[out + 1u] = sum.y; }
+  }
+}
+
+// Is slot s of tree t one split_small splits: open, SMALL, of at most p.row_scan rows?
+fn small_open(t: u32, s: u32) -> bool {
+  return (sp_slots[(t * p.S + s) * 4u + 1u] & OPEN) != 0u && rows_scanned(t, s);
+}
+
+// A workgroup per (tree, slot of the pass), a thread a feature, then thread 0 picks. (On every
+// adapter: a thread per slot, its features in turn, computed other splits than the reference for
+// a few slots on lavapipe, 3 of 180 at 30k rows x 30 features, 4 classes, and nowhere else: not
+// used until understood.)
+@compute @workgroup_size(64)
+fn split_small(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
+                  @builtin(local_invocation_index) lid: u32) {
+  let id = linear(wid, nwg);
+  let sp = pass_slots();
+  if (id >= p.T * sp) { return; }
+  let t = id / sp;
+  let s = p.s_lo + id % sp;
+  if (lid == 0u) { wg_elig = select(0u, 1u, small_open(t, s)); }
+  if (workgroupUniformLoad(&wg_elig) == 0u) { return; }
+  let at = small_rows(t, s);
+  for (var f = lid; f < p.F; f += PW) {
+    if (scans(t, s, f)) { scan_rows(t, s, f, at.x, at.y, at.z); }
+  }
+  storageBarrier();  // every scanned feature's candidate written
+  if (lid == 0u) { small_split(t, s); }
 }

@@ -24,12 +24,13 @@ PARAMS = Struct(
     "n:u32 F:u32 FW:u32 NB:u32 C:u32 K:u32 crit:u32 T:u32 "
     "tree0:u32 seed:u32 boot:u32 mss:u32 msl:u32 max_depth:u32 mf:u32 pr:u32 "
     "S:u32 NC:u32 depth:u32 S_cur:u32 S_next:u32 T_all:u32 inv_scale:f32 mid:f32 "
-    "xd:u32 ye:i32 ym_lo:u32 ym_hi:u32 step:u32 SM:u32 S_h:u32 s_lo:u32 small:u32 b16:u32")
+    "xd:u32 ye:i32 ym_lo:u32 ym_hi:u32 step:u32 SM:u32 S_h:u32 s_lo:u32 small:u32 b16:u32 row_scan:u32")
 # xd: X is f64 (pairs of words); ye, ym_lo/ym_hi: regression y as fixed point round(y 2^ye) - ym;
 # step, SM: every step-th row sampled into SM values a feature (binning); S_h, s_lo: the slots a
 # histogram buffer holds and the first slot of this pass; small: a child of at most this many rows
 # is split from its rows (SMALL: split_rows), 0 never; b16: the binned matrix holds two 16-bit bins
-# a word (a feature has more than 256 bins), else four of 8 bits (bin_word, bin_in).
+# a word (a feature has more than 256 bins), else four of 8 bits (bin_word, bin_in); row_scan: a
+# SMALL node of at most this many rows is split from its rows without histograms (split_small).
 SORT = Struct("j:u32 k:u32 len:u32 count:u32")  # sort_pass's own parameters
 BINS = Struct("m:u32 SM:u32 F:u32 nbins:u32 exact:u32")  # thresholds': m sorted values of SM a
 # feature; a feature of at most `exact` distinct values gets a bin each, others nbins quantiles
@@ -676,6 +677,8 @@ def split_rows(bufs, grid_, constants):
                 varying.append((rank, f))
         e = 4 * hist_slot(p, t, s) * F
         cand[e:e + 4 * F] = array("I", out)
+        if tot[C - 1] <= p["row_scan"]:  # split_small's, from the rows
+            continue
         base = hist_slot(p, t, s) * NB
         for _, f in scanned(sorted(varying), p["mf"]):  # the features split_scan scans: their bins alone
             h0, h1 = _feature_range(p, fmeta, base, f)
@@ -698,20 +701,24 @@ def split_scan(bufs, grid_, constants):
     p = _unpack(bufs)
     F, C, NC = p["F"], p["C"], p["NC"]
     xl = xlogx.tolist() if p["crit"] == ENTROPY else None
-    for t, s, node, _flags in _open_slots(p, slots):
+    for t, s, node, flags in _open_slots(p, slots):
         rec = (t * NC + node) * (4 + C)
         tot = nodes[rec + 4:rec + 4 + C].tolist()
-        if not _eligible(p, tot):
+        if not _eligible(p, tot) or _rows_scanned(p, flags, tot):
             continue
         e = 4 * hist_slot(p, t, s) * F
         words = cand[e + 3:e + 4 * F:4].tolist()
         varying = sorted((w >> RANK_SHIFT, f) for f, w in enumerate(words) if w & VARIES)
         slot = _Slot(p, hist, fmeta, xl, hist_slot(p, t, s) * p["NB"], tot)
         for _, f in scanned(varying, p["mf"]):
-            got = slot.scan(f)
-            if got is not None:
-                top, b, b2 = got
-                cand[e + 4 * f:e + 4 * f + 3] = array("I", [array("I", array("f", [top]).tobytes())[0], b, b2])
+            _put_candidate(cand, e + 4 * f, slot.scan(f))
+
+
+def _put_candidate(cand, e: int, got) -> None:
+    """A feature's best split (score, b, b2), if any, into words e..e+2 of its candidate."""
+    if got is not None:
+        top, b, b2 = got
+        cand[e:e + 3] = array("I", [array("I", array("f", [top]).tobytes())[0], b, b2])
 
 
 @reference("forest", "split_pick_wg")
@@ -719,27 +726,76 @@ def split_scan(bufs, grid_, constants):
 def split_pick(bufs, grid_, constants):
     _, fmeta, slots, hist, nodes, cand, xlogx, left = bufs
     p = _unpack(bufs)
-    F, C, S, NC = p["F"], p["C"], p["S"], p["NC"]
-    for t, s, node, _flags in _open_slots(p, slots):
+    C, S, NC = p["C"], p["S"], p["NC"]
+    for t, s, node, flags in _open_slots(p, slots):
         rec = (t * NC + node) * (4 + C)
-        if not _eligible(p, nodes[rec + 4:rec + 4 + C].tolist()):
+        tot = nodes[rec + 4:rec + 4 + C].tolist()
+        if not _eligible(p, tot) or _rows_scanned(p, flags, tot):
             continue
-        e = 4 * hist_slot(p, t, s) * F
-        cands = cand[e:e + 4 * F].tolist()
-        scores = array("f", array("I", cands[0::4]).tobytes()).tolist()
-        best = None
-        for f in range(F):  # the best score; ties: the feature first in the node's permutation
-            if cands[4 * f + 2] == LEAF:  # not scanned, or no split
-                continue
-            key = (scores[f], -(cands[4 * f + 3] >> RANK_SHIFT))
-            if best is None or key > best[1]:
-                best = (f, key, cands[4 * f + 1], cands[4 * f + 2])
+        best = _pick(p, cand, nodes, t, s, rec)
         if best is None:
             continue
-        f, _, b, b2 = best
-        nodes[rec:rec + 3] = array("I", [f, b, b2])
+        f, b = best
         h0, _ = _feature_range(p, fmeta, hist_slot(p, t, s) * p["NB"], f)
         left[(t * S + s) * C:(t * S + s + 1) * C] = _summed(p, hist[h0:h0 + (b + 1) * C])[b * C:]
+
+
+def _pick(p, cand, nodes, t, s, rec):
+    """The slot's split among its candidates into its node record: (feature, bin), or None."""
+    F = p["F"]
+    e = 4 * hist_slot(p, t, s) * F
+    cands = cand[e:e + 4 * F].tolist()
+    scores = array("f", array("I", cands[0::4]).tobytes()).tolist()
+    best = None
+    for f in range(F):  # the best score; ties: the feature first in the node's permutation
+        if cands[4 * f + 2] == LEAF:  # not scanned, or no split
+            continue
+        key = (scores[f], -(cands[4 * f + 3] >> RANK_SHIFT))
+        if best is None or key > best[1]:
+            best = (f, key, cands[4 * f + 1], cands[4 * f + 2])
+    if best is None:
+        return None
+    f, _, b, b2 = best
+    nodes[rec:rec + 3] = array("I", [f, b, b2])
+    return f, b
+
+
+def _rows_scanned(p, flags, tot) -> bool:
+    """Is a SMALL slot of these totals split from its rows without histograms (split_small)?"""
+    return bool(flags & SMALL) and tot[p["C"] - 1] <= p["row_scan"]
+
+
+@reference("forest", "split_small")
+def split_small(bufs, grid_, constants):
+    """What split_scan and split_pick find for a SMALL slot of at most row_scan rows, from its
+    rows: here through a histogram of its scanned features' bins made from them (the same
+    integers), the left child's channels summed from its rows."""
+    _, binned, slots, target, nodes, cand, xlogx, left, lst = bufs
+    p = _unpack(bufs)
+    n, F, FW, C, S = p["n"], p["F"], p["FW"], p["C"], p["S"]
+    xl = xlogx.tolist() if p["crit"] == ENTROPY else None
+    for t, s, node, flags in _open_slots(p, slots):
+        rec = (t * p["NC"] + node) * (4 + C)
+        tot = nodes[rec + 4:rec + 4 + C].tolist()
+        if not _rows_scanned(p, flags, tot) or not _eligible(p, tot):
+            continue
+        end = t * n + slots[(t * S + s) * 4 + 3]
+        rows = [(e >> SLOT_SHIFT, e & COUNT_MASK) for e in lst[end - tot[C - 1]:end]]
+        bins = [_row_bins(binned, r, FW, F, p["b16"]) for r, _ in rows]
+        e = 4 * hist_slot(p, t, s) * F
+        words = cand[e + 3:e + 4 * F:4].tolist()
+        varying = sorted((w >> RANK_SHIFT, f) for f, w in enumerate(words) if w & VARIES)
+        for _, f in scanned(varying, p["mf"]):  # a histogram of feature f's bins up to its rows' last
+            nb = max(b[f] for b in bins) + 1
+            hist = array("I", bytes(4 * C * nb))
+            _add_rows(p, hist, [([b[f]], target[r], w) for b, (r, w) in zip(bins, rows)])
+            _put_candidate(cand, e + 4 * f, _Slot(p, hist, array("I", [0, nb]), xl, 0, tot).scan(0))
+        best = _pick(p, cand, nodes, t, s, rec)
+        if best is not None:
+            f, b = best
+            acc = array("I", bytes(4 * C))
+            _add_rows(p, acc, [([0], target[r], w) for bb, (r, w) in zip(bins, rows) if bb[f] <= b])
+            left[(t * S + s) * C:(t * S + s + 1) * C] = acc
 
 
 def _child_stats(p, nodes, left, t, s, rec):

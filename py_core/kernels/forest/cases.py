@@ -1,6 +1,7 @@
 """Self-test cases of the forest family: the histogram kernel alone, and the first two levels of
 a small forest (bootstrap, histograms with the subtraction trick, nodes split from their rows,
-split search, numbering and routing) for each criterion, on random binned data."""
+with histograms of their rows or without (split_small), split search, numbering and routing)
+for each criterion, on random binned data."""
 from __future__ import annotations
 
 from array import array
@@ -31,7 +32,7 @@ def _data(rng, n, F, crit, K, b16=0):
 def _params(**kw):
     base = dict(n=0, F=0, FW=0, NB=0, C=0, K=1, crit=0, T=0, tree0=0, seed=0, boot=1, mss=2, msl=1,
                 max_depth=6, mf=0, pr=24, S=0, NC=0, depth=0, S_cur=1, S_next=0, T_all=0,
-                inv_scale=1.0, mid=0.0, xd=0, ye=0, ym_lo=0, ym_hi=0, step=1, SM=0, S_h=0, s_lo=0, small=0, b16=0)
+                inv_scale=1.0, mid=0.0, xd=0, ye=0, ym_lo=0, ym_hi=0, step=1, SM=0, S_h=0, s_lo=0, small=0, b16=0, row_scan=0)
     base.update(kw)
     base["S_h"] = base["S_h"] or base["S"]  # a level's histograms in one pass
     return PARAMS.pack(**base)
@@ -55,17 +56,19 @@ def _histogram_case(n, F, T, S):
     return setup
 
 
-def _two_levels_case(n, F, T, crit, K, max_features, b16=0):
+def _two_levels_case(n, F, T, crit, K, max_features, b16=0, row_scan=0):
     async def setup(backend, rng):
         fmeta, binned, target, NB, FW = _data(rng, n, F, crit, K, b16)
         C = 4 if crit == MSE else K + 1
         S, NC = 4, 15  # two levels: at most 2 slots below the root; 7 nodes
         names = ("bootstrap", "init_trees", "hist_clear", "hist_build", "split_vary", "split_rows",
-                 "split_scan", "split_pick", "alloc_count", "alloc_scan", "alloc_write", "route_rows")
+                 "split_small", "split_scan", "split_pick", "alloc_count", "alloc_scan", "alloc_write",
+                 "route_rows")
         k = {name: await backend.kernel("forest", name) for name in names}
         common = dict(n=n, F=F, FW=FW, NB=NB, C=C, K=K, crit=crit, T=T, seed=rng.randrange(2**32),
                       mss=2, msl=rng.randint(1, 3), max_depth=2, mf=max_features, pr=perm_rounds(F),
-                      S=S, NC=NC, T_all=T, small=n // 2, b16=b16)  # the smaller child: split from its rows
+                      S=S, NC=NC, T_all=T, small=n // 2, b16=b16,  # the smaller child: split from its rows,
+                      row_scan=row_scan)  # without histograms (split_small) where it has at most row_scan
         P = [backend.buffer("u32", uniform=True, data=_params(**common, depth=d, S_cur=1 if d == 0 else 2,
                                                               S_next=2 if d == 0 else 0))
              for d in (0, 1)]
@@ -93,6 +96,7 @@ def _two_levels_case(n, F, T, crit, K, max_features, b16=0):
              .dispatch(k["hist_build"], [P[d], bb, fb, tb, state, sc, cur], g(T * n))
              .dispatch(k["split_vary"], [P[d], fb, sc, cur, nodes, cand, xlogx, other], g(T * s_cur * F))
              .dispatch(k["split_rows"], [P[d], fb, sc, tb, nodes, cand, cur, bb, rows], grid(T * s_cur))
+             .dispatch(k["split_small"], [P[d], bb, sc, tb, nodes, cand, xlogx, left, rows], grid(T * s_cur))
              .dispatch(k["split_scan"], [P[d], fb, sc, cur, nodes, cand, xlogx, other], g(T * s_cur * F))
              .dispatch(k["split_pick"], [P[d], fb, sc, cur, nodes, cand, xlogx, left], g(T * s_cur))
              .dispatch(k["alloc_count"], [P[d], sc, nodes, left, so, childmap, meta, counts], g(T * s_cur))
@@ -112,5 +116,7 @@ case("forest two levels, gini, 3 of 9 features", unit="G row-features/s")(
     _two_levels_case(1500, 9, 4, GINI, 3, 3))
 case("forest two levels, entropy", unit="G row-features/s")(
     _two_levels_case(800, 5, 3, ENTROPY, 4, 5))
+case("forest two levels, gini, small nodes split from their rows", unit="G row-features/s")(
+    _two_levels_case(100, 6, 3, GINI, 3, 2, row_scan=50))
 case("forest two levels, gini, 16-bit bins", unit="G row-features/s")(
     _two_levels_case(1500, 6, 3, GINI, 3, 6, b16=1))
