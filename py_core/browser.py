@@ -177,6 +177,41 @@ async def export_transformer(hooks=None) -> str:
     return json.dumps({"safetensors": base64.b64encode(weights).decode()})
 
 
+def warm_manifest() -> dict:
+    """What the worker starts compiling before Python is up, while Pyodide loads (written beside
+    the wheel as web/build/warm.json by tools/build_wheel.py): the forest's WGSL, the kernels its
+    fits use on GPUs (forest.builder.parallel_bins) and the adapter names that make one a CPU
+    (there compiling would take the cores Python's start needs: Python warms once it is up).
+    Python's own warm at start-up then finds them in flight."""
+    from .forest.builder import CPU_ADAPTERS, forest_kernels
+    from .gpu import shader_source
+    return {"sources": {"forest": shader_source("forest")}, "cpu_adapters": list(CPU_ADAPTERS),
+            "kernels": [[f, e, c or {}] for f, e, c in forest_kernels(None, True)]}
+
+
+async def warm(kind: str, params_json: str = "{}", vocab_size: int = 65, hooks=None) -> str:
+    """Start compiling the kernels a `kind` job will need on this adapter, without waiting for
+    them (Backend.warm): the forest's set when the worker is ready, a transformer config's when
+    its panel shows it. The job then finds them compiled, or awaits the compiles in flight.
+    Returns {"kernels": how many} or {"error"} (a config the job would refuse: nothing to warm)."""
+    backend = _session.backend
+    try:
+        if kind == "transformer":
+            from .transformer.config import parse_job_params
+            from .transformer.train import kernels as transformer_kernels
+            cfg, run_ = parse_job_params(json.loads(params_json))
+            kernels = await transformer_kernels(backend, cfg, max(1, min(int(vocab_size), 4096)),
+                                                run_["tiles"], run_["precision"])
+        elif kind == "random_forest":
+            from .forest.builder import forest_kernels
+            kernels = forest_kernels(backend)
+        else:
+            raise JobError(f"no kernels to compile ahead for {kind!r}")
+        backend.warm(kernels)
+    except Exception as exc:  # nothing compiled ahead: the job itself will say what is wrong
+        return json.dumps({"error": {**error_of(exc), "detail": None}})
+    return json.dumps({"kernels": len(kernels)})
+
 
 def memory(hooks=None) -> str:
     """What this worker holds on its GPU now (window.playground.memory(), the GPU tab, the

@@ -36,6 +36,10 @@ def build(out_dir: Path) -> Path:
     (wheel,) = out_dir.glob("py_core-*.whl")
     with zipfile.ZipFile(wheel) as z:
         files = len([n for n in z.namelist() if not n.endswith("/RECORD")])
+    # The forest's kernels, which the worker compiles while Pyodide loads (py_core.browser.warm_manifest)
+    sys.path.insert(0, str(ROOT))
+    from py_core.browser import warm_manifest
+    (out_dir / "warm.json").write_text(json.dumps(warm_manifest()))
     (out_dir / "manifest.json").write_text(json.dumps(
         {"wheel": wheel.name, "sha256": hashlib.sha256(wheel.read_bytes()).hexdigest(),
          "files": files}, indent=2))

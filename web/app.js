@@ -208,6 +208,9 @@ window.playground = {
   // What the worker holds on the GPU now: {buffers, bytes, plans, peak_bytes, kept_model_bytes,
   // runtime: {buffers, bytes, plans, kernels} (WebGPU's own counts)}.
   memory: () => call("memory"),
+  // Start compiling the kernels a `kind` job of these params will need (py_core.browser.warm):
+  // {kernels: how many} once started, without waiting for the compiles.
+  warm: (kind, params = {}, vocabSize = 65) => call("warm", [kind, JSON.stringify(params), vocabSize]),
 };
 
 // Every scrolling box a panel makes takes the keyboard focus (ui.js).
@@ -253,6 +256,7 @@ function select(id, { keepUrl = false, focus = false } = {}) {
     if (on && focus) p.button.focus();
   }
   if (!keepUrl) save({ tab: id === panels[0]?.id ? null : id });
+  window.playground.events.dispatchEvent(new CustomEvent("tab", { detail: id }));   // a panel warms its kernels
   window.dispatchEvent(new Event("resize"));   // charts in a panel that was hidden take its width
 }
 

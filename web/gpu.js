@@ -43,6 +43,8 @@ export function tensorCores(features, adapter, limits) {
 }
 
 const QUERIES_PER_SET = 2048;  // dispatches a query set stamps (WebGPU allows 4096 queries a set)
+// Pipelines compiling at once (GPURuntime.pump): as many as the machine has cores, at least two.
+const COMPILES = Math.max(2, globalThis.navigator?.hardwareConcurrency ?? 2);
 
 export class GPUUnavailable extends Error {
   constructor(reason, message) { super(message); this.reason = reason; }
@@ -101,7 +103,14 @@ export class GPURuntime {
     this.buffers = new Map();
     this.kernels = new Map();
     this.plans = new Map();
-    this.modules = new Map();
+    this.modules = new Map();      // family -> {source, serial, module: promise}
+    this.pipelines = new Map();    // "serial/entry/constants" -> promise of a kernel id
+    this.urgent = [];              // compiles a job waits for, first asked first
+    this.ahead = [];               // compiles ahead (warm), the newest list first
+    this.compiling = 0;
+    this.pipelinesStarted = 0;
+    this.pipelinesDone = 0;
+    this.compileWaitMs = 0;
     this.bufferBytes = 0;   // sizes of the live buffers in `buffers`
     this.nextId = 1;
     this.error = null;   // the first uncaptured error, reported at the next call
@@ -197,30 +206,110 @@ export class GPURuntime {
     });
   }
 
+  // Pipelines are compiled once a tab and shared by every job: keyed by (family's WGSL, entry,
+  // override constants), each entry the promise of its kernel id from the moment it is asked for,
+  // so a job that asks for a kernel compiled ahead (warm) awaits that compile rather than
+  // starting its own. `constantsJSON`: the constants' JSON, keys sorted (py_core sends them so:
+  // the key is their JSON as JavaScript writes it). Resolves with the kernel's id; the time it
+  // waited counts in compileStats.
   async createKernel(family, source, entry, constantsJSON) {
     this.check();
-    let module = this.modules.get(family);
-    if (!module) {
-      module = this.device.createShaderModule({ code: source, label: family });
-      const info = await module.getCompilationInfo();
-      const errors = info.messages.filter((m) => m.type === "error");
-      if (errors.length) {
-        throw new Error(`${family}.wgsl: ` + errors.map((m) => `line ${m.lineNum}:${m.linePos} ${m.message}`).join("; "));
-      }
-      this.modules.set(family, module);
+    const t0 = performance.now();
+    try {
+      return await this.pipeline(family, source, entry, JSON.parse(constantsJSON), true);
+    } finally {
+      this.compileWaitMs += performance.now() - t0;
     }
-    const constants = JSON.parse(constantsJSON);
+  }
+
+  // Queues kernels to compile ahead, without waiting (py_core's Backend.warm): `specJSON` is
+  // {"sources": {family: WGSL}, "kernels": [[family, entry, constants], ...]}. The newest list
+  // goes first (the config a panel shows now, before the forest's set of the page's start). A
+  // failed compile stays in the cache and is the error of the job that asks for it (createKernel).
+  warm(specJSON) {
+    this.check();
+    const { sources, kernels } = JSON.parse(specJSON);
+    const batch = [];
+    for (const [family, entry, constants] of kernels) {
+      this.pipeline(family, sources[family], entry, constants, false, batch).catch(() => {});
+    }
+    this.ahead.unshift(...batch);
+    this.pump();
+  }
+
+  // {started: pipelines asked for in this tab (compiled, compiling or queued), waited_s: seconds
+  // createKernel waited on compiles, in_flight: those not yet done}: a job's share is the change.
+  compileStats() {
+    return JSON.stringify({ started: this.pipelinesStarted, waited_s: this.compileWaitMs / 1000,
+                            in_flight: this.pipelinesStarted - this.pipelinesDone });
+  }
+
+  // The promise of a pipeline's kernel id, made and queued on first ask: a job's ask (now) goes
+  // before every compile ahead, and takes a queued one of these forward; a warm's joins `batch`.
+  pipeline(family, source, entry, constants, now, batch = null) {
+    const mod = this.shaderModule(family, source);
+    const key = `${mod.serial}/${entry}/${JSON.stringify(constants)}`;
+    let got = this.pipelines.get(key);
+    if (!got) {
+      this.pipelinesStarted++;
+      let settle;
+      got = new Promise((resolve, reject) => { settle = { resolve, reject }; });
+      // its place in the queues (pump): what starts its compile and settles the promise
+      got.job = { start: () => this.compilePipeline(family, mod.module, entry, constants).then(settle.resolve, settle.reject) };
+      this.pipelines.set(key, got);
+      if (now) this.urgent.push(got.job);
+      else batch.push(got.job);
+    } else if (this.ahead.includes(got.job)) {  // queued ahead, not yet compiling: forward
+      this.ahead.splice(this.ahead.indexOf(got.job), 1);
+      (now ? this.urgent : batch).push(got.job);
+    }
+    if (now) this.pump();
+    return got;
+  }
+
+  // Compiles side by side, at most COMPILES at once, so that a later ask (a job's, a newer warm)
+  // is not queued in the browser behind a whole set compiling ahead (on a CPU adapter compiling
+  // takes the cores the job needs).
+  pump() {
+    while (this.compiling < COMPILES && (this.urgent.length || this.ahead.length)) {
+      const job = this.urgent.shift() ?? this.ahead.shift();
+      this.compiling++;
+      job.start().finally(() => { this.compiling--; this.pipelinesDone++; this.pump(); });
+    }
+  }
+
+  // A family's shader module (its compilation messages checked once), made once per WGSL text.
+  shaderModule(family, source) {
+    let mod = this.modules.get(family);
+    if (!mod || mod.source !== source) {
+      const module = this.device.createShaderModule({ code: source, label: family });
+      mod = { source, serial: this.nextId++, module: module.getCompilationInfo().then((info) => {
+        const errors = info.messages.filter((m) => m.type === "error");
+        if (errors.length) {
+          throw new Error(`${family}.wgsl: ` + errors.map((m) => `line ${m.lineNum}:${m.linePos} ${m.message}`).join("; "));
+        }
+        return module;
+      }) };
+      this.modules.set(family, mod);
+    }
+    return mod;
+  }
+
+  async compilePipeline(family, modulePromise, entry, constants) {
+    const module = await modulePromise;
+    // The error scope wraps the call alone: compiles run side by side, and scopes are a stack.
     this.device.pushErrorScope("validation");
+    const made = this.device.createComputePipelineAsync({
+      label: `${family}.${entry}`, layout: "auto", compute: { module, entryPoint: entry, constants },
+    });
+    const scope = this.device.popErrorScope();
     let pipeline, failure = null;
     try {
-      pipeline = await this.device.createComputePipelineAsync({
-        label: `${family}.${entry}`, layout: "auto",
-        compute: { module, entryPoint: entry, constants },
-      });
+      pipeline = await made;
     } catch (e) {
       failure = e;
     }
-    const err = await this.device.popErrorScope();  // the validation message says more, when any
+    const err = await scope;  // the validation message says more, when any
     if (err) throw new Error(`${family}.${entry}: ${err.message}`);
     if (failure) throw failure;
     const id = this.nextId++;

@@ -1,8 +1,8 @@
 // Self-driving benchmark runs: `/?suite=NAME` loads `/web/suites/NAME.json`, runs its jobs in the
 // worker (warm-up runs are run but not posted as timed), posts each timed run to the server, and
 // finally posts a `suite` run that lists them. Used where Playwright cannot run (the lent GPU).
-//   {"name": ..., "jobs": [{"label", "job": {...}, "warmup": 1, "repeat": 3, "warmup_job"?}, ...]}
-// (warmup_job: a short version of a long job that compiles the same kernels)
+//   {"name": ..., "jobs": [{"label", "job": {...}, "warmup": 1, "repeat": 3, "warmup_job"?, "warm_s"?}, ...]}
+// (warmup_job: a short version of a long job that compiles the same kernels; warm_s: below)
 
 async function settled(runId, timeoutS) {
   const deadline = performance.now() + timeoutS * 1000;
@@ -34,6 +34,12 @@ export async function runSuite(name, playground, log = () => {}, only = null) {
       continue;
     }
     try {
+      // warm_s: the job's kernels compile ahead, as a panel has them compiled when it shows the
+      // config (py_core.browser.warm), this many seconds before the first run
+      if (entry.warm_s !== undefined) {
+        await playground.warm(entry.job.kind, entry.job.params || {});
+        await new Promise((r) => setTimeout(r, entry.warm_s * 1000));
+      }
       for (let w = 0; w < (entry.warmup ?? 1); w++) {
         log(`${label}: warm-up ${w + 1}`);
         await playground.compute(entry.warmup_job || entry.job).done;

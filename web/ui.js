@@ -28,7 +28,7 @@ export function fmtSeconds(s) {
 
 // A run's timings hold seconds, and beside them counts (the forest's "waits": how many times the
 // host waited on the GPU) and rates ("tokens_per_s"): each shown in its own unit.
-const COUNTS = new Set(["waits"]);
+const COUNTS = new Set(["waits", "pipelines_started"]);
 export function fmtTiming(key, v) {
   if (COUNTS.has(key)) return fmtNumber(v, 6);
   if (key.endsWith("_per_s")) return `${fmtNumber(v, 4)} a second`;

@@ -39,6 +39,10 @@ self.pyCoreColumnStats = columnStats;  // and big numeric columns' summaries to 
 async function init({ webgpu, stopBuffer }) {
   const t0 = performance.now();
   if (stopBuffer) stopFlag = new Int32Array(stopBuffer);
+  // The adapter and device open while Python loads (a failure is said once Python is up), and
+  // the forest's pipelines start compiling then.
+  const gpu = webgpu ? openGPU().then((rt) => ({ rt }), (e) => ({ e })) : null;
+  if (gpu) warmEarly(gpu).catch(() => {});  // only sooner: Python warms the same once it is up
   // The versioned URL is cached for good by the browser (server/static.py).
   const indexURL = `/pyodide/v${pyodideVersion}/`;
   loading("Downloading Python (Pyodide)", 0.02);
@@ -58,9 +62,9 @@ async function init({ webgpu, stopBuffer }) {
   loading("Opening the GPU", 0.85);
   let problem = null;
   if (webgpu) {
-    try {
-      runtime = await openGPU();
-    } catch (e) {
+    const { rt, e } = await gpu;
+    runtime = rt ?? null;
+    if (e) {
       problem = e instanceof GPUUnavailable ? { reason: e.reason, message: e.message }
         : { reason: "error", message: String(e.message || e) };
     }
@@ -71,6 +75,7 @@ async function init({ webgpu, stopBuffer }) {
   }
   // JS null would arrive as JsNull; undefined arrives as None.
   const described = JSON.parse(browserGlue.init(runtime ?? undefined));
+  await warmForest();
   loading("Ready", 1.0);
   post({ type: "ready", backend: described.backend, adapter: described.adapter, limits: described.limits,
          features: described.features, problem, pyodideVersion: pyodide.version, wheel: manifest.wheel,
@@ -184,6 +189,39 @@ function unpackResult(out) {
   }
 }
 
+// A CPU adapter (SwiftShader, llvmpipe: forest.builder.parallel_bins names them in the wheel's
+// warm.json, py_core.browser.warm_manifest): there compiling takes the cores that Python's
+// start and the next job need, so nothing compiles before the page asks (the Random forest tab
+// shown: playground.warm) or a job does.
+let cpuAdapter = null;
+async function softwareAdapter(rt) {
+  if (cpuAdapter === null) {
+    const res = await fetch("/wheels/warm.json", { cache: "no-cache" });
+    const manifest = res.ok ? await res.json() : { cpu_adapters: [] };
+    const a = rt.description.adapter;
+    const named = `${a.vendor} ${a.architecture} ${a.device} ${a.description}`.toLowerCase();
+    cpuAdapter = { manifest, cpu: a.is_fallback_adapter || manifest.cpu_adapters.some((name) => named.includes(name)) };
+  }
+  return cpuAdapter;
+}
+
+// Before Python is up, on a GPU adapter: the forest's kernels as the wheel's build listed them.
+async function warmEarly(gpu) {
+  const { rt } = await gpu;
+  if (!rt) return;
+  const { manifest, cpu } = await softwareAdapter(rt);
+  if (!cpu && manifest.kernels) rt.warm(JSON.stringify({ sources: manifest.sources, kernels: manifest.kernels }));
+}
+
+// Once Python is up, on a GPU adapter: the forest's pipelines (py_core.browser.warm: the set this
+// adapter's forests use) keep compiling side by side while the person picks a data set (those
+// started early are found in flight); its first job awaits what is still compiling rather than
+// compiling it on the click. Only the start is awaited here.
+async function warmForest() {
+  if (!runtime || (await softwareAdapter(runtime).catch(() => ({ cpu: false }))).cpu) return;
+  await browserGlue.warm("random_forest").catch(() => {});  // the job will say what fails
+}
+
 // After a failure: if the GPU device was lost, open a new one for the next jobs.
 async function recoverDevice() {
   if (!runtime?.lostInfo) return "";
@@ -191,6 +229,7 @@ async function recoverDevice() {
   try {
     runtime = await openGPU();
     browserGlue.init(runtime);
+    await warmForest();
     return ` (the GPU device was lost: ${why}; a new one is open for the next job)`;
   } catch (e) {
     runtime = null;

@@ -165,6 +165,15 @@ def row_scan_rows(C: int, crit: int) -> int:
     return math.isqrt(ROW_STEPS // (lanes + 1))
 
 
+def forest_kernels(backend, wide: bool | None = None) -> list:
+    """[(family, entry, constants), ...]: the kernels a fit on `backend` compiles (wide: the
+    PARALLEL set; None: as parallel_bins picks), and predict's: what the tab compiles ahead of a
+    forest job (Backend.warm). None has override constants, so the set is the adapter's alone."""
+    wide = parallel_bins(backend) if wide is None else wide
+    names = KERNELS + (PARALLEL + ("hist_build_wg",) if wide else LOOPING) + ("predict",)
+    return [("forest", name, None) for name in names]
+
+
 def small_rows(NB: int, C: int, F: int, max_features: int, crit: int, deep: bool) -> int:
     """Rows up to which a node is split from its rows (split_rows; 0: none is): in deep trees
     (max_depth None or over DEEP_LEVELS, grown a level a submission) only those split without
@@ -326,8 +335,9 @@ class Grower:
         """The kernels (the parallel-bins set on GPUs) and the parameters every kernel shares."""
         b, spec, n, F = self.b, self.spec, self.n, self.F
         self.wide = parallel_bins(b) if self.wg is None else self.wg
-        names = KERNELS + (PARALLEL + ("hist_build_wg",) if self.wide else LOOPING)
-        self.k = {name: await b.kernel("forest", name) for name in names}
+        kernels = forest_kernels(b, self.wide)
+        b.warm(kernels)  # side by side, not one after another (compiled ahead: found done)
+        self.k = {name: await b.kernel(family, name) for family, name, _ in kernels}
         self.step, self.m, SM = sample_shape(n)
         self.base = dict(n=n, F=F, FW=-(-F // 4), NB=0, C=0, K=self.K, crit=spec.crit, T=0,
                          tree0=0, seed=spec.seed, boot=int(spec.bootstrap),

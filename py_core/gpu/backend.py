@@ -202,6 +202,7 @@ class Backend(abc.ABC):
     def __init__(self):
         self._ids = itertools.count(1)
         self._kernels: dict = {}
+        self._compiles = {"started": 0, "waited": 0.0}  # compile_stats
         self.limits = dict(DEFAULT_LIMITS)
         self.adapter: dict = {}
         self.features: list[str] = []
@@ -357,10 +358,27 @@ class Backend(abc.ABC):
     async def kernel(self, family: str, entry: str, constants: dict | None = None) -> Kernel:
         key = (family, entry, tuple(sorted((constants or {}).items())))
         if key not in self._kernels:
-            k = Kernel(family, entry, dict(constants or {}))
-            k.handle = await self._compile(k)
+            k = Kernel(family, entry, dict(sorted((constants or {}).items())))
+            t0 = time.perf_counter()
+            self._compiles["started"] += 1
+            try:
+                k.handle = await self._compile(k)
+            finally:
+                self._compiles["waited"] += time.perf_counter() - t0
             self._kernels[key] = k
         return self._kernels[key]
+
+    def warm(self, kernels) -> None:
+        """Start compiling `kernels` [(family, entry, constants or None), ...] now, without
+        waiting: a job's first click then finds its pipelines compiled (or awaits the compile
+        already in flight) rather than compiling them one after another. Here: nothing (the
+        native and reference backends compile at once, blocking); the webgpu backend compiles
+        them in the tab, side by side."""
+
+    def compile_stats(self) -> dict:
+        """{"started": kernels whose compile started, "waited": seconds `kernel` waited on
+        compiles}: what a job adds to them is its compile time (jobs.run_job)."""
+        return dict(self._compiles)
 
     async def run(self, plan: "Plan | list[Plan]", repeat: int = 1) -> None:
         """Run the plan's operations in order, `repeat` times; returns once they are submitted.

@@ -77,10 +77,23 @@ class WebGPUBackend(Backend):
 
     async def _compile(self, kernel: Kernel):
         try:
-            return await self.rt.createKernel(kernel.family, shader_source(kernel.family),
-                                              kernel.entry, json.dumps(kernel.constants))
+            return await self.rt.createKernel(kernel.family, shader_source(kernel.family), kernel.entry,
+                                              json.dumps(kernel.constants, sort_keys=True))
         except Exception as exc:
             raise GPUError(f"kernel {kernel.name} failed to compile: {exc}") from exc
+
+    def warm(self, kernels) -> None:
+        """The tab compiles them side by side, each pipeline once (web/gpu.js warm): the kernel()
+        that asks for one later awaits its compile in flight, or finds it done."""
+        kernels = [(f, e, dict(c or {})) for f, e, c in kernels]
+        sources = {f: shader_source(f) for f in {f for f, _, _ in kernels}}
+        self._call("warm", self.rt.warm, json.dumps({"sources": sources, "kernels": kernels}, sort_keys=True))
+
+    def compile_stats(self) -> dict:
+        """The tab's own counts (web/gpu.js compileStats): pipelines compiled ahead count when
+        they start, not when a job asks for them."""
+        got = json.loads(self.rt.compileStats())
+        return {"started": got["started"], "waited": got["waited_s"]}
 
     def _compile_plan(self, plan: Plan) -> int:
         ops = []  # the runtime's plan steps (web/gpu.js, createPlan), offsets in bytes

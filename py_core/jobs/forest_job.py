@@ -58,6 +58,7 @@ from array import array
 
 from ..errors import JobError
 from ..forest import RandomForestClassifier, RandomForestRegressor
+from ..forest.builder import forest_kernels
 from ..forest.params import PARAMS as FOREST_PARAMS
 from ..params import Bool, Null, Param
 from .forest_plots import Plots, surface_pair
@@ -85,6 +86,7 @@ async def _run(job: dict, backend, ctx) -> dict:
     params = job_params(job, KIND)
     profile = params.pop("profile", False)
     variant = params.pop("parallel_bins", None)
+    backend.warm(forest_kernels(backend, variant))  # compiling while the data load (where not yet)
     table, prep = await load_prepared(job, ctx)
     info, F = prep.info, prep.n_features
     classify = info["task"] == "classification"

@@ -131,8 +131,14 @@ async def run_job(job: dict, backend, ctx: Context | None = None, session: Sessi
         raise JobError(f"unknown job kind {job['kind']!r}: one of {', '.join(jobs)}")
     ctx = ctx or Context()
     t0 = time.perf_counter()
+    compiles = backend.compile_stats()
     result = await found.run(job, backend, ctx, session)
-    result.setdefault("timings", {})["total"] = time.perf_counter() - t0
+    now = backend.compile_stats()
+    # compile: seconds the job waited on pipeline compilation; pipelines_started: those it
+    # started itself (0 when the tab compiled them ahead: Backend.warm)
+    result.setdefault("timings", {}).update(compile=now["waited"] - compiles["waited"],
+                                            pipelines_started=now["started"] - compiles["started"])
+    result["timings"]["total"] = time.perf_counter() - t0
     result["backend"] = backend.name
     result["adapter"] = backend.adapter
     return result

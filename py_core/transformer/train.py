@@ -168,3 +168,22 @@ class Trainer:
         """The model as it stands, for sampling and export."""
         from .sample import TrainedModel
         return TrainedModel(self.config, self.vocab, self.model, scope=self.model_scope)
+
+
+async def kernels(backend, config: TransformerConfig, vocab_size: int, tiles: str = "auto",
+                  precision: str = "f32") -> list:
+    """[(family, entry, constants), ...]: the kernels a training run of `config` on `backend`
+    compiles (its step, evaluation and sampling plans: their tilings depend on the sizes), from
+    the same recording on a DryBackend with `backend`'s limits (nothing allocated, nothing run),
+    so the tab can compile them ahead (Backend.warm). The text stands in for one of vocab_size
+    characters, long enough for both splits."""
+    from ..gpu.dry import DryBackend
+    from .sample import _Sampler
+    config = config.validate()
+    dry = DryBackend(backend)
+    part = min(config.val_fraction, 1 - config.val_fraction)
+    length = vocab_size + math.ceil((config.block_size + 3) / part)
+    text = "".join(chr(32 + i % vocab_size) for i in range(length))
+    trainer = await Trainer(dry, config, text, tiles, precision).setup()
+    await _Sampler(trainer.trained()).setup()
+    return dry.kernels()

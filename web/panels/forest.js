@@ -21,6 +21,14 @@ const SMALL = { n_estimators: 20, max_depth: 8 };
 const RETRAIN_SECONDS = 5;
 
 export function mountForestPanel(root, playground) {
+  // Shown, the tab has its kernels compiled (py_core.browser.warm), once: a GPU adapter's worker
+  // has them compiling from its start already, a CPU adapter's waits for this (web/worker.js).
+  let warmed = false;
+  playground.events.addEventListener("tab", (ev) => {
+    if (ev.detail !== "forest" || warmed) return;
+    warmed = true;
+    playground.ready.then(() => playground.warm("random_forest")).catch(() => {});
+  });
   const inputs = {};
   const preset = el("select", { id: "forest-preset" }, el("option", { value: "" }, "Custom"),
     Object.entries(PRESETS).map(([k, p]) => el("option", { value: k }, p.label)));
@@ -299,6 +307,9 @@ export function mountForestPanel(root, playground) {
         beats(m, base, "The forest")) : null,
       el("h3", {}, "Time"),
       el("dl", { class: "kv" }, el("dt", {}, "Fit"), el("dd", { id: "forest-fit-time" }, fmtSeconds(t.fit)),
+        // the seconds the job waited on kernels still compiling (a tab compiles them once, ahead)
+        ...(t.compile >= 0.05 ? [el("dt", {}, "Waiting on compiles"),
+          el("dd", { id: "forest-compile-time" }, `${fmtSeconds(t.compile)} (kernels compile once a tab)`)] : []),
         el("dt", {}, "Predict"), el("dd", {}, fmtSeconds(t.predict)),
         el("dt", {}, "On"), el("dd", {}, whereText(run))),
       el("h3", {}, "Keep it"),

@@ -176,7 +176,20 @@ export function mountTransformerPanel(root, playground) {
       `(largest buffer ${fmtBytes(info.largest_buffer)}, this adapter binds up to ${fmtBytes(info.binding_limit)})` +
       (info.fits ? "" : ": too large for this adapter");
     train.disabled = !info.fits || !checkFields();   // a field typed into meanwhile may be wrong
+    if (info.fits) warmAhead();
   }
+
+  // While this tab shows a config, its kernels compile in the worker (py_core.browser.warm):
+  // the run then starts on compiled pipelines rather than compiling them on the click.
+  let warmed = null;
+  function warmAhead() {
+    if (!root.classList.contains("active") || restoring) return;
+    const key = JSON.stringify([params(), vocabSize]);
+    if (key === warmed) return;
+    warmed = key;
+    playground.warm("transformer", params(), vocabSize);
+  }
+  playground.events.addEventListener("tab", (ev) => { if (ev.detail === "transformer" && lastSize?.fits) warmAhead(); });
 
   function applyPreset() {
     const p = presets[preset.value];
@@ -433,7 +446,7 @@ export function mountTransformerPanel(root, playground) {
       : `Runs f32 everywhere (the default: parity with PyTorch f32). Mixed precision ` +
         (tc?.available ? `is available: ${why}.` : `is not available: ${why}.`);
   }
-  precision.addEventListener("change", () => { showPrecision(); saveParams(); });
+  precision.addEventListener("change", () => { showPrecision(); saveParams(); warmAhead(); });
 
   playground.ready.then(async () => {
     if (initial("tf.precision") === "mixed") precision.value = "mixed";
