@@ -191,8 +191,8 @@ def warm_manifest() -> dict:
 
 async def warm(kind: str, params_json: str = "{}", vocab_size: int = 65, hooks=None) -> str:
     """Start compiling the kernels a `kind` job will need on this adapter, without waiting for
-    them (Backend.warm): the forest's set when the worker is ready, a transformer config's when
-    its panel shows it. The job then finds them compiled, or awaits the compiles in flight.
+    them (Backend.warm): the forest's set when the worker is ready, the booster's when its tab
+    first shows, a transformer config's when its panel shows it. The job then finds them compiled, or awaits the compiles in flight.
     Returns {"kernels": how many} or {"error"} (a config the job would refuse: nothing to warm)."""
     backend = _session.backend
     try:
@@ -205,6 +205,9 @@ async def warm(kind: str, params_json: str = "{}", vocab_size: int = 65, hooks=N
         elif kind == "random_forest":
             from .forest.builder import forest_kernels
             kernels = forest_kernels(backend)
+        elif kind == "gradient_boosting":
+            from .boosting.grower import boosting_kernels
+            kernels = boosting_kernels()
         else:
             raise JobError(f"no kernels to compile ahead for {kind!r}")
         backend.warm(kernels)

@@ -50,6 +50,21 @@ def test_the_forest_warms_the_kernels_a_fit_and_predict_compile(wide):
     assert seen == keys(forest_kernels(b, wide))
 
 
+def test_the_booster_warms_the_kernels_a_fit_and_predict_compile():
+    """A boosted fit (early stopping on: the validation rows' kernels too) then predict on a fresh
+    backend ask for exactly boosting_kernels."""
+    from py_core.boosting import HistGradientBoostingRegressor
+    from py_core.boosting.grower import boosting_kernels
+    b = get_backend("reference")
+    seen = asked(b)
+    X, y = load_diabetes(return_X_y=True)
+    model = HistGradientBoostingRegressor(max_iter=2, max_leaf_nodes=4, early_stopping=True,
+                                          random_state=0, backend=b)
+    model = asyncio.run(model.fit(X[:80].tolist(), y[:80].tolist()))
+    asyncio.run(model.predict(X[:5].tolist()))
+    assert seen == keys(boosting_kernels())
+
+
 @pytest.mark.parametrize("precision", ["f32", "mixed"])
 def test_the_transformer_warms_the_kernels_a_run_compiles(precision):
     """A run's step, evaluation and sampling plans ask for exactly the kernels that the dry

@@ -302,3 +302,9 @@ class Grower:
 KERNELS = ("bin_rows", "gradients", "hist_build", "hist_build_wg", "root_totals", "split_find", "grow", "route",
            "med_count", "med_step", "leaf_values", "update", "update_val", "store_tree",
            "next_iter", "loss")
+
+
+def boosting_kernels() -> list:
+    """[(family, entry, constants), ...]: the kernels a fit and predict compile, whatever the
+    adapter (no override constants): what the tab compiles ahead of a boosting job (Backend.warm)."""
+    return [("boosting", name, None) for name in KERNELS + ("predict",)]

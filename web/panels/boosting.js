@@ -25,6 +25,13 @@ const KIND = "gradient_boosting";
 let rate = null;
 
 export function mountBoostingPanel(root, playground) {
+  // Shown, the tab has its kernels compiled (py_core.browser.warm), once, so Train waits on none.
+  let warmed = false;
+  playground.events.addEventListener("tab", (ev) => {
+    if (ev.detail !== "boosting" || warmed) return;
+    warmed = true;
+    playground.ready.then(() => playground.warm("gradient_boosting")).catch(() => {});
+  });
   const form = paramsForm(KIND, NAMES, { prefix: "gb.", idPrefix: "gb", start: START });
   const preset = el("select", { id: "gb-preset" }, el("option", { value: "" }, "Custom"),
     Object.entries(PRESETS).map(([k, p]) => el("option", { value: k }, p.label)));
