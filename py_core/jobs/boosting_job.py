@@ -32,7 +32,7 @@ from ..boosting.params import PARAMS as BOOSTING_PARAMS
 from ..errors import JobError
 from .forest_plots import Plots, surface_pair
 from .kinds import Kind, Timing
-from .tabular import evaluate, importance_plot, job_params, load_prepared
+from .tabular import evaluate, importance_plot, job_params, load_prepared, predict_test
 
 # The job's params: the estimators' (py_core/boosting/params.py: scikit-learn's names, defaults
 # and ranges), checked here, in the tab, and by the server.
@@ -79,23 +79,14 @@ async def _run(job: dict, backend, ctx) -> dict:
     await backend.finish()
     t_fit = time.perf_counter() - t0
 
-    ctx.progress({"stage": "predicting the test rows", "fraction": 0.96})
-    t0 = time.perf_counter()
-    if classify:
-        proba = await model.predict_proba(prep.X_test, n_features=F)
-    else:
-        pred = list(await model.predict(prep.X_test, n_features=F))
-    t_predict = time.perf_counter() - t0
+    tested, t_predict = await predict_test(model, prep, classify, backend, ctx)
     metrics = {"n_train": len(prep.y_train), "n_test": len(prep.y_test), "n_features": F,
                "n_iter": model.n_iter_}
     timings = {"fit": t_fit, "predict": t_predict}
     timings.update((k, v) for k, v in model.timings_.items() if k != "fit")
     plots = {"importances": importance_plot(info["features"], model.feature_importances_),
              "loss_curve": loss_curve(model)}
-    if classify:
-        baseline = evaluate(prep, info, metrics, plots, model.classes_, proba=proba)
-    else:
-        baseline = evaluate(prep, info, metrics, plots, pred=pred)
+    baseline = evaluate(prep, info, metrics, plots, **tested)
     if F >= 2:
         ctx.progress({"stage": "drawing the decision surface", "fraction": 0.98})
 

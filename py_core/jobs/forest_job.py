@@ -64,7 +64,7 @@ from ..params import Bool, Null, Param
 from .forest_plots import Plots, surface_pair
 from .kinds import Kind, Timing
 from .results import Joined
-from .tabular import evaluate, importance_plot, job_params, load_prepared
+from .tabular import evaluate, importance_plot, job_params, load_prepared, predict_test
 
 # The job's params: the estimators' (py_core/forest/params.py: scikit-learn's meaning and
 # ranges) and two benchmark switches. Checked here, in the tab, and by the server (POST /api/runs,
@@ -120,14 +120,7 @@ async def _run(job: dict, backend, ctx) -> dict:
     await backend.finish()
     t_fit = time.perf_counter() - t0 - forest.timings_.get("live", 0.0)
 
-    ctx.progress({"stage": "predicting the test rows", "fraction": 0.96})
-    t0 = time.perf_counter()
-    if classify:
-        proba = await forest.predict_proba(prep.X_test, n_features=F)
-    else:
-        pred = list(await forest.predict(prep.X_test, n_features=F))
-    await backend.finish()
-    t_predict = time.perf_counter() - t0
+    tested, t_predict = await predict_test(forest, prep, classify, backend, ctx)
 
     metrics = {"n_train": len(prep.y_train), "n_test": len(prep.y_test), "n_features": F}
     timings = {"fit": t_fit, "predict": t_predict}
@@ -142,10 +135,7 @@ async def _run(job: dict, backend, ctx) -> dict:
         timings["predict_all"] = time.perf_counter() - t0
         metrics["predict_all_rows"] = len(X_all) // F
     plots = {"importances": importance_plot(info["features"], forest.feature_importances_)}
-    if classify:
-        baseline = evaluate(prep, info, metrics, plots, forest.classes_, proba=proba)
-    else:
-        baseline = evaluate(prep, info, metrics, plots, pred=pred)
+    baseline = evaluate(prep, info, metrics, plots, **tested)
     score = getattr(forest, "oob_score_", None)
     if score is not None and math.isfinite(score):
         metrics["oob_score"] = score
