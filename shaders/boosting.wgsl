@@ -4,7 +4,8 @@
 // gradients and hessians (integer atomics), so every GPU sums them to the same words; gains are
 // f32 operations on those sums, with no product feeding a sum (no fused multiply-add changes a
 // bit). Shared sections: the forest's (shaders/lib/tree*.wgsl: the grid, the binned matrix, X in
-// f32 or f64, exact i64 -> f32) and common.wgsl's (wg_reduce, pcg).
+// f32 or f64, exact i64 -> f32, the binning subsample sorted and each feature's bins picked from it:
+// sample, sort_pass, thresholds) and common.wgsl's (wg_reduce, pcg).
 //
 // Shapes: rows n (p.n: the training, validation or prediction rows of the dispatch), features F,
 // outputs K, bins B a feature (B - 1: missing values), nodes NN a tree. binned (n, FW) four 8-bit
@@ -19,6 +20,7 @@
 #include tree_binned
 #include tree_x
 #include pcg
+#include tree_quantiles
 
 fn row_id(wid: vec3u, nwg: vec3u, lid: u32) -> u32 { return linear(wid, nwg) * WG + lid; }
 
@@ -616,8 +618,7 @@ fn route(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
 @group(0) @binding(3) var<storage, read> mc_node_of: array<u32>;
 @group(0) @binding(4) var<storage, read_write> mc_med: array<atomic<u32>>;
 
-fn order_key(b: u32) -> u32 { return select(b ^ 0x80000000u, ~b, (b >> 31u) == 1u); }
-
+// order_key: tree_quantiles'
 fn from_key(k: u32) -> f32 { return bitcast<f32>(select(~k, k ^ 0x80000000u, (k >> 31u) == 1u)); }
 
 @compute @workgroup_size(256)

@@ -130,3 +130,53 @@ def test_same_splits_for_classes_on_both_backends(native_backend):
     for ta, tb in zip(a.to_dict()["trees"], b.to_dict()["trees"]):
         assert {k: v for k, v in ta.items() if k != "value"} == {k: v for k, v in tb.items() if k != "value"}
         assert ta["value"] == pytest.approx(tb["value"], rel=1e-5, abs=1e-7)
+
+
+def _binning_columns(rng, n):
+    """Columns that test the device's thresholds: numbers with missing values, category codes,
+    a few tied values (-0 among them), more distinct values than max_bins, +inf (left out as
+    NaN is; a fit refuses it once binned: -inf would be binned first), no values."""
+    nan, inf = math.nan, math.inf
+    few = [rng.uniform(-3, 3) for _ in range(rng.randint(2, 9))] + [0.0, -0.0]
+    cols = [[nan if rng.random() < 0.2 else rng.gauss(0, 1) for _ in range(n)],
+            [nan if rng.random() < 0.1 else float(rng.randrange(rng.randint(2, 40))) for _ in range(n)],
+            [rng.choice(few) for _ in range(n)],
+            [round(rng.uniform(-5, 5), rng.choice([1, 2])) for _ in range(n)],  # ties, many values
+            [rng.choice([nan, inf, rng.random()]) for _ in range(n)],
+            [nan] * n]
+    rng.shuffle(cols)
+    return cols
+
+
+class DeviceSteps(ReferenceBackend):
+    """The reference backend taking the device's steps (the binning kernels' references), not
+    binning.thresholds."""
+    name = "webgpu"
+
+
+def test_thresholds_on_the_device_are_the_hosts(native_backend, rng):
+    """The forest's binning kernels, shared by boosting (sample, sort_pass, thresholds: one
+    submission, the records read back once) give on lavapipe the words their references give,
+    and a fit's thresholds and per-bin values (category codes) are binning.thresholds' (the
+    reference backend's host path) bit for bit: missing values and infinities left out, a bin
+    per value up to max_bins, -0 as +0, a feature without values of no bins."""
+    from py_core.boosting import binning
+    from py_core.boosting.grower import KERNELS, Grower, Spec
+
+    n, max_bins = rng.randint(200, 700), rng.choice([255, 255, 40, 7, 2])
+    cols = _binning_columns(rng, n)
+    F = len(cols)
+    X = array(rng.choice("fd"), [cols[f][r] for r in range(n) for f in range(F)])
+    got = {}
+    for b in (native_backend, DeviceSteps()):
+        g = Grower(b, Spec(0, 1, 1, 2, None, 1, F, 0.1, 0.0, 0, False, 1, 0.0))
+        g.k = {e: run(b.kernel("boosting", e)) for e in KERNELS}
+        with b.scope("thresholds"):
+            g._upload(X, n, F)
+            got[b] = run(g._thresholds(X, max_bins))
+    want = binning.thresholds(X, n, F, max_bins)
+    for b, (th, values) in got.items():
+        assert array("f", [v for t in th for v in t]).tobytes() == array("f", [v for t in want[0] for v in t]).tobytes()
+        assert [len(t) for t in th] == [len(t) for t in want[0]] and values == want[1], b.name
+    assert any(v is None for v in want[1])
+    assert max_bins < 40 or any(v is not None for v in want[1])  # the codes, the few values

@@ -4,7 +4,9 @@ A feature of at most max_bins distinct values gets a bin per value (thresholds h
 neighbours); others the midpoint percentiles of their values, from every step-th row
 (py_core.forest.binning's subsample and `feature_bins`, the same thresholds the forest uses).
 Missing values (NaN) take no part: `bin_rows` puts them in a bin of their own, the last (B - 1)
-of every feature, as scikit-learn does.
+of every feature, as scikit-learn does. GPU backends find the same bits on the device, with the
+forest's kernels (grower.py: `sample`, `sort_pass`, `thresholds`, whose references are
+py_core.kernels.forest's); `thresholds` here is the reference backend's way, in Python.
 """
 from __future__ import annotations
 
@@ -25,9 +27,9 @@ def thresholds(X: array, n: int, F: int, max_bins: int) -> tuple[list[list[float
     out, codes = [], []
     for f in range(F):
         col = array("f", X[f:n * F:F * step]).tolist()
-        # NaN left out, and infinities (the fit refuses them once binned): a finite sum says
-        # there are none, and the values sort as they are
-        values = sorted(col) if math.isfinite(sum(col)) else sorted(v for v in col if math.isfinite(v))
+        # NaN left out, and infinities (the fit refuses them once binned);
+        # -0 made +0, as the device's `sample` makes it (equal values, equal bits)
+        values = sorted(v + 0.0 for v in col if math.isfinite(v))
         th, lo, hi = feature_bins(values, max_bins, 0) if values else ([], [], [])
         out.append(th)
         codes.append(list(lo) if lo == hi and len(lo) == len(th) + 1 else None)

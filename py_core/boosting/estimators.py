@@ -32,8 +32,8 @@ from array import array
 
 from ..estimator import Estimator
 from ..forest.estimators import as_matrix, r2_score
-from ..kernels.boosting import CATEGORICAL, LOSS_CODES, MAXK
-from . import binning, model
+from ..kernels.boosting import LOSS_CODES, MAXK
+from . import model
 from .grower import Grower, Spec
 from .params import EARLY_STOPPING_AUTO_ROWS
 from .params import PARAMS as TABLE
@@ -99,11 +99,7 @@ class _Boosting(Estimator):
         yt = array("f", target if nv == 0 else (target[i] for i in train))
         Xv = _rows(flat, F, val) if nv else None
         yv = array("f", (target[i] for i in val)) if nv else None
-        thresholds, values = binning.thresholds(Xt, nt, F, self.max_bins)
-        edges, nthr, B = binning.edges(thresholds)
         asked = list(categorical or [False] * F) if self.categorical_features is not None else [False] * F
-        self.categorical_ = [bool(c) and binning.category_codes(v) for c, v in zip(asked, values)]
-        flags = array("I", (CATEGORICAL if c else 0 for c in self.categorical_))
         self._baseline = self._baseline_of([target[i] for i in train], K, loss)
         # The grid's leaves: no tree has more than nt // min_samples_leaf (each leaf keeps that
         # many rows) nor 2^max_depth, so fewer steps grow the same trees (diabetes: 17, not 31)
@@ -116,14 +112,15 @@ class _Boosting(Estimator):
                     bool(early), self.n_iter_no_change, self.tol, self.max_leaf_nodes is not None)
         t_prepare = time.perf_counter() - t0
         fitted = await Grower(self._backend(), spec, parallel_bins).grow(
-            Xt, nt, F, yt, Xv, nv, yv, edges, nthr, B, self._baseline, flags, progress, should_stop,
+            Xt, nt, F, yt, Xv, nv, yv, self.max_bins, self._baseline, asked, progress, should_stop,
             on_losses)
         self.n_features_in_ = F
         self.n_trees_per_iteration_ = K
         self.n_iter_ = fitted.n_iter
         self.do_early_stopping_ = bool(early)
         self.loss_ = loss
-        self._trees, gains = model.tree_dicts(fitted.sizes, fitted.trees, fitted.NN, F, values)
+        self.categorical_ = fitted.categorical  # asked, and their bins category codes
+        self._trees, gains = model.tree_dicts(fitted.sizes, fitted.trees, fitted.NN, F, fitted.values)
         total = sum(gains)
         self.feature_importances_ = [g / total for g in gains] if total > 0 else [0.0] * F
         self.train_score_ = [-v for v in fitted.train_loss]

@@ -3,9 +3,13 @@
 The method (kernels in shaders/boosting.wgsl, their reference in py_core/kernels/boosting):
 
 1. The training and validation rows go up as they are (f64 values are rounded to f32 by the
-   kernels) with each feature's thresholds (binning.py: quantile bins of the non-missing values,
-   made on the host from a subsample); `bin_rows` bins them, four 8-bit bins a word, a missing
-   value into bin B - 1, and marks the features that have missing values. The matrices are freed.
+   kernels). Each feature's thresholds (binning.py: quantile bins of the non-missing values of a
+   subsample, a bin per value where there are at most max_bins) are found on the device, with
+   the forest's kernels: `sample` + `sort_pass` sort each feature's subsample (missing values
+   last), `thresholds` picks its bins; only those come back, in one readback (the reference
+   backend bins on the host, binning.thresholds: the same bits). `bin_rows` bins the rows, four
+   8-bit bins a word, a missing value into bin B - 1, and marks the features that have missing
+   values. The matrices are freed.
 2. One plan, recorded once, is an iteration: gradients and hessians from the running raw scores
    (K outputs at once), the roots' histograms (fixed-point sums in 64-bit integer atomics: exact,
    so every backend sums the same words), then max_leaf_nodes - 1 best-first steps of each tree
@@ -29,11 +33,16 @@ from array import array
 from dataclasses import dataclass, field
 
 from ..errors import Stopped
+from ..forest.binning import sample_shape
+from ..forest.builder import DEVICE_SORT
 from ..forest.builder import parallel_bins as forest_parallel_bins
+from ..forest.sizes import cap_bytes
 from ..forest.trees import matrix_words
 from ..gpu.pacing import Pacer
 from ..kernels.boosting import (
     ABSOLUTE,
+    BINS,
+    CATEGORICAL,
     CW,
     H_WORDS,
     INFINITE,
@@ -41,12 +50,15 @@ from ..kernels.boosting import (
     NONE,
     NR,
     PARAMS,
+    SORT,
     TS,
     TW,
     WG,
     grid,
     hist_wg_items,
 )
+from ..kernels.forest import record_words
+from . import binning
 
 MED_PASSES = 32    # absolute error: a bit of the medians' f32 keys a pass
 GROUP_SECONDS = 0.5  # GPU time between loss readbacks (progress, Stop, early stopping)
@@ -81,6 +93,9 @@ class Fitted:
     train_loss: list            # loss before any tree, then after each iteration kept
     validation_loss: list | None
     early_stopped: bool
+    values: list = field(default_factory=list)       # a feature's value of each bin where it has
+                                                     # a bin per value, else None (binning.py)
+    categorical: list = field(default_factory=list)  # a feature split by category sets
     timings: dict = field(default_factory=dict)
 
 
@@ -104,12 +119,13 @@ class Grower:
         self.wide = forest_parallel_bins(backend) if parallel_bins is None else parallel_bins
 
     async def grow(self, X: array, n: int, F: int, y: array, Xv: array | None, nv: int, yv,
-                   edges: array, nthr: array, B: int, baseline: list, categorical: array,
+                   max_bins: int, baseline: list, categorical: list,
                    progress=None, should_stop_=None, on_losses=None) -> Fitted:
         """X: row-major n x F training rows (array 'f' or 'd', NaN missing), y: array('f')
-        targets (class indices for log loss); Xv, yv: the validation rows (None: none); edges:
-        (F, B) f32 thresholds, +inf after each feature's nthr[f]; baseline: K raw scores;
-        categorical: (F) CATEGORICAL for a feature split by category sets, else 0.
+        targets (class indices for log loss); Xv, yv: the validation rows (None: none);
+        max_bins: bins a feature's non-missing values take at most; baseline: K raw scores;
+        categorical: (F) bools, the features asked to split by category sets (those whose bins
+        are category codes do: Fitted.categorical).
         progress(dict) and on_losses(train, validation) hear of each group of iterations;
         should_stop_() -> True raises Stopped between iterations."""
         b = self.b
@@ -118,7 +134,12 @@ class Grower:
         with b.scope("boosting fit"):  # every buffer and plan of the fit, freed at the end
             self.k = {name: await b.kernel("boosting", name) for name in KERNELS}
             timings["compile"] = clock() - t0  # the first fit of a backend only
-            self._buffers(X, n, F, y, Xv, nv, yv, edges, nthr, B, baseline, categorical)
+            self._upload(X, n, F)
+            thresholds, values = await self._thresholds(X, max_bins)
+            edges, nthr, B = binning.edges(thresholds)
+            asked = [bool(c) and binning.category_codes(v) for c, v in zip(categorical, values)]
+            flags = array("I", (CATEGORICAL if c else 0 for c in asked))
+            self._buffers(y, Xv, nv, yv, edges, nthr, B, baseline, flags)
             await b.run(self._prepare())
             flags = await b.read(self.fmiss)  # a few words: the data's check
             bad = [f for f in range(F) if flags[f] & INFINITE]
@@ -134,24 +155,64 @@ class Grower:
             t1 = clock()
             fitted.sizes, fitted.trees = await self._read_trees(fitted.n_iter)
             timings["readback"] = clock() - t1
-            fitted.timings = timings
+            fitted.timings, fitted.values, fitted.categorical = timings, values, asked
             return fitted
 
-    def _buffers(self, X, n, F, y, Xv, nv, yv, edges, nthr, B, baseline, categorical):
+    def _upload(self, X, n, F):
+        """The training rows up, and the parameters the binning reads (the rest once B is known)."""
         b, s, K = self.b, self.spec, self.spec.K
         L = s.leaves
-        NN = self.NN = 2 * L - 1
-        FW = -(-F // 4)
-        self.n, self.nv, self.F, self.B = n, nv, F, B
+        self.NN = 2 * L - 1
+        self.n, self.F = n, F
+        self.step, self.m, SM = sample_shape(n)
+        self.base = dict(n=n, F=F, FW=-(-F // 4), K=K, B=0, loss=s.loss, NN=self.NN,
+                         L=L if s.limited else NONE, max_depth=NONE if s.max_depth is None else s.max_depth,
+                         msl=s.min_samples_leaf, mf=s.features, seed=s.seed & 0xFFFFFFFF, I=0, staged=0,
+                         xd=0, b16=0, loff=0, lw=0, lr=s.learning_rate, l2=s.l2, min_hess=1e-3,
+                         step=self.step, SM=SM)
+        words, self.base["xd"] = matrix_words(b, X, n, F, f"the {n} x {F} training matrix")
+        self.P = b.buffer("u32", uniform=True, data=PARAMS.pack(**self.base))
+        self.X = b.buffer("u32", data=words)
+
+    async def _thresholds(self, X, max_bins: int) -> tuple[list, list]:
+        """binning.thresholds' (thresholds, values), from the device where it sorts (one
+        submission, one readback of the bins), else on the host (the reference backend; or a
+        subsample or records past a buffer's size: tens of thousands of features)."""
+        b, k, F, m, SM = self.b, self.k, self.F, self.m, self.base["SM"]
+        nbm = min(max_bins, m)  # the same bins (m values have at most m distinct ones)
+        W = record_words(nbm, 0, m)  # a feature's record: its bins, then (threshold, lo, hi) a bin
+        if b.name not in DEVICE_SORT or 4 * F * max(SM, W) > cap_bytes(b):
+            return binning.thresholds(X, self.n, F, max_bins)
+        samp, back = b.buffer("u32", F * SM), b.buffer("u32", F * W)
+        plan = b.plan().dispatch(k["sample"], [self.P, self.X, samp], self._grid(F * SM))
+        for kk in (2 ** i for i in range(1, SM.bit_length())):  # the bitonic sort's passes
+            for j in (kk >> i for i in range(1, kk.bit_length())):
+                Ps = b.buffer("u32", uniform=True, data=SORT.pack(j=j, k=kk, len=SM, count=F))
+                plan.dispatch(k["sort_pass"], [Ps, samp], self._grid(F * SM // 2))
+        Pb = b.buffer("u32", uniform=True, data=BINS.pack(m=m, SM=SM, F=F, nbins=nbm, exact=0))
+        plan.dispatch(k["thresholds"], [Pb, samp, back],
+                      grid(F, b.limits["maxComputeWorkgroupsPerDimension"]))
+        await b.run(plan)
+        got = await b.read(back)
+        b.free(samp)
+        words = memoryview(got).cast("B").cast("f")
+        out, values = [], []
+        for f in range(F):
+            bins, at = got[f * W], f * W + 1  # 0 bins: no value of the subsample is finite
+            th = words[at:at + 3 * max(0, bins - 1):3].tolist()  # the last bin's: +inf
+            lo, hi = words[at + 1:at + 3 * bins:3].tolist(), words[at + 2:at + 3 * bins:3].tolist()
+            out.append(th)
+            values.append(lo if bins and lo == hi else None)
+        return out, values
+
+    def _buffers(self, y, Xv, nv, yv, edges, nthr, B, baseline, categorical):
+        b, s, K, n, F = self.b, self.spec, self.spec.K, self.n, self.F
+        L, NN, FW = s.leaves, self.NN, -(-F // 4)
+        self.nv, self.B = nv, B
         self.WT, self.WV = -(-n // WG), -(-nv // WG) if nv else 0
         lw = self.WT + self.WV
-        base = dict(n=n, F=F, FW=FW, K=K, B=B, loss=s.loss, NN=NN, L=L if s.limited else NONE,
-                    max_depth=NONE if s.max_depth is None else s.max_depth,
-                    msl=s.min_samples_leaf, mf=s.features, seed=s.seed & 0xFFFFFFFF, I=0, staged=0,
-                    xd=0, b16=0, loff=0, lw=lw, lr=s.learning_rate, l2=s.l2, min_hess=1e-3)
-        words, base["xd"] = matrix_words(b, X, n, F, f"the {n} x {F} training matrix")
-        self.P = b.buffer("u32", uniform=True, data=PARAMS.pack(**base))
-        self.X = b.buffer("u32", data=words)
+        base = self.base = dict(self.base, B=B, lw=lw)
+        b.write(self.P, PARAMS.pack(**base))
         buf = b.buffer
         self.edges = buf("f32", data=edges)
         self.fmeta = buf("u32", data=nthr)
@@ -299,7 +360,7 @@ class Grower:
         return array("I", sizes), array("I", trees)
 
 
-KERNELS = ("bin_rows", "gradients", "hist_build", "hist_build_wg", "root_totals", "split_find", "grow", "route",
+KERNELS = ("sample", "sort_pass", "thresholds", "bin_rows", "gradients", "hist_build", "hist_build_wg", "root_totals", "split_find", "grow", "route",
            "med_count", "med_step", "leaf_values", "update", "update_val", "store_tree",
            "next_iter", "loss")
 

@@ -80,7 +80,7 @@ async def raw_scores(backend, trees: list[dict], baseline: list, X: array, n: in
         nodes, offs = pack(trees[:iterations * K])
         P = backend.buffer("u32", uniform=True, data=PARAMS.pack(
             n=n, F=F, FW=0, K=K, B=0, loss=0, NN=0, L=0, max_depth=0, msl=0, mf=0, seed=0,
-            I=iterations, staged=int(staged), xd=xd, b16=0, loff=0, lw=0, lr=0.0, l2=0.0, min_hess=0.0))
+            I=iterations, staged=int(staged), xd=xd, b16=0, loff=0, lw=0, lr=0.0, l2=0.0, min_hess=0.0, step=0, SM=0))
         Xb = backend.buffer("u32", data=words)
         tb = backend.buffer("u32", data=nodes if len(nodes) else array("I", [NONE] * TW))
         ob = backend.buffer("u32", data=offs if len(offs) else array("I", [0]))

@@ -26,18 +26,21 @@ from struct import Struct as _Struct
 from ...rng import hash3
 from .. import reference
 from ..family import Family
-from ..forest import HB_ROWS, HB_WORDS, f32_of_int, grid, signed64
+from ..forest import BINS, HB_ROWS, HB_WORDS, SORT, f32_of_int, grid, sample_columns, signed64
+from ..forest import sort_pass as _sort_pass
+from ..forest import thresholds as _thresholds
 from ..layout import Struct
 
 PARAMS = Struct(
     "n:u32 F:u32 FW:u32 K:u32 B:u32 loss:u32 NN:u32 L:u32 max_depth:u32 msl:u32 mf:u32 seed:u32 "
-    "I:u32 staged:u32 xd:u32 b16:u32 loff:u32 lw:u32 lr:f32 l2:f32 min_hess:f32")
+    "I:u32 staged:u32 xd:u32 b16:u32 loff:u32 lw:u32 lr:f32 l2:f32 min_hess:f32 step:u32 SM:u32")
 # n: the rows of this dispatch (training, validation or prediction rows); B: bins a feature, the
 # last (B - 1) the missing values'; NN: nodes a tree (2 L - 1); L: leaves a tree at most;
 # max_depth: NONE for none; msl: min_samples_leaf; mf: features a split draws (F: all);
 # I, staged: predict's iterations, and whether it writes the raw score after each; xd, b16: the
 # forest's sections' (X in f64; bins of 16 bits: never here, B <= 256); loff, lw: where this
-# set's loss sums go in an iteration's block of lw words.
+# set's loss sums go in an iteration's block of lw words; step, SM: the binning subsample, every
+# step-th row, SM values a feature (`sample`: the forest's sections, tree_quantiles).
 
 SQUARED, ABSOLUTE, LOG = 0, 1, 2
 LOSS_CODES = {"squared_error": SQUARED, "absolute_error": ABSOLUTE, "log_loss": LOG}
@@ -72,7 +75,7 @@ Q_BITS = 29        # a row's gradient and hessian in fixed point: |q| < 2^30
 GAIN_EPS = 2.0 ** -19  # a split counts when its gain beats this share of the children's scores:
                    # a node whose rows all have the same gradient gains 0, which f32 rounding
                    # makes a few ulps either way (and exp's last bit differs between GPUs)
-FAMILY = Family(structs={"Params": PARAMS}, consts={
+FAMILY = Family(structs={"Params": PARAMS, "Sort": SORT, "Bins": BINS}, consts={
     "SQUARED": SQUARED, "ABSOLUTE": ABSOLUTE, "LOG": LOG, "NONE": NONE, "MAXK": MAXK, "NR": NR,
     "TS": TS, "CW": CW, "TW": TW, "MW": MW, "H_WORDS": H_WORDS, "UNUSED": UNUSED,
     "PENDING": PENDING, "OPEN": OPEN, "LEAF": LEAF, "SPLIT": SPLIT, "MISSING": MISSING,
@@ -199,6 +202,16 @@ def _nan(x: float) -> bool:
 
 
 # ---- data ---------------------------------------------------------------------------------------
+# The thresholds, on the device: the forest's kernels (the section tree_quantiles), their references.
+@reference("boosting", "sample")
+def sample(bufs, grid_, constants):
+    sample_columns(PARAMS.unpack(bufs[0]), bufs[1], bufs[2])
+
+
+reference("boosting", "sort_pass")(_sort_pass)
+reference("boosting", "thresholds")(_thresholds)
+
+
 @reference("boosting", "bin_rows")
 def bin_rows(bufs, grid_, constants):
     """Each row's bins, four to a word: the thresholds below its value, or B - 1 when missing."""

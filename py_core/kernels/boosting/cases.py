@@ -22,7 +22,7 @@ def _first_splits_case(n, F, K, loss, steps):
         P = backend.buffer("u32", uniform=True, data=PARAMS.pack(
             n=n, F=F, FW=FW, K=K, B=B, loss=loss, NN=NN, L=L, max_depth=0xFFFFFFFF, msl=5, mf=F,
             seed=rng.randrange(2**32), I=0, staged=0, xd=0, b16=0, loff=0, lw=-(-n // WG),
-            lr=0.1, l2=rng.choice([0.0, 1.0]), min_hess=1e-3))
+            lr=0.1, l2=rng.choice([0.0, 1.0]), min_hess=1e-3, step=0, SM=0))
         buf = backend.buffer
         Xb, eb = buf("f32", data=X), buf("f32", data=edges)
         fmeta, fmiss = buf("u32", data=array("I", [B - 2] * F)), buf("u32", F)

@@ -257,13 +257,18 @@ def check_finite(bufs, grid_, constants):
 
 @reference("forest", "sample")
 def sample(bufs, grid_, constants):
-    _, X, out = bufs
-    p = _unpack(bufs)
+    sample_columns(_unpack(bufs), bufs[1], bufs[2])
+
+
+def sample_columns(p: dict, X, out) -> None:
+    """`sample` (the shared section tree_quantiles) with its family's params p (n, F, xd, step,
+    SM): every step-th row, -0 made +0, NaN made +inf (boosting's missing values: sorted
+    last and left out by `thresholds`), padded with +inf to SM."""
     n, F, step, SM = p["n"], p["F"], p["step"], p["SM"]
     m = -(-n // step)
     x = x_f32(X, p)
     for f in range(F):
-        col = array("f", [v + 0.0 for v in x[f:n * F:F * step]])  # -0 + 0 is +0
+        col = array("f", [v + 0.0 if v == v else INF for v in x[f:n * F:F * step]])  # -0 + 0 is +0
         col.extend([INF] * (SM - m))
         out[f * SM:(f + 1) * SM] = array("I", col.tobytes())
 
@@ -344,7 +349,12 @@ def thresholds(bufs, grid_, constants):
     m, SM, nb, exact = s["m"], s["SM"], s["nbins"], s["exact"]
     values, W = array("f", samp.tobytes()), record_words(nb, exact, m)
     for f in range(s["F"]):
-        th, lo, hi = feature_bins(values[f * SM:f * SM + m], nb, exact)
+        col = values[f * SM:f * SM + m]
+        m_f = bisect_left(col, INF)  # the values below +inf (`sample` made NaN +inf)
+        if m_f == 0:
+            out[f * W] = 0
+            continue
+        th, lo, hi = feature_bins(col[:m_f], nb, exact)
         rec = array("f", [v for j in range(len(th) + 1) for v in (th[j] if j < len(th) else INF, lo[j], hi[j])])
         out[f * W] = len(th) + 1
         out[f * W + 1:f * W + 1 + len(rec)] = array("I", rec.tobytes())
