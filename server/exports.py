@@ -112,7 +112,7 @@ async def get_onnx(request: Request) -> FileResponse:
     others = [e for e in (found.exports if found is not None else ()) if e != "onnx"]
     export = export_of(run["kind"])
     if found is None or "onnx" not in found.exports or export is None:
-        onnx = " or ".join(k for k in KINDS if "onnx" in kind(k).exports)
+        onnx = " or ".join(sorted(k for k in KINDS if "onnx" in kind(k).exports))
         raise ClientError(409, f"only a {onnx} run exports to ONNX; this run is a {run['kind']}"
                           + (f" (its weights download from the page as {', '.join(others)})"
                              if others else ""))

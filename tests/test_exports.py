@@ -189,7 +189,7 @@ def test_what_has_no_onnx_export_says_why(client, settings):
     assert "no run" in _error(client.get("/api/runs/not-a-run/model.onnx"), 404)
     gpt = post(client, "transformer", {"kind": "transformer", "text": "shakespeare"})
     message = _error(client.get(f"/api/runs/{gpt['id']}/model.onnx"), 409)
-    assert "only a random_forest or gradient_boosting run" in message and "transformer" in message
+    assert "only a gradient_boosting or random_forest run" in message and "transformer" in message
     unseeded = post(client, "random_forest", forest_job("iris"))
     message = _error(client.get(f"/api/runs/{unseeded['id']}/model.onnx"), 409)
     assert "stored no model" in message and "random_state" in message
