@@ -14,6 +14,8 @@ from conftest import small_transformer
 
 FOREST = {"kind": "random_forest", "dataset": "synthetic:friedman1?n_samples=400&seed=3", "target": "y",
           "params": {"n_estimators": 5, "max_depth": 4, "random_state": 0}, "split": {"test_size": 0.25, "seed": 1}}
+BOOSTING = {"kind": "gradient_boosting", "dataset": "synthetic:friedman1?n_samples=400&seed=3", "target": "y",
+            "params": {"max_iter": 4, "max_leaf_nodes": 6, "random_state": 0}, "split": {"test_size": 0.25, "seed": 1}}
 TRANSFORMER = {"kind": "transformer", "text": "shakespeare", "params": {
     "preset": "tiny", "n_layer": 1, "n_head": 2, "n_embd": 32, "block_size": 16, "batch_size": 2,
     "steps": 3, "eval_interval": 3, "eval_steps": 1, "sample_chars": 4, "seed": 1}}
@@ -33,7 +35,7 @@ def _compute(page, job):
 
 
 def test_runs_of_each_kind_one_after_another_leave_gpu_memory_where_it_started(shared_page):
-    """Ten forests, three self-tests and ten transformers in one tab: afterwards the live buffers,
+    """Ten forests, three boosted models, three self-tests and ten transformers in one tab: afterwards the live buffers,
     bytes and plans (py_core's count and the JS runtime's) are where they started, but for the one
     kept transformer (its weights and sampler: the bytes it states), which the next run frees.
     The self-test runs every kernel family's cases, each in a scope of its own: the first run
@@ -46,6 +48,9 @@ def test_runs_of_each_kind_one_after_another_leave_gpu_memory_where_it_started(s
         res = _compute(page, FOREST)
         assert res["metrics"]["r2"] > 0
         assert _live(_memory(page)) == _live(start), f"forest run {i}"
+    for i in range(3):  # boosted models: each fit's and predict's buffers and plans
+        assert _compute(page, BOOSTING)["metrics"]["n_iter"] == 4
+        assert _live(_memory(page)) == _live(start), f"boosting run {i}"
     for i in range(3):  # every kernel family, each case's buffers and plans
         assert _compute(page, {"kind": "selftest"})["metrics"]["all_ok"]
         assert _live(_memory(page)) == _live(start), f"self-test run {i}"
