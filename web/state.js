@@ -6,8 +6,11 @@ const start = new URLSearchParams(location.search);
 
 export const initial = (key) => start.get(key);
 
-export function save(values) {
+export function save(values, prefix = null) {
   const q = new URLSearchParams(location.search);
+  // With a prefix, `values` is the whole group: its other keys go. Keys kept keep their place, so
+  // a panel that writes its unchanged set-up again (as it restores) leaves the link as it was.
+  if (prefix !== null) for (const k of [...q.keys()]) if (k.startsWith(prefix) && !(k in values)) q.delete(k);
   for (const [k, v] of Object.entries(values)) {
     if (v === null || v === undefined || v === "") q.delete(k);
     else q.set(k, String(v));

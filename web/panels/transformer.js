@@ -6,7 +6,7 @@ import { getHealth, getRecentRuns, getSnippet, getText, listTexts, uploadText } 
 import { lineChart } from "../charts.js";
 import { param } from "../kinds.js";
 import { showComparisons } from "./compare.js";
-import { initial } from "../state.js";
+import { initial, save } from "../state.js";
 import { stoppedTransformerNote } from "../snippets.js";
 import { el, filePicker, fmtBytes, fmtDuration, fmtNumber, fmtSeconds, progressBar, setProgress, snippetBox } from "../ui.js";
 
@@ -207,17 +207,16 @@ export function mountTransformerPanel(root, playground) {
 
   function saveParams() {
     if (restoring) return;
-    const u = new URL(location.href);
     const p = presets[preset.value] || {};
-    for (const k of [...u.searchParams.keys()]) if (k.startsWith("tf.")) u.searchParams.delete(k);
-    if (textSelect.value && textSelect.value !== "shakespeare") u.searchParams.set("tf.text", textSelect.value);
-    if (preset.value !== "tiny") u.searchParams.set("tf.preset", preset.value);
-    if (precision.value !== "f32") u.searchParams.set("tf.precision", precision.value);
+    const values = {};
+    if (textSelect.value && textSelect.value !== "shakespeare") values["tf.text"] = textSelect.value;
+    if (preset.value !== "tiny") values["tf.preset"] = preset.value;
+    if (precision.value !== "f32") values["tf.precision"] = precision.value;
     for (const [k] of FIELDS) {
       const dflt = String(p[k] ?? (k === "seed" ? 0 : ""));
-      if (inputs[k].value !== dflt && !(k === "steps" && sizedDown)) u.searchParams.set(`tf.${k}`, inputs[k].value);
+      if (inputs[k].value !== dflt && !(k === "steps" && sizedDown)) values[`tf.${k}`] = inputs[k].value;
     }
-    window.history.replaceState(window.history.state, "", u);
+    save(values, "tf.");
   }
 
   // The time Train will take: the steps, the validations (eval_steps forward batches at every
