@@ -130,19 +130,39 @@ def dataset_shape(data_dir: Path | str, dataset_id: str) -> tuple[int, int]:
     RuntimeError when its file is there but its row cannot be read."""
     path = dataset_path(data_dir, dataset_id)
     if dataset_id in BUILTINS:
-        st = path.stat()
-        summary = _describe_cached(str(path), st.st_mtime_ns, st.st_size, dataset_id)
+        summary = _builtin_summary(path, dataset_id)
         return summary["rows"], len(summary["columns"])
+    rows, columns = _upload_row(data_dir, dataset_id, "rows, columns")
+    return int(rows), int(columns)
+
+
+def dataset_column(data_dir: Path | str, dataset_id: str, name: str) -> dict | None:
+    """The summary of one column of a data set (its type, task, missing count and stats), or
+    None where it has no such column; the errors of `dataset_shape`."""
+    path = dataset_path(data_dir, dataset_id)
+    if dataset_id in BUILTINS:
+        summary = _builtin_summary(path, dataset_id)
+    else:
+        summary = json.loads(_upload_row(data_dir, dataset_id, "summary")[0])
+    return next((c for c in summary["columns"] if c.get("name") == name), None)
+
+
+def _builtin_summary(path: Path, name: str) -> dict:
+    st = path.stat()
+    return _describe_cached(str(path), st.st_mtime_ns, st.st_size, name)
+
+
+def _upload_row(data_dir: Path | str, dataset_id: str, fields: str) -> tuple:
     uri = f"{(Path(data_dir) / DB_NAME).resolve().as_uri()}?mode=ro"
     try:  # read-only, its own connection: a job's process or a worker thread calls this
         with closing(sqlite3.connect(uri, uri=True, timeout=10)) as conn:
-            row = conn.execute("SELECT rows, columns FROM datasets WHERE id = ?",
+            row = conn.execute(f"SELECT {fields} FROM datasets WHERE id = ?",
                                (dataset_id,)).fetchone()
     except sqlite3.Error as exc:
         raise RuntimeError(f"data set {dataset_id!r}: its row cannot be read ({exc})") from None
     if row is None:  # a file whose row never committed (removed at the next start-up)
         raise RuntimeError(f"data set {dataset_id!r} has no row")
-    return int(row[0]), int(row[1])
+    return row
 
 
 # --- start-up: built-ins exported when missing, their summaries computed once ---
@@ -168,9 +188,8 @@ def _builtin_summaries(data_dir: Path) -> dict[str, dict]:
     out = {}
     for name, (_, task) in BUILTINS.items():
         path = builtin_path(data_dir, name)
-        st = path.stat()
-        summary = _describe_cached(str(path), st.st_mtime_ns, st.st_size, name)
-        out[name] = {"id": name, "builtin": True, "created_at": None, "size": st.st_size,
+        summary = _builtin_summary(path, name)
+        out[name] = {"id": name, "builtin": True, "created_at": None, "size": path.stat().st_size,
                      "target": "target", "task": task, **summary}
     return out
 

@@ -7,15 +7,15 @@ shape: rows and columns of a synthetic set from its generator's size, of a file 
 parse counted them. A kind without a cost is refused (Invalid): never free.
 
     random_forest   rows x trees x depth; also trees alone and the generated table's cells
-    gradient_boosting  rows x features x iterations x depth (py_core/boosting/cost.py); the
-                    generated table's cells
+    gradient_boosting  rows x features x trees x depth (py_core/boosting/cost.py; trees: the
+                    iterations, times the classes past two); the generated table's cells
     transformer     parameters x tokens a step x steps, validations, profile and samples in
 
 Caps (server options, PLAYGROUND_* environment variables too; 0 turns one off):
 
     --max-forest-cost     1e10   rows x trees x depth (1M rows x 100 trees x depth 12 = 1.2e9)
     --max-trees           5000   n_estimators
-    --max-boosting-cost   2e11   rows x features x iterations x depth (1M rows x 20 features x
+    --max-boosting-cost   2e11   rows x features x trees x depth (1M rows x 20 features x
                                  200 iterations of 31 leaves = 2e10)
     --max-table-cells     1e8    rows x columns of a generated data set (800 MB as float64)
     --max-transformer-cost 2e15  parameters x tokens x steps (nanoGPT's shakespeare_char: 8.8e14)
@@ -29,11 +29,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import parse_qsl
 
 CAPS = {  # option: (default, what it limits)
     "max_forest_cost": (1e10, "rows x trees x depth of a random_forest job"),
     "max_trees": (5000, "n_estimators of a random_forest job"),
-    "max_boosting_cost": (2e11, "rows x features x iterations x depth of a gradient_boosting job"),
+    "max_boosting_cost": (2e11, "rows x features x trees x depth of a gradient_boosting job"),
     "max_table_cells": (1e8, "rows x columns of a generated data set"),
     "max_transformer_cost": (2e15, "parameters x tokens a step x steps of a transformer job"),
 }
@@ -89,7 +90,7 @@ def estimate(job: dict, data_dir: Path) -> dict:
         costed = [k for k in KINDS if kind_of(k).cost is not None]
         raise Invalid(f"the server cannot cost a {name!r} job, so it runs none (it costs "
                       f"{', '.join(costed)})", "config.kind")
-    return found.cost(params(job, defaults=False), lambda: shape(job.get("dataset"), data_dir))
+    return found.cost(params(job, defaults=False), Data(job, data_dir))
 
 
 def check(job: dict, data_dir: Path, caps: dict) -> dict:
@@ -119,11 +120,63 @@ def params(job: dict, defaults: bool = True) -> dict:
             from None
 
 
+class Data:
+    """What a kind's cost reads of its job's data set, each part read only when asked:
+    `data()` is (rows, columns, generated?) (`shape`); `data.classes()` the most classes the
+    job's target can hold for its task (1 for regression): what a model of a tree a class each
+    round (gradient boosting) multiplies its work by. A target the data set lacks counts 1 (the
+    job fails as it loads it)."""
+
+    def __init__(self, job: dict, data_dir: Path):
+        self.job, self.data_dir = job, data_dir
+
+    def __call__(self) -> tuple[int, int, bool]:
+        return shape(self.job.get("dataset"), self.data_dir)
+
+    def classes(self) -> int:
+        from py_core.data import GENERATORS
+        from py_core.data.features import MAX_CLASSES
+        from py_core.data.table import CLASS_LEVELS
+        from py_core.jobs import SYNTHETIC
+        task, dataset = self.job.get("task"), self.job.get("dataset")
+        if task == "regression" or not isinstance(dataset, str):
+            return 1
+        rows = max(2, self()[0])
+        if dataset.startswith(SYNTHETIC):
+            name, _, query = dataset[len(SYNTHETIC):].partition("?")
+            gen = GENERATORS.get(name)
+            if gen is None or (gen.task == "regression" and task != "classification"):
+                return 1
+            if gen.task == "regression":  # real values taken as classes: as many as rows
+                return min(MAX_CLASSES, rows)
+            given = {**gen.params, **dict(parse_qsl(query))}
+            try:
+                k = int(float(given.get("n_classes", given.get("centers", 2))))
+            except ValueError:
+                return 1  # the job itself will say what is wrong
+            return max(2, min(k, MAX_CLASSES, rows))
+        from server.datasets import dataset_column
+        try:
+            column = dataset_column(self.data_dir, dataset, self.job.get("target"))
+        except LookupError:
+            return 1
+        except RuntimeError as exc:
+            raise Invalid(f"the server cannot count this job's classes: {exc}",
+                          "config.dataset") from None
+        if column is None or (task or column.get("task")) != "classification":
+            return 1
+        stats = column.get("stats") or {}
+        if "distinct" in stats:  # categorical or boolean: counted at upload
+            return max(2, min(int(stats["distinct"]), MAX_CLASSES))
+        if task is None:  # a numeric column that is classes by itself: few integers
+            span = stats.get("max", 0) - stats.get("min", 0) + 1
+            return max(2, min(CLASS_LEVELS, rows, int(span) if math.isfinite(span) else rows))
+        return min(MAX_CLASSES, rows)  # a numeric column made classes by the job: not counted
+
+
 def shape(dataset, data_dir: Path) -> tuple[int, int, bool]:
     """(rows, columns, generated?) of a data set, cheaply: a file's as its upload's parse counted
     them (server/datasets.py `dataset_shape`), a generated one's from its parameters."""
-    from urllib.parse import parse_qsl
-
     from py_core.data import GENERATORS
     from py_core.jobs import SYNTHETIC
     if not isinstance(dataset, str):

@@ -195,6 +195,24 @@ def test_the_cost_and_its_cap():
                             Path("."))["depth"] == 6
 
 
+def test_a_classifier_is_costed_a_tree_a_class(data_dir):
+    """Built-in and generated targets: K > 2 classes cost K trees an iteration, two classes and
+    regression one; a numeric target counts the integers between its bounds."""
+    def est(dataset, task=None):
+        return jobcost.estimate({"kind": "gradient_boosting", "dataset": dataset, "target":
+                                 "target" if "synthetic" not in dataset else "y", "task": task,
+                                 "params": {}}, data_dir)
+    for dataset, task, classes, trees in (
+            ("diabetes", None, 1, 1), ("iris", None, 3, 3), ("digits", None, 10, 10),
+            ("iris", "regression", 1, 1), ("diabetes", "classification", 442, 442),
+            ("synthetic:blobs?centers=12&n_samples=5000", None, 12, 12),
+            ("synthetic:moons", None, 2, 1), ("synthetic:regression", None, 1, 1)):
+        got = est(dataset, task)
+        assert (got["classes"], got["trees_per_iteration"]) == (classes, trees), dataset
+        assert got["cost"] == (got["rows"] * got["features"] * got["iterations"] * trees
+                               * got["depth"])
+
+
 def test_a_worker_process_finds_the_runner_of_the_jobs_kind(data_dir, client):
     """The boosting runners share the forest's names: a comparison's own process (as a Dask
     worker starts it) runs the runner of the job's

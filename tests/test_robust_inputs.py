@@ -153,6 +153,30 @@ def test_a_file_with_cr_line_ends_is_costed_by_its_rows(client, settings):
         jobcost.check(job, settings.data_dir, {"max_forest_cost": 1e6})
 
 
+def test_a_boosted_classifier_is_costed_by_its_classes(client, settings):
+    """A classifier of K > 2 classes grows K trees an iteration: the cost counts the classes the
+    target can hold, from the upload's summary (it counted one tree an iteration, so a target of
+    1,000 classes ran 1,000 times what was costed)."""
+    r = upload(client, WEATHER.read_bytes())
+    assert r.status_code == 201, r.text
+    dataset = r.json()["id"]
+
+    def job(target, task=None):
+        return {"kind": "gradient_boosting", "dataset": dataset, "target": target, "task": task,
+                "params": {"max_iter": 100, "max_leaf_nodes": 31}}
+    weather = jobcost.estimate(job("weather"), settings.data_dir)  # drizzle, fog, rain, snow, sun
+    assert (weather["classes"], weather["trees_per_iteration"]) == (5, 5)
+    assert weather["cost"] == ROWS * 5 * 100 * 5 * 5  # columns but the target, 5 levels of 31 leaves
+    assert jobcost.estimate(job("temp_max"), settings.data_dir)["trees_per_iteration"] == 1
+    # A numeric column the job makes classes: as many as it has rows, at most MAX_CLASSES.
+    forced = jobcost.estimate(job("temp_max", "classification"), settings.data_dir)
+    assert forced["classes"] == 1000 and forced["cost"] == weather["cost"] / 5 * 1000
+    with pytest.raises(jobcost.OverCap, match="max_boosting_cost"):
+        jobcost.check(job("temp_max", "classification"), settings.data_dir,
+                      {"max_boosting_cost": weather["cost"] * 10})
+    assert jobcost.estimate(job("no such column"), settings.data_dir)["classes"] == 1
+
+
 # -- 3. a client's forest, checked before an export is sized by it -------------------------------
 
 @pytest.fixture(scope="module")

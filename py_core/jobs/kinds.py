@@ -51,9 +51,10 @@ class Kind:
     params: object              # its Params table, or None: it takes none
     main_timing: Timing | None  # None: no main phase (the tables show the total alone)
     needs: tuple                # the job's fields that must be non-empty strings to run it again
-    cost: object                # (params as given and checked, shape) -> {"cost", "unit", ...}:
-                                # what a server job costs (server/jobcost.py; `shape()` gives the
-                                # data set's (rows, columns, generated)); None: no server job
+    cost: object                # (params as given and checked, data) -> {"cost", "unit", ...}:
+                                # what a server job costs (server/jobcost.py `Data`: `data()` gives
+                                # the data set's (rows, columns, generated), `data.classes()` its
+                                # target's most classes); None: no server job
     plots: tuple                # what its result draws (extra.plots, or metrics' curves)
     exports: tuple              # its model's downloads ("onnx", "safetensors", ...)
     snippet: tuple | None       # (file stem, extension, "module:function" of the snippet that
