@@ -7,7 +7,7 @@ import { postRun } from "./api.js";
 import { forestJSON } from "./forest_model.js";
 import { $, el, scrollersTakeFocus } from "./ui.js";
 import { initial, save } from "./state.js";
-import { KINDS } from "./kinds.js";
+import { KINDS, kindsProblem } from "./kinds.js";
 import { mountDataPanel } from "./panels/data.js";
 import { mountGpuPanel } from "./panels/gpu.js";
 import { mountRunsPanel } from "./panels/runs.js";
@@ -283,6 +283,12 @@ async function kindPanels() {
 // A self-driven suite (`?suite=`) needs no panels; it is also what runs on the lent GPU machine,
 // whose headless shell has no fontconfig and aborts when form controls and canvas text lay out.
 if (!params.get("suite")) {
+  if (kindsProblem) {
+    $("#tabs").before(el("div", { id: "kinds-problem", class: "banner warn", role: "alert" },
+      el("strong", {}, "The models' tabs are missing: "),
+      `the page asked the server which models it trains (GET /api/kinds) and got ${kindsProblem}. `,
+      el("button", { type: "button", class: "secondary", onclick: () => location.reload() }, "Reload")));
+  }
   addPanel("data", "Data", mountDataPanel);
   for (const [k, mount] of await kindPanels()) addPanel(k.tab, k.label, mount);
   addPanel("gpu", "GPU", mountGpuPanel);
