@@ -219,3 +219,7 @@ def test_a_reload_and_the_share_link_restore_the_set_up(page):
     for key, value in want.items():
         if key.startswith("gb."):
             assert page.locator(f"#gb-{key[3:]}").input_value() == value, key
+    # The rate of the last boosted fit here outlives the reload: an estimate before any Train.
+    page.wait_for_function("() => document.querySelector('#gb-estimate').textContent.startsWith('Estimated time: ')",
+                           timeout=30_000)
+    assert "your last boosted model on this adapter" in page.locator("#gb-estimate").inner_text()

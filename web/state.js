@@ -29,3 +29,11 @@ export function clear(prefix) {
 }
 
 export const shareLink = () => location.href;
+
+// Rates a tab measured, kept in this browser's localStorage per adapter (what a run's `backend`
+// and `adapter` name): `adapterId(info)` is the key's adapter part; `sameAdapter(run, info)`
+// whether a stored run ran on the adapter `info` describes (a server's run: no description).
+export const adapterId = (info) =>
+  `${info.backend}|${info.adapter?.vendor || ""}|${info.adapter?.architecture || ""}|${info.adapter?.description || ""}`;
+export const sameAdapter = (run, info) => run.backend === info.backend && run.adapter?.vendor === info.adapter?.vendor
+  && run.adapter?.architecture === info.adapter?.architecture;

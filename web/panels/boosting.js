@@ -5,10 +5,10 @@
 // the model to download (JSON; ONNX where the kind exports it) with the Python that loads it, and
 // the server's runs of the same job.
 // Trains on the Data tab's selection; every run is posted to the server.
-import { getSnippet } from "../api.js";
+import { getRecentRuns, getSnippet } from "../api.js";
 import { download } from "../forest_model.js";
 import { compared, KINDS, withDefaults } from "../kinds.js";
-import { initial, save } from "../state.js";
+import { adapterId, initial, sameAdapter, save } from "../state.js";
 import { el, fmtDuration, fmtNumber, fmtSeconds, progressBar, snippetBox } from "../ui.js";
 import { LOSSES, NAMES, PRESETS, SMALL, START } from "./boosting_params.js";
 import { showComparisons } from "./compare.js";
@@ -20,9 +20,23 @@ import { beats, markStale as markStale_, metricsTable, onnxButton, sameData, sel
   whereText } from "./tabular.js";
 
 const KIND = "gradient_boosting";
-// This tab's last finished run's seconds a unit of work (rows x features x iterations x trees
-// an iteration), for the estimate of the next: a boosted fit's time is about linear in each.
-let rate = null;
+// Seconds a unit of work (rows x features x iterations x trees an iteration) of the last boosted
+// fit on this adapter, for the estimate of the next: a boosted fit's time is about linear in each.
+// This browser's own, kept across reloads (localStorage), else the server's last boosted runs on
+// the same adapter; with neither, no estimate until a first run.
+const ratesKey = (info) => `playground.boosting-rates:${adapterId(info)}`;
+function rateOf(run) {
+  const m = run.metrics || {}, plots = run.result?.plots || run.extra?.plots;
+  const classes = plots?.confusion?.classes?.length || 0;
+  const work = m.n_train * m.n_features * m.n_iter * (classes > 2 ? classes : 1);
+  return run.timings?.fit > 0 && work > 0 ? { rate: run.timings.fit / work, basis: "mine" } : null;
+}
+function remembered(info) {
+  try {
+    const got = JSON.parse(localStorage.getItem(ratesKey(info)) || "null");
+    return got?.rate > 0 ? got : null;
+  } catch (e) { return null; }
+}
 
 export function mountBoostingPanel(root, playground) {
   // Shown, the tab has its kernels compiled (py_core.browser.warm), once, so Train waits on none.
@@ -91,18 +105,30 @@ export function mountBoostingPanel(root, playground) {
 
   // An estimate before Train, from this tab's last boosted fit (its seconds a unit of work), and
   // a warning when it would take minutes.
-  function updateEstimate() {
+  let rate = null, pastRuns = null, sized = "";
+  async function updateEstimate() {
+    const info = playground.info;
+    if (!info) return;
+    if (!rate) rate = remembered(info);
+    if (!rate && pastRuns === null) {
+      pastRuns = [];
+      try { pastRuns = await getRecentRuns(KIND, 10); } catch (e) { /* none */ }
+      const same = pastRuns.find((r) => sameAdapter(r, info) && rateOf(r));
+      if (same && !rate) rate = { rate: rateOf(same).rate, basis: "server" };
+    }
     const s = playground.selection, got = form.values();
     if (!s || rate === null) return;   // before a first run, the line says what was sized
     if (got.error) { estimate.textContent = ""; return; }
     const p = withDefaults(KIND, got.params);
     const trees = s.task === "classification" && (s.classes || 2) > 2 ? s.classes : 1;
-    const seconds = rate * s.rows * (1 - s.split.test_size) * s.features.length * p.max_iter * trees;
+    const seconds = rate.rate * s.rows * (1 - s.split.test_size) * s.features.length * p.max_iter * trees;
     estimate.dataset.seconds = String(seconds);
     estimate.className = seconds > 60 ? "estimate warn" : "estimate";
-    estimate.textContent = `Estimated time: ${fmtDuration(seconds)} at most (at the rate of your last boosted model here` +
+    estimate.textContent = `Estimated time: ${fmtDuration(seconds)} at most (at the rate of ` +
+      `${rate.basis === "mine" ? "your last boosted model" : "the last boosted model stored"} on this adapter` +
       `${p.early_stopping === false ? "" : "; early stopping may end it sooner"}).` +
-      (seconds > 60 ? " That is minutes: fewer iterations or rows would be quicker." : "");
+      (seconds > 60 ? " That is minutes: fewer iterations or rows would be quicker." : "") +
+      (p.max_iter === SMALL.max_iter ? sized : "");
   }
 
   // Sized for a software adapter or the CPU path (unless the link asked for something else):
@@ -111,13 +137,17 @@ export function mountBoostingPanel(root, playground) {
     const slow = playground.isSoftware() || playground.info?.backend !== "webgpu";
     if (slow && !NAMES.some((n) => initial(`gb.${n}`) !== null) && !initial("gb.preset")) {
       form.set(SMALL);
-      estimate.textContent = `Iterations sized down to ${SMALL.max_iter} for this adapter (scikit-learn's default: 100).`;
+      sized = ` Iterations sized down to ${SMALL.max_iter} for this adapter (scikit-learn's default: 100).`;
+      estimate.textContent = sized.trim();
     }
+    updateEstimate();
   }).catch(() => {});
 
   function learn(run) {
-    const m = run.metrics, trees = run.result?.model?.n_trees_per_iteration || 1;
-    if (run.timings.fit > 0 && m.n_iter > 0) rate = run.timings.fit / (m.n_train * m.n_features * m.n_iter * trees);
+    const got = rateOf(run);
+    if (!got) return;
+    rate = got;
+    try { localStorage.setItem(ratesKey({ backend: run.backend, adapter: run.adapter }), JSON.stringify(got)); } catch (e) { /* storage refused */ }
   }
 
   train.addEventListener("click", async () => {

@@ -1,4 +1,5 @@
 import { param } from "../kinds.js";
+import { adapterId } from "../state.js";
 
 // The forest's parameters as the form shows them: the fields (scikit-learn's names), the presets,
 // each field's problem in words as it is typed, and the measured forests the estimate learns from.
@@ -29,7 +30,7 @@ export const FIELDS = Object.entries(FORM).map(([name, f]) => [name, f.hint ? `$
 // Measured forests kept per adapter for the estimate (py_core.jobs.estimate.SAMPLES), in this
 // browser's localStorage under ratesKey: the tab's own rates, across reloads.
 export const SAMPLES = 8;
-export const ratesKey = (info) => `playground.forest-rates:${info.backend}|${info.adapter?.vendor || ""}|${info.adapter?.architecture || ""}|${info.adapter?.description || ""}`;
+export const ratesKey = (info) => `playground.forest-rates:${adapterId(info)}`;
 export function measured(info) {
   try {
     const got = JSON.parse(localStorage.getItem(ratesKey(info)) || "[]");

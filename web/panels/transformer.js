@@ -6,7 +6,7 @@ import { getHealth, getRecentRuns, getSnippet, getText, listTexts, uploadText } 
 import { lineChart } from "../charts.js";
 import { param } from "../kinds.js";
 import { showComparisons } from "./compare.js";
-import { initial, save } from "../state.js";
+import { adapterId, initial, sameAdapter, save } from "../state.js";
 import { stoppedTransformerNote } from "../snippets.js";
 import { el, filePicker, fmtBytes, fmtDuration, fmtNumber, fmtSeconds, progressBar, setProgress, snippetBox } from "../ui.js";
 
@@ -37,7 +37,7 @@ const CLASS_RATES = {
 const MINUTES = 60;
 // This browser's last transformer run on an adapter (its config, timings and size), the tab's own
 // rates across reloads; the server's recent runs are the fallback.
-const ratesKey = (info) => `playground.transformer-rates:${info.backend}|${info.adapter?.vendor || ""}|${info.adapter?.architecture || ""}|${info.adapter?.description || ""}`;
+const ratesKey = (info) => `playground.transformer-rates:${adapterId(info)}`;
 function measured(info) {
   try {
     const run = JSON.parse(localStorage.getItem(ratesKey(info)) || "null");
@@ -235,8 +235,7 @@ export function mountTransformerPanel(root, playground) {
     const cls = info.backend !== "webgpu" ? "cpu" : playground.isSoftware() ? "software" : "gpu";
     const work = (n, c) => (n / 1e6) * ((c.batch_size || 32) / 32) * ((c.block_size || 64) / 64);
     // This tab's own last run on this adapter (kept across reloads), else the server's.
-    const same = measured(info) || pastRuns.find((r) => r.backend === info.backend && r.adapter?.vendor === info.adapter?.vendor
-      && r.adapter?.architecture === info.adapter?.architecture && r.timings?.step > 0 && r.metrics?.n_params);
+    const same = measured(info) || pastRuns.find((r) => sameAdapter(r, info) && r.timings?.step > 0 && r.metrics?.n_params);
     const rates = same ? pastRates(same, work, CLASS_RATES[cls]) : CLASS_RATES[cls];
     const perStep = (p.n_layer || 1) * rates.layer + rates.step * work(lastSize.n_params, p);
     const evals = steps > 0 ? validations(steps, p.eval_interval || steps) : 0;
