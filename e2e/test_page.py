@@ -98,6 +98,15 @@ def test_a_reload_restores_the_set_up_from_the_url(app):
     wait_ready(page)
     page.wait_for_function("() => window.playground.selection?.dataset === 'diabetes'", timeout=60_000)
     assert "data" not in query(page)  # the defaults make no keys
+    # Both tabs' forms are their kinds' tables (GET /api/kinds): each field's label and help.
+    kinds = {k["name"]: k["params"] for k in httpx.get(f"{app.server}/api/kinds").json()["kinds"]}
+    for kind, panel, fields in (("random_forest", "forest", 9), ("gradient_boosting", "boosting", 13)):
+        shown = page.evaluate("""(panel) => [...document.querySelectorAll(`#panel-${panel} .form label.field`)].map((l) => {
+            const c = l.querySelector('input, select');
+            return [c.id.replace(/^[a-z]+-/, ''), l.textContent.trim(), c.title]; })""", panel)
+        table = {p["name"]: p for p in kinds[kind]}
+        assert len(shown) == fields and all(text.startswith(table[name]["label"]) and title == table[name]["help"]
+                                            for name, text, title in shown), shown
     page.select_option("#dataset-select", "iris")
     page.wait_for_function("() => window.playground.selection?.dataset === 'iris'")
     page.uncheck("#feature-list input[value='sepal width (cm)']")
@@ -252,6 +261,11 @@ def test_a_stored_runs_page_shows_plots_parameters_comparisons_and_json(app):
     # The link back opens the run's set-up in the playground.
     link = parse_qs(urlparse(page.locator("#run-open").get_attribute("href")).query)
     assert {k: v[0] for k, v in link.items() if k in SET_UP and k != "tf.steps"} == {k: v for k, v in SET_UP.items() if k != "tf.steps"}
+    # A forest of every feature (max_features null) opens as 1.0, not as the empty box (sqrt).
+    every = page.evaluate("""async () => (await import('/web/run.js')).setupLink({kind: 'random_forest',
+        config: {dataset: 'iris', params: {max_features: null, max_depth: null}}})""")
+    assert parse_qs(urlparse(every).query, keep_blank_values=True)["rf.max_features"] == ["1.0"]
+    assert parse_qs(urlparse(every).query, keep_blank_values=True)["rf.max_depth"] == [""]
     page.close()
 
 

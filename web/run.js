@@ -26,6 +26,9 @@ const SETUP = {
     tabular(c, q, "rf.");
     for (const [k, v] of Object.entries(c.params || {})) {
       if (k === "bootstrap") q.set("rf.bootstrap", v ? "1" : "0");
+      // max_features null is every feature, which the form's empty box is not (the task's
+      // default: sqrt for classes): its 1.0, which the form sends as null.
+      else if (k === "max_features" && v === null) q.set("rf.max_features", "1.0");
       else if (typeof v !== "object" || v === null) q.set(`rf.${k}`, v === null ? "" : String(v));
     }
   },

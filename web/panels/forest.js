@@ -5,17 +5,16 @@
 // selection; every run is posted to the server.
 import { getSnippet } from "../api.js";
 import { showComparisons } from "./compare.js";
-import { adapterClass, FIELDS, fieldProblem, measured, PRESETS, ratesKey, SAMPLES } from "./forest_params.js";
+import { adapterClass, measured, NAMES, PRESETS, ratesKey, SAMPLES, SHOWN, SMALL, START } from "./forest_params.js";
 import { drawPlots, sliceText } from "./forest_plots.js";
 import { download as download_, forestJSONParts } from "../forest_model.js";
 import { forestJsonSnippet } from "../snippets.js";
 import { rowsText } from "./data.js";
 import { beats, markStale as markStale_, metricsTable, onnxButton, sameData, selectionText, surfacePicker, trainJob, whereText } from "./tabular.js";
-import { initial } from "../state.js";
+import { paramsForm } from "./params_form.js";
+import { initial, save } from "../state.js";
 import { el, filePicker, fmtDuration, fmtSeconds, progressBar, snippetBox } from "../ui.js";
 
-// Sized for a software adapter or the CPU path: a forest that trains in seconds there.
-const SMALL = { n_estimators: 20, max_depth: 8 };
 // "Retrain when a parameter changes" is offered when a forest is estimated to take at most this
 // long here (small data on a GPU: under a second).
 const RETRAIN_SECONDS = 5;
@@ -29,22 +28,12 @@ export function mountForestPanel(root, playground) {
     warmed = true;
     playground.ready.then(() => playground.warm("random_forest")).catch(() => {});
   });
-  const inputs = {};
+  // Every value the form holds is sent: a run records its trees even at scikit-learn's 100.
+  const form = paramsForm("random_forest", NAMES, { prefix: "rf.", idPrefix: "forest", start: START, shown: SHOWN,
+                                                    sendDefaults: true });
   const preset = el("select", { id: "forest-preset" }, el("option", { value: "" }, "Custom"),
     Object.entries(PRESETS).map(([k, p]) => el("option", { value: k }, p.label)));
-  const criterion = el("select", { id: "forest-criterion" }, ["gini", "entropy"].map((c) => el("option", { value: c }, c)));
-  const bootstrap = el("input", { type: "checkbox", id: "forest-bootstrap", checked: initial("rf.bootstrap") !== "0" });
-  const problems = {};   // a field's problem, in words, under it
-  const form = el("div", { class: "form" }, FIELDS.map(([name, labelText, type, value]) => {
-    const asked = initial(`rf.${name}`);
-    inputs[name] = el("input", { type, id: `forest-${name}`, value: asked ?? value ?? "", step: type === "number" ? "any" : null,
-                                 "aria-describedby": `forest-${name}-problem` });
-    problems[name] = el("span", { class: "field-problem", id: `forest-${name}-problem` });
-    return el("label", { class: "field" }, labelText, inputs[name], problems[name]);
-  }), el("label", { class: "field" }, "Criterion (classification)", criterion),
-  el("label", { class: "field" }, el("span", {}, bootstrap, " bootstrap samples")));
-  if (initial("rf.criterion")) criterion.value = initial("rf.criterion");
-  if (initial("rf.preset") && PRESETS[initial("rf.preset")]) preset.value = initial("rf.preset");
+  if (PRESETS[initial("rf.preset")]) preset.value = initial("rf.preset");
   const train = el("button", { class: "primary", id: "forest-train" }, "Train");
   const stop = el("button", { class: "secondary", id: "forest-stop", disabled: true }, "Stop");
   const auto = el("input", { type: "checkbox", id: "forest-auto", disabled: true });
@@ -57,7 +46,7 @@ export function mountForestPanel(root, playground) {
   const bar = progressBar("Training progress");
   const status = el("div", { class: "status", id: "forest-status", role: "status", "aria-live": "polite" });
   const paramsCard = el("div", { class: "card" }, el("h2", {}, "Random forest"), selection,
-    el("div", { class: "row" }, el("label", {}, "Preset ", preset)), form, picker.row,
+    el("div", { class: "row" }, el("label", {}, "Preset ", preset)), form.element, picker.row,
     el("div", { class: "row" }, train, stop, autoLabel), estimate, bar, status);
   const resultCard = el("div", { class: "card", id: "forest-results" }, el("h2", {}, "Results"),
     el("p", { class: "muted" }, "Train a forest to see how good it is."));
@@ -71,41 +60,34 @@ export function mountForestPanel(root, playground) {
   let training = false;
   const charts = [];
 
-  function saveParams() {
-    const u = new URL(location.href);
-    const set = (k, v, dflt) => (v === dflt ? u.searchParams.delete(k) : u.searchParams.set(k, v));
-    set("rf.preset", preset.value, "");
-    set("rf.criterion", criterion.value, "gini");
-    set("rf.bootstrap", bootstrap.checked ? "1" : "0", "1");
-    for (const [name, , , value] of FIELDS) set(`rf.${name}`, inputs[name].value.trim(), String(value ?? ""));
-    window.history.replaceState(window.history.state, "", u);
-  }
-
   preset.addEventListener("change", () => {
-    const p = PRESETS[preset.value]?.params;
-    if (!p) return;
-    for (const [k, v] of Object.entries(p)) inputs[k].value = v ?? "";
+    if (!PRESETS[preset.value]) return;
+    form.set(PRESETS[preset.value].params);
     changed();
   });
-  for (const i of Object.values(inputs)) i.addEventListener("input", () => { preset.value = ""; changed(); });
-  for (const i of [criterion, bootstrap]) i.addEventListener("change", changed);
+  // A number typed makes the preset Custom; the criterion and bootstrap are beside the presets.
+  for (const f of Object.values(form.fields)) {
+    f.control.addEventListener(f.event, () => { if (f.event === "input") preset.value = ""; changed(); });
+  }
 
   let autoTimer = null;
   function changed() {
     delete estimate.dataset.sized;
-    validate();   // each field's problem under it, as it is typed
-    saveParams();
+    form.values();   // each field's problem under it, as it is typed
+    form.save();
+    save({ "rf.preset": preset.value || null });
     updateEstimate();
     if (auto.checked && !training) {
       clearTimeout(autoTimer);
-      autoTimer = setTimeout(() => { if (!training && !validate()) train.click(); }, 500);
+      autoTimer = setTimeout(() => { if (!training && !form.values().error) train.click(); }, 500);
     }
   }
 
   playground.events.addEventListener("selection", (ev) => {
     const s = ev.detail;
     selection.textContent = selectionText(s);
-    criterion.disabled = s.task !== "classification";
+    form.fields.criterion.control.disabled = s.task !== "classification";   // left out of the params
+    form.fields.max_features.most = s.features.length;
     picker.choices(s.features);
     updateEstimate();
     if (shown && !training) markStale(sameData(shown.config, s) ? null
@@ -122,8 +104,8 @@ export function mountForestPanel(root, playground) {
   // (unless the link asked for something else).
   playground.ready.then(() => {
     const slow = playground.isSoftware() || playground.info?.backend !== "webgpu";
-    if (slow && !FIELDS.some(([name]) => initial(`rf.${name}`) !== null) && !initial("rf.preset")) {
-      for (const [k, v] of Object.entries(SMALL)) inputs[k].value = v;
+    if (slow && !NAMES.some((n) => initial(`rf.${n}`) !== null) && !initial("rf.preset")) {
+      form.set(SMALL);
       preset.value = "";
       estimate.dataset.sized = "small";
     }
@@ -137,7 +119,7 @@ export function mountForestPanel(root, playground) {
   async function updateEstimate() {
     const s = playground.selection, info = playground.info;
     if (!s || !info) return;
-    const p = params();
+    const p = form.values();
     if (p.error) { estimate.textContent = ""; return; }
     const mine = ++asked;
     const cls = adapterClass(playground);
@@ -145,7 +127,7 @@ export function mountForestPanel(root, playground) {
     let out;
     try {
       out = await playground.call("forest_estimate", [JSON.stringify({
-        rows: Math.round(s.rows * (1 - s.split.test_size)), features: s.features.length, params: jobParams(p),
+        rows: Math.round(s.rows * (1 - s.split.test_size)), features: s.features.length, params: p.params,
         n_classes: s.task === "classification" ? Math.max(2, s.classes || 2) : 0, adapter_class: cls, samples,
         limits: info.backend === "webgpu" ? info.limits : null })]);
     } catch (e) { return; }
@@ -178,50 +160,14 @@ export function mountForestPanel(root, playground) {
     localStorage.setItem(key, JSON.stringify([...measured(info), { ...out.work, seconds: fit }].slice(-SAMPLES)));
   }
 
-  // The parameters as the estimate takes them: the forest's own (criterion only for classes).
-  function jobParams(p) {
-    const { criterion, ...rest } = p;
-    return playground.selection?.task === "classification" ? { ...rest, criterion } : rest;
-  }
-
-  function validate() {
-    const p = params();
-    return p.error || null;
-  }
-
-  // The form's parameters, or {error, field}: the first field with a problem (each field's is
-  // shown under it as it is typed).
-  function params() {
-    const out = {};
-    let first = null;
-    for (const [name, , type] of FIELDS) {
-      const raw = inputs[name].value.trim();
-      const problem = fieldProblem(name, raw, { bad: inputs[name].validity.badInput,
-                                               features: playground.selection?.features.length });
-      inputs[name].setAttribute("aria-invalid", problem ? "true" : "false");
-      problems[name].textContent = problem || "";
-      if (problem) { first ||= { error: problem, field: name }; continue; }
-      if (raw === "") { if (name === "max_depth") out[name] = null; continue; }
-      // A fraction of 1 is every feature: sent as null (scikit-learn's None), since JSON writes
-      // the number 1.0 as 1, which Python reads as one feature.
-      if (name === "max_features") {
-        out[name] = ["sqrt", "log2"].includes(raw) ? raw : /^\d+$/.test(raw) ? Number.parseInt(raw, 10) : Number(raw) === 1 ? null : Number(raw);
-      } else out[name] = type === "number" ? Number(raw) : raw;
-    }
-    if (first) return first;
-    out.bootstrap = bootstrap.checked;
-    if (playground.selection?.task === "classification") out.criterion = criterion.value;
-    return out;
-  }
-
   train.addEventListener("click", async () => {
     const s = playground.selection;
     if (!s) { status.textContent = "Pick a data set in the Data tab first."; return; }
-    const p = params();
-    if (p.error) { status.className = "status error"; status.textContent = `Not trained: ${p.error}`; inputs[p.field].focus(); return; }
+    const p = form.values();
+    if (p.error) { status.className = "status error"; status.textContent = `Not trained: ${p.error}`; form.fields[p.field].control.focus(); return; }
     // live: the surface (and predicted against actual) redrawn after each batch of trees.
     const job = { kind: "random_forest", dataset: s.dataset, target: s.target, task: s.task,
-                  features: s.features, params: p, split: s.split, live: true,
+                  features: s.features, params: p.params, split: s.split, live: true,
                   ...(picker.pair() ? { surface: picker.pair() } : {}) };
     train.disabled = true; stop.disabled = false; training = true;
     if (shown) markStale(`A new forest is training: these are the results of run ${shown.id.slice(0, 8)}.`);
