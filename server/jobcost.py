@@ -7,16 +7,19 @@ shape: rows and columns of a synthetic set from its generator's size, of a file 
 parse counted them. A kind without a cost is refused (Invalid): never free.
 
     random_forest   rows x trees x depth; also trees alone and the generated table's cells
-    gradient_boosting  rows x features x trees x depth (py_core/boosting/cost.py; trees: the
-                    iterations, times the classes past two); the generated table's cells
+    gradient_boosting  (rows x features x depth + nodes x (features x bins + 40,000)) x trees
+                    (py_core/boosting/cost.py; trees: the iterations, times the classes past
+                    two; a node's split search and its grower's own work); the generated
+                    table's cells
     transformer     parameters x tokens a step x steps, validations, profile and samples in
 
 Caps (server options, PLAYGROUND_* environment variables too; 0 turns one off):
 
     --max-forest-cost     1e10   rows x trees x depth (1M rows x 100 trees x depth 12 = 1.2e9)
     --max-trees           5000   n_estimators
-    --max-boosting-cost   2e11   rows x features x trees x depth (1M rows x 20 features x
-                                 200 iterations of 31 leaves = 2e10)
+    --max-boosting-cost   2e11   (rows x features x depth + nodes x (features x bins +
+                                 40,000)) x trees (1M rows x 20 features x 200 iterations of
+                                 31 leaves = 2.06e10)
     --max-table-cells     1e8    rows x columns of a generated data set (800 MB as float64)
     --max-transformer-cost 2e15  parameters x tokens x steps (nanoGPT's shakespeare_char: 8.8e14)
 
@@ -34,7 +37,8 @@ from urllib.parse import parse_qsl
 CAPS = {  # option: (default, what it limits)
     "max_forest_cost": (1e10, "rows x trees x depth of a random_forest job"),
     "max_trees": (5000, "n_estimators of a random_forest job"),
-    "max_boosting_cost": (2e11, "rows x features x trees x depth of a gradient_boosting job"),
+    "max_boosting_cost": (2e11, "rows x features x depth and each node's work, x trees, of a "
+                                "gradient_boosting job"),
     "max_table_cells": (1e8, "rows x columns of a generated data set"),
     "max_transformer_cost": (2e15, "parameters x tokens a step x steps of a transformer job"),
 }
@@ -152,7 +156,7 @@ class Data:
             given = {**gen.params, **dict(parse_qsl(query))}
             try:
                 k = int(float(given.get("n_classes", given.get("centers", 2))))
-            except ValueError:
+            except (ValueError, OverflowError):  # not a number, or inf: no count of classes
                 return 1  # the job itself will say what is wrong
             return max(2, min(k, MAX_CLASSES, rows))
         from server.datasets import dataset_column

@@ -73,7 +73,7 @@ class Settings:
     # Caps on a job's size, checked before it is queued (server/jobcost.py); 0 turns one off.
     max_forest_cost: float = 1e10  # rows x trees x depth
     max_trees: int = 5000
-    max_boosting_cost: float = 2e11  # rows x features x trees x depth
+    max_boosting_cost: float = 2e11  # rows x features x depth and each node's work, x trees
     max_table_cells: float = 1e8  # rows x columns of a generated data set
     max_transformer_cost: float = 2e15  # parameters x tokens a step x steps
     # Memory of the process that summarises one uploaded CSV (server/describe_worker.py).
@@ -241,7 +241,7 @@ def parse_args(argv: list[str] | None = None) -> Settings:
               ("max_forest_cost", float, "--max-forest-cost", "most rows x trees x depth of a forest job"),
               ("max_trees", int, "--max-trees", "most n_estimators of a forest job"),
               ("max_boosting_cost", float, "--max-boosting-cost",
-               "most rows x features x trees x depth of a gradient boosting job"),
+               "most rows x features x depth and each node's work, x trees, of a gradient boosting job"),
               ("max_table_cells", float, "--max-table-cells", "most cells of a generated data set"),
               ("max_transformer_cost", float, "--max-transformer-cost",
                "most parameters x tokens x steps of a transformer job"))

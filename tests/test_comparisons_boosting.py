@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from py_core.boosting import PARAMS
+from py_core.boosting.cost import NODE_WORK
 from py_core.jobs import JobError
 from server import jobcost
 from server.builtins import export_builtins
@@ -173,24 +174,26 @@ def test_the_params_are_read_from_the_kinds_table(data_dir):
 
 
 def test_the_cost_and_its_cap():
-    """rows x features x iterations x depth, refused over --max-boosting-cost; params the
-    table refuses are refused before any cost."""
+    """(rows x features x depth + nodes x (features x bins + NODE_WORK)) x iterations, refused
+    over --max-boosting-cost; params the table refuses are refused before any cost."""
     stored = {"kind": "gradient_boosting", "dataset": "synthetic:regression?n_samples=1000000"
               "&n_features=20", "target": "y", "params": {"max_iter": "1000000"}}
     with pytest.raises(jobcost.Invalid) as caught:
         jobcost.estimate(stored, Path("."))
     assert caught.value.field == "config.params.max_iter"
     issue = jobcost.estimate({**stored, "params": {"max_iter": 200}}, Path("."))
-    assert issue["cost"] == 1_000_000 * 20 * 200 * 5 and issue["depth"] == 5  # 31 leaves
+    tree = 1_000_000 * 20 * 5 + 61 * (20 * 255 + NODE_WORK)  # 31 leaves: 61 nodes, depth 5
+    assert issue["cost"] == tree * 200 and issue["depth"] == 5
     caps = jobcost.caps_of(object())
     assert jobcost.check({**stored, "params": {"max_iter": 200}}, Path("."), caps) == issue
     with pytest.raises(jobcost.OverCap) as caught:
         jobcost.check({**stored, "params": {"max_iter": 10**9}}, Path("."), caps)
-    assert caught.value.cap == "max_boosting_cost" and caught.value.value == 1e6 * 20 * 1e9 * 5
+    assert caught.value.cap == "max_boosting_cost" and caught.value.value == tree * 1e9
     assert "--max-boosting-cost" in str(caught.value)
     deep = jobcost.estimate({**stored, "params": {"max_leaf_nodes": None, "max_features": 0.5}},
                             Path("."))
-    assert (deep["depth"], deep["features"]) == (40, 10)  # 2 log2(1M), as the forest's
+    assert (deep["depth"], deep["features"]) == (40, 20)  # 2 log2(1M), as the forest's; every
+    # feature's histograms are built, whatever max_features draws
     assert jobcost.estimate({**stored, "params": {"max_leaf_nodes": None, "max_depth": 6}},
                             Path("."))["depth"] == 6
 
@@ -209,8 +212,9 @@ def test_a_classifier_is_costed_a_tree_a_class(data_dir):
             ("synthetic:moons", None, 2, 1), ("synthetic:regression", None, 1, 1)):
         got = est(dataset, task)
         assert (got["classes"], got["trees_per_iteration"]) == (classes, trees), dataset
-        assert got["cost"] == (got["rows"] * got["features"] * got["iterations"] * trees
-                               * got["depth"])
+        assert got["cost"] == got["iterations"] * trees * (
+            got["rows"] * got["features"] * got["depth"]
+            + got["nodes"] * (got["features"] * 255 + NODE_WORK))
 
 
 def test_a_worker_process_finds_the_runner_of_the_jobs_kind(data_dir, client):

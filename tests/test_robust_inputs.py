@@ -23,6 +23,7 @@ import pytest
 from starlette.testclient import TestClient  # conftest imported it quietly already
 
 from conftest import settings_in
+from py_core.boosting.cost import NODE_WORK
 from py_core.data import parse_csv
 from py_core.data.features import features_and_target
 from py_core.forest import RandomForestClassifier, RandomForestRegressor
@@ -166,7 +167,8 @@ def test_a_boosted_classifier_is_costed_by_its_classes(client, settings):
                 "params": {"max_iter": 100, "max_leaf_nodes": 31}}
     weather = jobcost.estimate(job("weather"), settings.data_dir)  # drizzle, fog, rain, snow, sun
     assert (weather["classes"], weather["trees_per_iteration"]) == (5, 5)
-    assert weather["cost"] == ROWS * 5 * 100 * 5 * 5  # columns but the target, 5 levels of 31 leaves
+    # columns but the target, 5 levels of 31 leaves, 61 nodes each searching 5 x 255 bins
+    assert weather["cost"] == 100 * 5 * (ROWS * 5 * 5 + 61 * (5 * 255 + NODE_WORK))
     assert jobcost.estimate(job("temp_max"), settings.data_dir)["trees_per_iteration"] == 1
     # A numeric column the job makes classes: as many as it has rows, at most MAX_CLASSES.
     forced = jobcost.estimate(job("temp_max", "classification"), settings.data_dir)

@@ -35,7 +35,7 @@ from ..forest.estimators import as_matrix, r2_score
 from ..kernels.boosting import LOSS_CODES, MAXK
 from . import model
 from .grower import Grower, Spec
-from .params import EARLY_STOPPING_AUTO_ROWS
+from .params import EARLY_STOPPING_AUTO_ROWS, F32_MAX, most_leaves
 from .params import PARAMS as TABLE
 
 FORMAT, VERSION = "py_core.boosting", 1
@@ -103,10 +103,9 @@ class _Boosting(Estimator):
         self._baseline = self._baseline_of([target[i] for i in train], K, loss)
         # The grid's leaves: no tree has more than nt // min_samples_leaf (each leaf keeps that
         # many rows) nor 2^max_depth, so fewer steps grow the same trees (diabetes: 17, not 31)
-        leaves = min(self.max_leaf_nodes or MAX_LEAVES, max(2, nt // self.min_samples_leaf))
-        if self.max_depth is not None:
-            leaves = min(leaves, 2 ** self.max_depth)
-        spec = Spec(LOSS_CODES[loss], K, self.max_iter, max(2, leaves), self.max_depth,
+        leaves = most_leaves(nt, self.max_leaf_nodes or MAX_LEAVES, self.min_samples_leaf,
+                             self.max_depth)
+        spec = Spec(LOSS_CODES[loss], K, self.max_iter, leaves, self.max_depth,
                     self.min_samples_leaf, max(1, math.ceil(self.max_features * F)),
                     float(self.learning_rate), float(self.l2_regularization), seed,
                     bool(early), self.n_iter_no_change, self.tol, self.max_leaf_nodes is not None)
@@ -229,6 +228,11 @@ class HistGradientBoostingRegressor(_Boosting):
         values = [float(v) for v in y]
         if any(not math.isfinite(v) for v in values):
             raise ValueError("y has NaN or infinite values")
+        # The kernels hold y as f32: past its largest, an infinity, whose gradients made NaN
+        # trees on GPUs and stopped the reference backend ("cannot convert float NaN to integer")
+        if any(abs(v) > F32_MAX for v in values):
+            raise ValueError(f"y has values past {F32_MAX:.4g} in magnitude, the largest an f32 "
+                             "holds: scale the target down")
         return values, 1
 
     @staticmethod

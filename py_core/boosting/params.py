@@ -15,12 +15,13 @@ from ..params import Bool, Choice, Int, Null, Param, Params, Real
 LOSSES = ("squared_error", "absolute_error", "log_loss")
 MAX_BINS = 255              # bins of non-missing values a feature; one more holds the missing
 EARLY_STOPPING_AUTO_ROWS = 10_000  # "auto": early stopping on above this many training rows
+F32_MAX = 3.4028234663852886e38  # the largest f32: the kernels take the learning rate and L2 so
 
 PARAMS = Params(
     "boosting",
     Param("loss", None, Null(), Choice(LOSSES), label="Loss",
           help="squared_error or absolute_error (regression), log_loss (classes); null: the task's default"),
-    Param("learning_rate", 0.1, Real(0, lo_open=True), label="Learning rate",
+    Param("learning_rate", 0.1, Real(0, F32_MAX, lo_open=True), label="Learning rate",
           help="shrinkage: each tree's leaves are multiplied by it"),
     Param("max_iter", 100, Int(1), label="Iterations",
           help="boosting iterations (one tree each, one a class for several classes)"),
@@ -30,7 +31,7 @@ PARAMS = Params(
           help="levels below the root; null: no limit"),
     Param("min_samples_leaf", 20, Int(1), label="Min samples per leaf",
           help="rows each leaf keeps"),
-    Param("l2_regularization", 0.0, Real(0), label="L2 regularization",
+    Param("l2_regularization", 0.0, Real(0, F32_MAX), label="L2 regularization",
           help="added to the hessian sums of the leaf values and the split gains"),
     Param("max_features", 1.0, Real(0, 1, lo_open=True, ints=False), label="Max features",
           help="fraction of the features drawn at each split"),
@@ -53,3 +54,14 @@ PARAMS = Params(
 def default_loss(task: str) -> str:
     """scikit-learn's default loss of the task's estimator."""
     return "log_loss" if task == "classification" else "squared_error"
+
+
+def most_leaves(rows: int, limit: int, min_samples_leaf: int, max_depth: int | None) -> int:
+    """The most leaves a tree can grow, at least 2: `limit` (max_leaf_nodes, or a bound where
+    there is none), rows / min_samples_leaf (each leaf keeps that many rows) and 2^max_depth,
+    the power taken only where it can bind: max_depth may be 2^31 - 1, whose power is a number
+    of 256 MB (19 s of CPU to compute, in the tab and in the server's rebuild for ONNX)."""
+    leaves = min(limit, max(2, rows // min_samples_leaf))
+    if max_depth is not None and max_depth < leaves.bit_length():
+        leaves = min(leaves, 2 ** max_depth)
+    return max(2, leaves)

@@ -141,11 +141,8 @@ def check(data) -> None:
     Linear in the nodes; FormatError naming the first field that is wrong."""
     count = integer_in
     F, K, classify = checked_head(data, FORMAT, ESTIMATORS, "n_outputs")
-    classes = data.get("classes")
-    if classify and classes is not None and (not isinstance(classes, list) or len(classes) != K
-                                             or not all(isinstance(c, (int, float, str))
-                                                        for c in classes)):
-        raise FormatError("classes", f"must be a list of {K} class labels (numbers or strings)")
+    if classify:
+        checked_classes(data, K)
     trees = data.get("trees")
     if not isinstance(trees, list) or not trees:
         raise FormatError("trees", "must be a non-empty list of trees")
@@ -194,6 +191,21 @@ def checked_head(data, fmt: str, estimators: tuple, outputs: str) -> tuple[int, 
     F = integer_in(data.get("n_features"), "n_features", 1, MAX_FEATURES)
     K = integer_in(data.get(outputs, 1), outputs, 1, MAX_OUTPUTS if classify else 1)
     return F, K, classify
+
+
+INT64 = 1 << 63  # ONNX's integer class labels are int64
+
+
+def checked_classes(data, n: int) -> None:
+    """A classifier's "classes" when it has them: n labels, each a number (an integer within
+    int64, which ONNX's labels are: 2**70 stopped the export with an OverflowError naming no
+    field) or a string; FormatError naming "classes"."""
+    classes = data.get("classes")
+    if classes is not None and (not isinstance(classes, list) or len(classes) != n or not all(
+            isinstance(c, (str, float)) or isinstance(c, int) and -INT64 <= c < INT64
+            for c in classes)):
+        raise FormatError("classes", f"must be a list of {n} class labels (numbers, integers "
+                                     "within 64 bits, or strings)")
 
 
 def integer_in(v, name: str, lo: int, hi: int) -> int:

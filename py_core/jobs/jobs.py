@@ -96,8 +96,8 @@ def synthetic_params(dataset_id: str) -> tuple[str, dict]:
             raise JobError(f"generator {name!r} has no parameter {key!r}")
         try:
             params[key] = type(default)(float(value)) if isinstance(default, int) else float(value)
-        except ValueError:
-            raise JobError(f"generator {name!r}: {key}={value!r} is not a number") from None
+        except (ValueError, OverflowError):  # OverflowError: int(inf), a count of "inf" or "1e400"
+            raise JobError(f"generator {name!r}: {key}={value!r} is not a finite number") from None
     return name, params
 
 

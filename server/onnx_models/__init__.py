@@ -82,18 +82,17 @@ def finish(graph, model: dict, opsets: tuple, ir_version: int) -> bytes:
     return onnx_model.SerializeToString()
 
 
-def run_again(job: dict, data_dir, work: float) -> dict:
+def run_again(job: dict, data_dir, small: bool) -> dict:
     """The result of the run's job, run again by py_core on the server: the same rows,
     parameters and seed give the page's model (py_core-reference is the executable specification
-    of the page's kernels). On the reference backend, or the native one when `work` (cells x
-    trees) is too much for plain Python."""
+    of the page's kernels). On the reference backend when the job is `small` enough for plain
+    Python (each kind's rebuild says), else the native one."""
     import asyncio
 
     from py_core.jobs import JobError, run_job
     from server.runners.common import server_context
-    from server.runners.pycore_runner import REFERENCE_CELLS
     backend = None
-    if work > REFERENCE_CELLS:
+    if not small:
         try:
             from py_core.gpu.native import NativeBackend
             backend = NativeBackend()

@@ -31,6 +31,9 @@ LEQ, MEMBER = 0, 6  # TreeEnsemble's nodes_modes
 # and classes: the forest's, py_core.forest.export).
 MAX_NODES = 1 << 24  # nodes in all trees: 64 MB a node array as f32
 MAX_CATEGORY = 1 << 24  # a category code an f32 holds exactly
+# The reference backend rebuilds a boosted job at about 60 ns a unit of its cost (py_core/
+# boosting/cost.py; lavapipe's native backend at 7): past this many units (12 s), the native one.
+REFERENCE_COST = 2e8
 
 
 def to_onnx(model: dict) -> bytes:
@@ -144,18 +147,14 @@ def check(data) -> None:
     every split's feature in range and its children after it in its tree (so no cycles), leaves
     and thresholds finite, category codes in range. Linear in the nodes; FormatError naming the
     first field that is wrong."""
-    from py_core.forest.export import FormatError, checked_head, finite
+    from py_core.forest.export import FormatError, checked_classes, checked_head, finite
     from py_core.forest.export import integer_in as count
     F, K, classify = checked_head(data, "py_core.boosting", ESTIMATORS, "n_trees_per_iteration")
     baseline = data.get("baseline")
     if not isinstance(baseline, list) or len(baseline) != K or not all(map(finite, baseline)):
         raise FormatError("baseline", f"must be a list of {K} finite numbers")
-    classes = data.get("classes")
-    if classify and classes is not None and (
-            not isinstance(classes, list) or len(classes) != max(2, K)
-            or not all(isinstance(c, (int, float, str)) for c in classes)):
-        raise FormatError("classes", f"must be a list of {max(2, K)} class labels (numbers "
-                                     "or strings)")
+    if classify:
+        checked_classes(data, max(2, K))
     trees = data.get("trees")
     if not isinstance(trees, list) or not trees or len(trees) % K:
         raise FormatError("trees", f"must be a non-empty list of trees, {K} an iteration")
@@ -194,12 +193,19 @@ def check(data) -> None:
                 raise FormatError(f"{at}.missing_left[{node}]", "must be true or false")
 
 
+def on_reference(job: dict, data_dir: Path) -> bool:
+    """Whether the run's job is small enough to rebuild in plain Python: by its cost, which
+    counts its classes' trees and its nodes (rows x columns x iterations did not: diabetes at
+    1,000 iterations went to the reference backend, 110 s, where lavapipe takes 12 s; with
+    min_samples_leaf 1 and no leaf limit 2 s an iteration, past the export's time limit)."""
+    from server import jobcost
+    return jobcost.estimate(job, data_dir)["cost"] <= REFERENCE_COST
+
+
 def rebuild(job: dict, data_dir: Path) -> dict:
     """The run's model in the JSON format, fit again by py_core on the server (its job's
     result's "model": the format, with its "data")."""
-    from server import jobcost
-    rows, cols, _ = jobcost.shape(job.get("dataset"), data_dir)
-    result = run_again(job, data_dir, rows * cols * jobcost.params(job)["max_iter"])
+    result = run_again(job, data_dir, small=on_reference(job, data_dir))
     model = result.get("model") or {}
     if "trees" not in model:
         raise ExportError("the gradient_boosting job gave no trees to export")

@@ -91,8 +91,10 @@ def rebuild(job: dict, data_dir: Path) -> dict:
     """The run's forest in the JSON format, fit again by py_core on the server."""
     from py_core.forest.export import read_bytes
     from server import jobcost
+    from server.runners.pycore_runner import REFERENCE_CELLS
     rows, cols, _ = jobcost.shape(job.get("dataset"), data_dir)
-    result = run_again(job, data_dir, rows * cols * jobcost.params(job)["n_estimators"])
+    cells = rows * cols * jobcost.params(job)["n_estimators"]
+    result = run_again(job, data_dir, small=cells <= REFERENCE_CELLS)
     head, flat = read_bytes(result["model"]["binary"])
     return {**head, "trees": flat.dicts()}
 

@@ -13,7 +13,7 @@ LightGBM get as their evaluation set. The job's parameters map as:
                      binary:logistic/multi:softprob binary/multiclass
     learning_rate    learning_rate                  learning_rate
     max_iter         n_estimators                   n_estimators (num_boost_round)
-    max_leaf_nodes   max_leaves, lossguide          num_leaves (None: rows / min_samples_leaf)
+    max_leaf_nodes   max_leaves, lossguide          num_leaves (at most rows / min_samples_leaf)
     max_depth        max_depth (None: 0)            max_depth (None: -1)
     min_samples_leaf min_child_weight (a hessian    min_child_samples
                      sum: rows only where each row
@@ -322,14 +322,17 @@ def lightgbm_kwargs(params: dict, rows) -> tuple[dict, list, list, dict]:
     else:
         objective, metric = (("binary", "binary_logloss") if _two_classes(rows)
                              else ("multiclass", "multi_logloss"))
+    # No more leaves than the rows allow (LightGBM sizes its trees by num_leaves: 131072 took
+    # 16 s on 180 rows; past it, LightGBM refuses), nor than max_depth's levels hold: the same
+    # trees, for max_leaf_nodes None or past that bound
+    bound = min(MAX_LEAVES_LGBM, max(2, len(rows.y_train) // p["min_samples_leaf"]),
+                2 ** min(p["max_depth"] or 17, 17))
     leaves = p["max_leaf_nodes"]
-    if leaves is None:  # no more than the rows allow (LightGBM sizes its trees by num_leaves:
-        # 131072 took 16 s on 180 rows), nor than max_depth's levels hold
-        leaves = min(MAX_LEAVES_LGBM, max(2, len(rows.y_train) // p["min_samples_leaf"]),
-                     2 ** min(p["max_depth"] or 17, 17))
-        notes.append(f"max_leaf_nodes None: num_leaves {leaves} (training rows / "
+    if leaves is None or leaves > bound:
+        notes.append(f"max_leaf_nodes {leaves}: num_leaves {bound} (training rows / "
                      f"min_samples_leaf{', 2 ** max_depth' if p['max_depth'] else ''}, "
                      f"at most {MAX_LEAVES_LGBM})")
+        leaves = bound
     kwargs = {"boosting_type": "gbdt", "objective": objective, "n_estimators": p["max_iter"],
               "learning_rate": p["learning_rate"], "num_leaves": leaves,
               "max_depth": p["max_depth"] or -1, "min_child_samples": p["min_samples_leaf"],

@@ -96,8 +96,18 @@ def hist_wg_items(K: int, F: int, B: int, n: int) -> int:
 _F32, _U32 = _Struct("<f"), _Struct("<I")
 
 
+def _f32_bytes(x: float) -> bytes:
+    """x as an f32, rounded as IEEE rounds it: past the largest f32 an infinity, as the GPU's
+    arithmetic gives (struct refuses it: a squared error of a target past 1.8e19 stopped the
+    reference backend with an OverflowError where the GPUs trained on)."""
+    try:
+        return _F32.pack(x)
+    except OverflowError:
+        return _F32.pack(math.copysign(math.inf, x))
+
+
 def bits(x: float) -> int:
-    return _U32.unpack(_F32.pack(x))[0]
+    return _U32.unpack(_f32_bytes(x))[0]
 
 
 def from_bits(b: int) -> float:
@@ -106,7 +116,7 @@ def from_bits(b: int) -> float:
 
 def r32(x: float) -> float:
     """x rounded to f32 (one IEEE operation's result when x is its exact f64 result)."""
-    return _F32.unpack(_F32.pack(x))[0]
+    return _F32.unpack(_f32_bytes(x))[0]
 
 
 def order_key(b: int) -> int:
