@@ -248,3 +248,20 @@ def test_lightgbm_runs_any_leaf_limit_the_table_takes(client):
     big, unlimited = lgbm(200_000), lgbm(None)
     assert big["params"]["num_leaves"] == unlimited["params"]["num_leaves"] == 120 // 5  # 120 training rows
     assert big["metrics"] == unlimited["metrics"]
+
+
+def test_scores_past_f32_stop_the_fit_saying_so():
+    """A learning rate the table takes (1e19, under the largest f32) makes the scores outgrow
+    f32 after one iteration: the GPUs grew NaN trees without a word and the reference backend
+    stopped with "cannot convert float infinity to integer" (a 409 on the export). The fit now
+    stops at the first infinite training loss it reads, saying why. Data: diabetes."""
+    import asyncio
+
+    from sklearn.datasets import load_diabetes
+
+    from py_core.boosting import HistGradientBoostingRegressor
+    X, y = load_diabetes(return_X_y=True)
+    model = HistGradientBoostingRegressor(learning_rate=1e19, max_iter=5, early_stopping=False)
+    with pytest.raises(ValueError, match=r"the training loss is inf after 1 iteration: the "
+                                         r"scores outgrew 32-bit floats \(learning_rate 1e\+19\)"):
+        asyncio.run(model.fit(X[:200, :4].tolist(), y[:200].tolist()))

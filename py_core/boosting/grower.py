@@ -322,6 +322,15 @@ class Grower:
             pacer.done(group, clock() - t1)
             for i in range(done + 1 - read):
                 tl, vl = got[i]
+                # Scores that outgrew f32 (a learning rate of 1e19): the GPUs would grow NaN trees
+                # on. A loss infinite from the start is a target past f32's squares (1e20): its
+                # trees are finite, the loss alone is not.
+                if math.isnan(tl) or (math.isinf(tl) and train and math.isfinite(train[0])):
+                    raise ValueError(
+                        f"the training loss is {tl} after {read + i} iteration"
+                        f"{'s' * (read + i != 1)}: the scores outgrew 32-bit floats (learning_rate "
+                        f"{s.learning_rate:g}); a smaller learning_rate, or the target scaled "
+                        "down, keeps them finite")
                 train.append(tl)
                 if val is not None:
                     val.append(vl)
