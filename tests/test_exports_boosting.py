@@ -179,6 +179,9 @@ def test_a_model_the_format_refuses_is_named(models):
     for change, field in (
             ({"n_trees_per_iteration": 2}, "baseline"),
             ({"baseline": [float("inf")]}, "baseline"),
+            ({"baseline": [1e300]}, "baseline"),  # past f32: the graph would add an infinity
+            ({"trees": [{**tree, "value": [1e39] * len(tree["feature"])}]},
+             f"trees[0].value[{tree['feature'].index(-1)}]"),  # the first leaf's
             ({"classes": ["Female"]}, "classes"),
             ({"trees": model["trees"][:1] + [{**tree, "feature": [99] + tree["feature"][1:]}]},
              "trees[1].feature[0]"),

@@ -147,12 +147,18 @@ def check(data) -> None:
     every split's feature in range and its children after it in its tree (so no cycles), leaves
     and thresholds finite, category codes in range. Linear in the nodes; FormatError naming the
     first field that is wrong."""
+    from py_core.boosting.params import F32_MAX
     from py_core.forest.export import FormatError, checked_classes, checked_head, finite
     from py_core.forest.export import integer_in as count
     F, K, classify = checked_head(data, "py_core.boosting", ESTIMATORS, "n_trees_per_iteration")
+
+    def f32(v):  # the scores a TreeEnsemble adds up: past f32 an infinity the snippet has not
+        return finite(v) and abs(v) <= F32_MAX
+
     baseline = data.get("baseline")
-    if not isinstance(baseline, list) or len(baseline) != K or not all(map(finite, baseline)):
-        raise FormatError("baseline", f"must be a list of {K} finite numbers")
+    if not isinstance(baseline, list) or len(baseline) != K or not all(map(f32, baseline)):
+        raise FormatError("baseline", f"must be a list of {K} finite numbers within 32-bit "
+                                      "floats' range")
     if classify:
         checked_classes(data, max(2, K))
     trees = data.get("trees")
@@ -174,8 +180,9 @@ def check(data) -> None:
         for node in range(m):
             f = count(t["feature"][node], f"{at}.feature[{node}]", -1, F - 1)
             if f < 0:
-                if not finite(t["value"][node]):
-                    raise FormatError(f"{at}.value[{node}]", "must be a finite number")
+                if not f32(t["value"][node]):
+                    raise FormatError(f"{at}.value[{node}]", "must be a finite number within "
+                                      "32-bit floats' range (the graph's scores are f32)")
                 continue
             count(t["left"][node], f"{at}.left[{node}]", node + 1, m - 1)
             count(t["right"][node], f"{at}.right[{node}]", node + 1, m - 1)
