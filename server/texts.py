@@ -109,8 +109,9 @@ def _check_text(path: Path, filename: str) -> dict:
             lines += data.count(b"\n")
             if final:
                 break
-    if count < 2:
-        raise ClientError(400, f"{filename}: the text is empty", field="file")
+    if count < 2:  # a character-level model learns which character follows which
+        raise ClientError(400, f"{filename}: " + ("the text is empty" if not count else
+                          "the text is one character; a model needs two or more"), field="file")
     return {"name": filename, "chars": count, "vocab_size": len(chars), "preview": preview}
 
 

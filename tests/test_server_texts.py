@@ -32,7 +32,10 @@ def test_not_utf8_is_refused_with_byte_and_line(client):
 
 def test_nul_bytes_and_empty_files_are_refused(client):
     assert "NUL byte at byte 3" in client.post("/api/texts", files={"file": ("b.bin", b"abc\x00def", "x")}).json()["error"]["message"]
-    assert client.post("/api/texts", files={"file": ("e.txt", b"", "text/plain")}).status_code == 400
+    for body, said in ((b"", "e.txt: the text is empty"),
+                       (b"a", "e.txt: the text is one character; a model needs two or more")):
+        res = client.post("/api/texts", files={"file": ("e.txt", body, "text/plain")})
+        assert res.status_code == 400 and res.json()["error"]["message"] == said
 
 
 def test_upload_over_cap_gets_413(client, settings):
