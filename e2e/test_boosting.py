@@ -85,11 +85,16 @@ def test_a_classification_at_the_defaults_preset_as_python_gives_it(page, server
     assert "sized down to 20" in page.locator("#gb-estimate").inner_text()
     page.select_option("#gb-preset", "quick")
     assert page.locator("#gb-max_iter").input_value() == "20"
+    assert "sized down" not in page.locator("#gb-estimate").inner_text()  # the preset's 20, not the page's
+    page.fill("#gb-max_bins", "63")  # a field no preset names in its label
     page.select_option("#gb-preset", "sklearn")  # the main road: scikit-learn's defaults
-    values = {n: page.locator(f"#gb-{n}").input_value() for n in ("learning_rate", "max_iter", "max_leaf_nodes",
-                                                                 "min_samples_leaf", "max_depth", "early_stopping")}
-    assert values == {"learning_rate": "0.1", "max_iter": "100", "max_leaf_nodes": "31", "min_samples_leaf": "20",
-                      "max_depth": "", "early_stopping": "auto"}
+    assert "sized down" not in page.locator("#gb-estimate").inner_text()  # 100 iterations now
+    values = {n: page.locator(f"#gb-{n}").input_value() for n in (
+        "loss", "learning_rate", "max_iter", "max_leaf_nodes", "min_samples_leaf", "max_depth", "max_bins",
+        "max_features", "early_stopping", "validation_fraction", "n_iter_no_change")}
+    assert values == {"loss": "", "learning_rate": "0.1", "max_iter": "100", "max_leaf_nodes": "31",
+                      "min_samples_leaf": "20", "max_depth": "", "max_bins": "255", "max_features": "1",
+                      "early_stopping": "auto", "validation_fraction": "0.1", "n_iter_no_change": "10"}
     # The task's losses only: iris is classes.
     assert page.evaluate("() => [...document.querySelectorAll('#gb-loss option')].filter((o) => !o.disabled)"
                          ".map((o) => o.value)") == ["", "log_loss"]
@@ -117,9 +122,13 @@ def test_a_classification_at_the_defaults_preset_as_python_gives_it(page, server
     model = json.loads(Path(got.value.path()).read_text())
     assert model["estimator"] == "HistGradientBoostingClassifier" and model["n_iter"] == 10
     assert len(model["trees"]) == 10 * 3 and model["data"]["features"] == run["config"]["features"]  # a tree a class
+    assert run["extra"]["model"] == model  # stored with the run: the server's ONNX file is this model, not a refit
     assert page.locator("#gb-download-onnx").is_visible()
     page.wait_for_function("() => !document.querySelector('#gb-snippet pre').textContent.startsWith('Loading')")
     assert f"'{name}.json'" in page.locator("#gb-snippet pre").text_content()
+    # The ONNX download has its own (onnxruntime), as the forest's has.
+    page.wait_for_function("() => !document.querySelector('#gb-onnx-snippet pre').textContent.startsWith('Loading')")
+    assert f"ort.InferenceSession('{name}.onnx')" in page.locator("#gb-onnx-snippet pre").text_content()
     # The server's runs of the same job (its scikit-learn HistGradientBoostingClassifier).
     page.wait_for_function("() => document.querySelector('#gb-compare').textContent.includes('sklearn')", timeout=120_000)
 
@@ -138,6 +147,11 @@ def test_stop_in_the_middle_then_a_regression_stops_early_as_python_gives_it(pag
     assert (float(estimate.get_attribute("data-seconds")) > 60) == ("warn" in estimate.get_attribute("class"))
     page.click("#gb-train")
     page.wait_for_selector("#gb-live", timeout=120_000)  # the first iterations' losses drawn
+    page.wait_for_function("() => / left$|^(Trained|Stopped)/.test(document.querySelector('#gb-status').textContent)",
+                           timeout=60_000)
+    progress = page.locator("#gb-status").inner_text()
+    if progress.endswith(" left"):  # the time left in whole seconds or minutes, as the estimate says it
+        assert re.search(r" · (about \d+ (s|min)|about [\d.]+ h|under a second) left$", progress), progress
     page.click("#gb-stop")
     page.wait_for_function("() => /^(Trained|Training failed|Stopped)/.test(document.querySelector('#gb-status').textContent)",
                            timeout=120_000)
@@ -151,7 +165,16 @@ def test_stop_in_the_middle_then_a_regression_stops_early_as_python_gives_it(pag
         page.fill(f"#gb-{name}", value)
     page.select_option("#gb-early_stopping", "true")
     page.click("#gb-train")
+    # The target moves on while it trains: the results, when they come, say whose they are.
+    page.click("#tab-data")
+    page.select_option("#target-select", "bmi")
+    page.click("#tab-boosting")
     run = RUNS["diabetes"] = trained(page, server)
+    assert stale.inner_text() == (f"The data or target changed: these are the results of run {run['id'][:8]} "
+                                  "(target from 10 features of diabetes). Train to see this selection's.")
+    page.click("#tab-data")
+    page.select_option("#target-select", "target")
+    page.click("#tab-boosting")
     python = pythons_job(server, run["config"])
     same_metrics(run["metrics"], python["metrics"])
     n_iter, curve = run["metrics"]["n_iter"], python["plots"]["loss_curve"]
@@ -160,9 +183,10 @@ def test_stop_in_the_middle_then_a_regression_stops_early_as_python_gives_it(pag
     best = curve["best_iteration"]
     assert page.locator("#gb-plots .loss-stopping").inner_text() == (
         f"Stopped at iteration {n_iter} of 40: the validation loss did not improve for 3 iterations "
-        f"(best: iteration {best}, {four_digits(curve['validation'][best])}).")
+        f"(best: iteration {best}, half squared error {four_digits(curve['validation'][best])}).")
     label = page.locator("#gb-plots [data-plot=loss_curve] .chart").get_attribute("aria-label")
     assert f"marked: best: iteration {curve['best_iteration']}" in label
+    assert "half squared error (mse / 2)" in label  # scikit-learn's loss: half the mse beside it
     assert not stale.is_visible()
     assert "mse" in page.locator("#gb-metrics").inner_text()
 
@@ -177,6 +201,8 @@ def test_the_runs_tab_and_the_runs_own_page_show_a_boosting_run(page, server):
     other = page.context.new_page()
     other.goto(f"/runs/{run['id']}")
     other.wait_for_selector("#run-plots [data-plot=loss_curve] .chart")
+    assert other.locator("#run-title").inner_text() == f"Gradient boosting run {run['id'][:8]}"  # the tab's words
+    assert other.locator("#run-params-note").inner_text() == "The others were left at their defaults."
     assert other.locator("#run-plots .loss-stopping").inner_text().startswith(
         f"Stopped at iteration {run['metrics']['n_iter']} of 40")
     link = other.locator("#run-open").get_attribute("href")
@@ -223,3 +249,6 @@ def test_a_reload_and_the_share_link_restore_the_set_up(page):
     page.wait_for_function("() => document.querySelector('#gb-estimate').textContent.startsWith('Estimated time: ')",
                            timeout=30_000)
     assert "your last boosted model on this adapter" in page.locator("#gb-estimate").inner_text()
+    # scikit-learn's 100 iterations typed in: the link says so, or a reload here sizes them down to 20.
+    page.fill("#gb-max_iter", "100")
+    assert parse_qs(page.evaluate("() => location.search")[1:])["gb.max_iter"] == ["100"]

@@ -6,6 +6,8 @@ tries several: a Pyodide start costs about ten seconds of CI's two cores. Each w
 line to name its own file, not the one before."""
 from __future__ import annotations
 
+from urllib.parse import parse_qs, unquote
+
 import httpx
 import pytest
 
@@ -103,6 +105,11 @@ def test_cp1252_decimal_comma_file_preview(shared_page, tmp_path):
     assert "Köln\t1234.5\t1\t2024-03-02" in rows and "München\t2469" in rows
     sel = page.evaluate("() => window.playground.selection")
     assert "Datum" not in sel["features"] and "Umsatz €" in sel["features"]
+    # The date ticked as well: every column a feature, which is not the default, so the link
+    # names them (a reload kept all but the date).
+    page.check("#feature-list input[value=Datum]")
+    listed = parse_qs(page.evaluate("() => location.search")[1:])["features"][0].split(",")  # each URI-encoded
+    assert [unquote(f) for f in listed] == sel["features"] + ["Datum"], listed
 
 
 def test_tab_and_server_read_a_numeric_file_alike(shared_page, server, tmp_path):

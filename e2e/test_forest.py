@@ -36,7 +36,9 @@ def test_diabetes_forest_in_the_page_on_webgpu(shared_page, server):
     assert info["backend"] == "webgpu"
     page.click("#tab-forest")
     page.wait_for_function("() => window.playground.selection?.dataset === 'diabetes'", timeout=60_000)
+    page.fill("#forest-min_samples_leaf", "5")  # typed before a preset: the preset sets it back
     page.select_option("#forest-preset", "large")
+    assert page.locator("#forest-min_samples_leaf").input_value() == "1"
     assert page.locator("#forest-n_estimators").input_value() == "200"
     assert page.locator("#forest-max_depth").input_value() == "16"
     page.select_option("#forest-preset", "sklearn")  # the main road: scikit-learn's defaults

@@ -81,8 +81,8 @@ def test_a_new_target_gives_the_old_one_back_as_a_feature(shared_page):
     assert not feature_box(page, "event").is_checked()
     sel = page.evaluate("() => window.playground.selection")
     assert sel["target"] == "event" and "transplant" in sel["features"] and "event" not in sel["features"]
-    url = query(page)  # the set-up a reload or a shared link restores
-    assert url["target"] == "event" and "transplant" in url["features"].split(",")
+    url = query(page)  # the set-up a reload or a shared link restores: the default features, transplant among them
+    assert url["target"] == "event" and "features" not in url
     page.select_option("#target-select", "age")
     sel = page.evaluate("() => window.playground.selection")
     assert {"event", "transplant"} <= set(sel["features"]) and "age" not in sel["features"]
@@ -96,7 +96,9 @@ def test_rows_without_a_target_are_named_and_the_edited_file_is_taken_again(shar
     note = page.locator("#data-rows").inner_text()
     assert note.startswith("37 of the 153 rows have no value for Ozone and are left out: "
                            "the model learns from and is tested on the other 116."), note
-    assert "Missing values in Solar.R (7) are filled in, not left out" in note
+    assert note.endswith("Missing values in Solar.R (7) are kept, not left out: the random forest fills them in "
+                         "(numbers with the training rows' median, categories as \"(missing)\"); gradient boosting's "
+                         "trees learn which side they go to, as scikit-learn's do."), note
     assert feature_box(page, "Day").is_checked()  # the suggested target, a feature again
     # The same file, edited and chosen again: read again.
     choose_file(page, "#file-input", files["edited"], "#data-status", "airquality.csv: 100 rows")

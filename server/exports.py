@@ -9,8 +9,10 @@
                                    Retry-After when the file cannot be written (a full disk),
                                    leaving none
     GET /api/runs/{id}/snippet     text/plain: a short Python program that loads the run's
-                                   download (server/snippets.py); the page shows it beside the
-                                   download links. 404 unknown run, 409 a kind with no download
+                                   download (server/snippets.py; ?model=onnx: its ONNX file's);
+                                   the page shows it beside the download links. 404 unknown
+                                   run, 409 a kind with no download (or no ONNX one), 400 a
+                                   model other than onnx
 
 Where the model comes from: the run's own model when the client stored it (`extra.model`, the
 kind's JSON format, checked whole and bounded first by its export's `check`: 409 naming the
@@ -207,9 +209,14 @@ async def _build(run: dict, path: Path, settings, store, cancel: threading.Event
 
 async def get_snippet(request: Request) -> PlainTextResponse:
     run = await _run_of(request)
-    text = snippets.for_run(run)
+    model = request.query_params.get("model")
+    if model not in (None, "onnx"):
+        raise ClientError(400, f"model: {model!r} is not a download with a snippet of its own: "
+                               "leave it out (the kind's download) or give onnx", field="model")
+    text = snippets.onnx(run) if model == "onnx" else snippets.for_run(run)
     if text is None:
-        raise ClientError(409, f"a {run['kind']} run has no model to download, so no snippet")
+        raise ClientError(409, f"a {run['kind']} run has no {'ONNX ' if model else ''}model to "
+                               "download, so no snippet")
     return PlainTextResponse(text)
 
 

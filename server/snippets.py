@@ -2,7 +2,8 @@
 
     random_forest   forest-<id>.onnx (GET /api/runs/{id}/model.onnx) in onnxruntime
     gradient_boosting  boosting-<id>.json (the page's download: py_core.boosting's JSON format)
-                    in plain Python and numpy, no playground code: the format is the program
+                    in plain Python and numpy, no playground code: the format is the program;
+                    and its boosting-<id>.onnx in onnxruntime (`onnx`: ?model=onnx)
     transformer     transformer-<id>.safetensors (the page's download) in PyTorch, with nanoGPT's
                     model.py (github.com/karpathy/nanoGPT): the file holds nanoGPT's parameter
                     names and its GPTConfig in the metadata (py_core/transformer/safetensors.py)
@@ -41,29 +42,47 @@ def _classifies(run: dict) -> bool:
     return "accuracy" in (run.get("metrics") or {})
 
 
-def forest(run: dict) -> str:
+# The ONNX snippet's words for each kind that exports ONNX: what the model is, where a missing
+# value goes in, what a regression's output is.
+ONNX_WORDS = {
+    "random_forest": ("The forest", "the feature's training median", "the mean of the trees' leaf values"),
+    "gradient_boosting": ("The gradient-boosted trees", "NaN (the trees route it)",
+                          "the baseline plus the trees' leaf values"),
+}
+
+
+def onnx(run: dict) -> str | None:
+    """The snippet for the run's ONNX download (GET /api/runs/{id}/model.onnx), or None for
+    kinds without one."""
+    found = kind(run["kind"])
+    if found is None or "onnx" not in found.exports or run["kind"] not in ONNX_WORDS:
+        return None
+    what, missing, mean = ONNX_WORDS[run["kind"]]
     if _classifies(run):
         predict = ('classes = json.loads(meta["classes"])  # the columns of proba, in order\n'
                    'labels, proba = session.run(None, {"X": X})\n'
                    'print(labels.tolist())  # each row\'s class\n'
                    'print(proba.tolist())  # each row\'s probability of each class\n')
     else:
-        predict = ('(pred,) = session.run(None, {"X": X})  # [rows, 1]: the mean of the trees\' '
-                   'leaf values\n'
+        predict = (f'(pred,) = session.run(None, {{"X": X}})  # [rows, 1]: {mean}\n'
                    'print(pred[:, 0].tolist())\n')
-    return f'''# The forest of run {run["id"][:8]} outside the playground: pip install onnxruntime numpy
+    return f'''# {what} of run {run["id"][:8]} outside the playground: pip install onnxruntime numpy
 import json
 
 import numpy as np
 import onnxruntime as ort
 
-session = ort.InferenceSession({file_name(run)!r})
+session = ort.InferenceSession({file_name(run, "onnx")!r})
 meta = session.get_modelmeta().custom_metadata_map
 data = json.loads(meta["data"])  # the features in order, their categories, training medians
 # A row a sample, its columns in the order of data["features"]: a category as its index in
-# data["categories"][feature], a missing value as the feature's training median.
+# data["categories"][feature], a missing value as {missing}.
 X = np.array([data["medians"]], dtype=np.float32)  # an example row: every feature's median
 {predict}'''
+
+
+def forest(run: dict) -> str:
+    return onnx(run)
 
 
 def transformer(run: dict) -> str:

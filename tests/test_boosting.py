@@ -153,6 +153,7 @@ def test_job_end_to_end(native_backend):
     m, curve = result["metrics"], result["plots"]["loss_curve"]
     assert m["n_train"] + m["n_test"] == 116 and m["mse"] < 0.6 * result["baseline"]["mse"]
     assert len(curve["train"]) == m["n_iter"] + 1 == len(curve["validation"])
+    assert curve["loss"] == "squared_error"  # named: the page says its losses are half the mse
     assert curve["train"][-1] < curve["train"][0] and 0 <= curve["best_iteration"] <= m["n_iter"]
     live = [s["live"] for s in seen if "live" in s]
     assert live and live[-1]["iteration"] >= m["n_iter"] and live[0]["points"][0][0] == 0
@@ -165,6 +166,39 @@ def test_job_end_to_end(native_backend):
     truth = [t for t, _ in result["plots"]["pred_vs_actual"]]
     mse = float(np.mean((np.array(pred) - np.array(p.y_test)) ** 2))
     assert truth == list(p.y_test[:len(truth)]) and mse == pytest.approx(m["mse"], rel=1e-6)
+
+
+def test_a_split_of_missing_values_alone_and_a_surface_over_missing_values(native_backend):
+    """R's Chile survey (car): income misses 98 values, and some trees split on them alone (all
+    others go left: scikit-learn's threshold +inf). The job's result is JSON (the tab's crosses
+    to the page as JSON): the threshold is the largest f32, the model predicts the same from
+    its JSON; the surface's span leaves the missing values out, and so do its points."""
+    job = {"kind": "gradient_boosting", "dataset": "Chile", "target": "vote",
+           "features": ["region", "population", "sex", "age", "education", "income", "statusquo"],
+           "params": {"max_iter": 30, "random_state": 0}, "surface": ["income", "statusquo"]}
+    ctx = Context(load_dataset=lambda _: load("car/Chile"), progress=lambda p: None)
+    result = json.loads(json.dumps(run(run_job(job, native_backend, ctx)), allow_nan=False))
+    income = job["features"].index("income")
+    alone = [t["threshold"][n] for t in result["model"]["trees"] for n, f in enumerate(t["feature"])
+             if f == income and not t["missing_left"][n] and t["threshold"][n] > 1e38]
+    assert alone and set(alone) == {float(np.finfo(np.float32).max)}
+    model = HistGradientBoostingClassifier.from_dict(result["model"], backend=native_backend)
+    p = prepared_job(job)
+    labels = run(model.predict(p.X_test, n_features=p.n_features))
+    truth = [p.info["classes"][c] for c in p.y_test]
+    assert np.mean([a == b for a, b in zip(labels, truth)]) == pytest.approx(result["metrics"]["accuracy"])
+    surface = result["plots"]["surface"]
+    assert surface["x_name"] == "income" and all(map(math.isfinite, surface["grid"]["x"]))
+    F, status = p.n_features, job["features"].index("statusquo")
+    missing = sum(math.isnan(p.X_test[i * F + income]) or math.isnan(p.X_test[i * F + status])
+                  for i in range(len(p.y_test)))
+    assert missing and len(surface["points"]) == len(p.y_test) - missing
+
+
+def prepared_job(job):
+    """The job's rows as py_core prepares them (missing values kept)."""
+    from py_core.data import parse_csv, prepare
+    return prepare(parse_csv(load("car/Chile")), job["target"], features=job["features"], impute=False)
 
 
 def test_stop_frees_every_buffer(native_backend):

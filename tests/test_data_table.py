@@ -197,3 +197,18 @@ def test_parsing_looks_at_stop_all_along():
         assert table.n_rows == 150_000 and len(asked) >= 5  # about every megabyte, each column
         with pytest.raises(Stopped):
             parse_csv(data, should_stop=lambda: True)
+
+
+def test_a_categorical_feature_is_held_at_its_most_frequent_category():
+    """Seattle's weather (vega_datasets' file): the weather's "median", where the surface holds
+    it and the snippets' example row has it, is its most frequent category in the training rows
+    (pandas' mode), not the category at the median code."""
+    pd = pytest.importorskip("pandas")
+    vega = pytest.importorskip("vega_datasets")
+    from pathlib import Path
+    path = Path(vega.__file__).parent / "_data" / "seattle-weather.csv"
+    p = prepare(parse_csv(path.read_bytes()), "temp_max", features=["precipitation", "wind", "weather"])
+    j = p.info["features"].index("weather")
+    held = p.info["categories"]["weather"][int(p.medians[j])]
+    assert held == pd.read_csv(path)["weather"].iloc[list(p.train_idx)].mode()[0]
+    assert p.medians[p.info["features"].index("wind")] == pd.read_csv(path)["wind"].iloc[list(p.train_idx)].median()

@@ -128,13 +128,14 @@ def client(tmp_path_factory):
         yield client
 
 
-def post(client, survey, target, params=None, **extra) -> dict:
+def post(client, survey, target, params=None, task=None, **extra) -> dict:
+    """Stores a boosting run of `target` (its `task` as the page sends it, when given)."""
     table, raw = survey
     r = client.post("/api/datasets", files={"file": ("survey.csv", raw, "text/csv")})
     assert r.status_code == 201, r.text
     job = {"kind": "gradient_boosting", "dataset": r.json()["id"], "target": target,
            "params": params or {"max_iter": 25, "min_samples_leaf": 5, "random_state": 1},
-           "split": {"test_size": 0.25, "seed": 7}}
+           "split": {"test_size": 0.25, "seed": 7}, **({"task": task} if task else {})}
     run = {"id": str(uuid.uuid4()), "kind": "gradient_boosting", "config": job,
            "backend": "webgpu", "metrics": {}, "timings": {}, **extra}
     r = client.post("/api/runs", json=run)
@@ -198,7 +199,8 @@ def test_a_model_the_format_refuses_is_named(models):
                     reason="py_core's gradient_boosting job (py_core/jobs/boosting_job.py) is not "
                            "there yet")
 def test_the_tabs_model_exports_and_its_snippet_predicts_like_the_tab(client, survey,
-                                                                      reference_backend):
+                                                                      reference_backend, tmp_path,
+                                                                      monkeypatch):
     """py_core's own job (the tab's model, on the reference backend), three classes: the
     server rebuilds it from the run's job for ONNX, whose labels and probabilities are the tab's;
     its JSON download in the snippet predicts the same. (Its twelfth iteration splits a column on
@@ -210,7 +212,8 @@ def test_the_tabs_model_exports_and_its_snippet_predicts_like_the_tab(client, su
     from py_core.boosting import HistGradientBoostingClassifier
     from py_core.jobs import run_job
     from server.runners.common import boosting_rows, server_context
-    run = post(client, survey, "Clap", {"max_iter": 12, "min_samples_leaf": 5, "random_state": 3})
+    run = post(client, survey, "Clap", {"max_iter": 12, "min_samples_leaf": 5, "random_state": 3},
+               task="classification")
     job, settings = run["config"], client.app.state.settings
     result = asyncio.run(run_job(job, reference_backend, server_context(settings.data_dir)))
     download = json.dumps(result["model"], allow_nan=False)  # what the page's download holds
@@ -226,6 +229,21 @@ def test_the_tabs_model_exports_and_its_snippet_predicts_like_the_tab(client, su
     assert list(labels) == asyncio.run(tab.predict(rows, n_features=X.shape[1])) \
         == scope["predict"](X)
     np.testing.assert_allclose(scope["predict_proba"](X), tabs, atol=3e-7)
+    # The ONNX download's own snippet, run as pasted next to it: the tab's class and
+    # probabilities at its example row (the training medians).
+    snippet = client.get(f"/api/runs/{run['id']}/snippet", params={"model": "onnx"})
+    assert snippet.status_code == 200 and "pip install onnxruntime" in snippet.text
+    (tmp_path / f"boosting-{run['id'][:8]}.onnx").write_bytes(r.content)
+    monkeypatch.chdir(tmp_path)
+    pasted = {}
+    with redirect_stdout(io.StringIO()):
+        exec(compile(snippet.text, "snippet.py", "exec"), pasted)
+    medians = [result["model"]["data"]["medians"]]
+    assert pasted["labels"].tolist() == asyncio.run(tab.predict(medians, n_features=X.shape[1]))
+    np.testing.assert_allclose(pasted["proba"], asyncio.run(tab.predict_proba(medians, n_features=X.shape[1])),
+                               atol=3e-7)
+    wrong = client.get(f"/api/runs/{run['id']}/snippet", params={"model": "pickle"})
+    assert wrong.status_code == 400 and wrong.json()["error"]["field"] == "model"
 
 
 def test_names_from_a_file_stay_out_of_the_snippet(client):

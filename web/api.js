@@ -65,9 +65,10 @@ export async function getOnnx(id) {
   if (!res.ok) await json(res);
   return res.blob();
 }
-// The Python that loads a run's download elsewhere (server/snippets.py), as text.
-export async function getSnippet(id) {
-  const res = await fetch(`/api/runs/${encodeURIComponent(id)}/snippet`);
+// The Python that loads a run's download elsewhere (server/snippets.py), as text; `model`
+// "onnx": its ONNX file's, where the kind's own download is another.
+export async function getSnippet(id, model = null) {
+  const res = await fetch(`/api/runs/${encodeURIComponent(id)}/snippet${model ? `?model=${model}` : ""}`);
   if (!res.ok) await json(res);
   return res.text();
 }

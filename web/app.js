@@ -141,7 +141,8 @@ async function run(job, opts = {}) {
   const memBefore = opts.memory ? await window.playground.memory().catch(() => null) : null;
   const { id, done } = compute(job, opts);
   const result = await done;
-  const extra = { ...(result.extra || {}), ...(opts.extra || {}) };
+  // opts.keep(result): more to keep with the run, from its result (a model small enough).
+  const extra = { ...(result.extra || {}), ...(opts.extra || {}), ...(opts.keep ? opts.keep(result) : {}) };
   if (opts.memory) extra.memory = { before: memBefore, after: await window.playground.memory().catch(() => null) };
   // Kept with the run, for its own page (/runs/<id>): the baseline and the plots (when small).
   if (result.baseline) extra.baseline = result.baseline;

@@ -67,12 +67,13 @@ async function main() {
     $("#run-status").textContent = e.status === 404 ? `There is no run ${id} on this server.` : `Could not load run ${id}: ${e.message}`;
     return;
   }
-  document.title = `${run.kind} run ${id.slice(0, 8)} · WebGPU ML Playground`;
+  const kindName = KINDS[run.kind]?.label || run.kind;   // "Gradient boosting", as its tab says it
+  document.title = `${kindName} run ${id.slice(0, 8)} · WebGPU ML Playground`;
   const data = run.config?.dataset || run.config?.text;
   const a = run.adapter || {};
   const device = run.backend === "webgpu" ? `WebGPU · ${[a.vendor, a.architecture].filter(Boolean).join(" ")}${a.is_fallback_adapter ? " (software)" : ""}` : run.backend;
   const json = new Blob([JSON.stringify(run, null, 1)], { type: "application/json" });
-  const about = el("div", { class: "card" }, el("h2", {}, `${run.kind} run ${id.slice(0, 8)}`),
+  const about = el("div", { class: "card" }, el("h2", { id: "run-title" }, `${kindName} run ${id.slice(0, 8)}`),
     el("dl", { class: "kv", id: "run-about" },
       el("dt", {}, "When"), el("dd", {}, new Date(run.created_at).toLocaleString()),
       el("dt", {}, "Data"), el("dd", {}, data ? dataName(data) : "–"),
@@ -85,7 +86,9 @@ async function main() {
   const params = Object.entries(run.config?.params || {});
   const paramsCard = el("div", { class: "card" }, el("h2", {}, "Parameters"),
     params.length ? table(["Parameter", "Value"], params.map(([k, v]) => [k, v === null ? "none" : typeof v === "object" ? JSON.stringify(v) : String(v)]), { id: "run-params" })
-      : el("p", { class: "muted" }, "No parameters."));
+      : el("p", { class: "muted" }, "No parameters."),
+    // A run stores the parameters it was given: the table's others were at their defaults.
+    KINDS[run.kind]?.params.length ? el("p", { class: "muted", id: "run-params-note" }, "The others were left at their defaults.") : null);
   const m = run.metrics || {};
   const base = run.extra?.baseline;
   const metricRows = Object.entries(m).filter(([k, v]) => typeof v === "number" && !NOT_METRICS.has(k))

@@ -43,6 +43,12 @@ export function fmtDuration(s) {
   return `about ${(s / 3600).toFixed(1)} h`;
 }
 
+// A job's time left (its progress's eta_s) after its stage, " · about 46 s left", or "": whole
+// seconds, as the estimate before Train says them (a guess to two decimals read as a measurement).
+export function leftText(eta) {
+  return eta === undefined || eta === null ? "" : ` · ${fmtDuration(eta)} left`;
+}
+
 export function fmtNumber(x, digits = 4) {
   if (x === null || x === undefined) return "–";
   if (typeof x !== "number") return String(x);

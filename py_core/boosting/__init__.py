@@ -19,7 +19,8 @@ snippets all read:
      "trees": [{                      # I * K trees, iteration-major: tree i * K + k is
                                       # iteration i's tree of output k; root 0
         "feature":   [int],           # split feature of each node, -1 for a leaf
-        "threshold": [float],         # numeric split: x <= threshold goes left (an f32 value)
+        "threshold": [float],         # numeric split: x <= threshold goes left (an f32 value;
+                                      # the largest f32 where only missing values go right)
         "missing_left": [bool],       # where a missing value (NaN) goes
         "categories_left": [[int] | null],  # categorical split: the category codes that go
                                       # left (any other code goes right); null otherwise

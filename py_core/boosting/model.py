@@ -21,6 +21,11 @@ from ..kernels.boosting import (
     in_bitset,
 )
 
+# A split of a feature's missing values alone sends every value left: the grid's last edge,
+# +inf, as scikit-learn's threshold. JSON holds no infinity (the tab's result crosses to the page
+# as JSON, and the ONNX export refuses one): the largest f32, which every f32 value is <= too.
+F32_MAX = 3.4028234663852886e38
+
 
 def tree_dicts(sizes: array, words: array, NN: int, F: int, codes: list) -> tuple[list[dict], list[float]]:
     """The grower's trees (sizes: nodes a tree; words: NN x TW a tree) in the JSON format, and
@@ -34,7 +39,7 @@ def tree_dicts(sizes: array, words: array, NN: int, F: int, codes: list) -> tupl
             w = words[(t * NN + node) * TW:(t * NN + node + 1) * TW]
             leaf = w[0] == NONE
             tree["feature"].append(-1 if leaf else w[0])
-            tree["threshold"].append(0.0 if leaf else from_bits(w[1]))
+            tree["threshold"].append(0.0 if leaf else min(from_bits(w[1]), F32_MAX))
             tree["missing_left"].append(bool(w[2] & MISSING_LEFT) and not leaf)
             cat = not leaf and w[2] & CATEGORY
             tree["categories_left"].append(

@@ -13,6 +13,7 @@ milliseconds; the step-by-step functions above give the same numbers, bit for bi
 from __future__ import annotations
 
 from array import array
+from collections import Counter
 from dataclasses import dataclass
 from itertools import compress, repeat
 from operator import mul
@@ -124,6 +125,12 @@ def _feature_columns(table: Table, target: str, features: list[str] | None, task
     return columns, nan, y, info
 
 
+def most_frequent(codes: array) -> float:
+    """The most frequent value of `codes` (the smallest of equals), 0.0 when there is none."""
+    counts = Counter(codes)
+    return max(counts, key=lambda c: (counts[c], -c)) if counts else 0.0
+
+
 def take_rows(X: array, n_features: int, rows) -> array:
     """The rows `rows` (indices, in that order) of a row-major matrix, as a new array('d')."""
     view = memoryview(X)
@@ -172,7 +179,9 @@ def prepare(table: Table, target: str, *, features: list[str] | None = None,
             impute: bool = True) -> Prepared:
     """features_and_target, a split (stratified by class for classification unless
     stratify=False), and median imputation fit on the training rows (impute=False: NaN stays,
-    for a model that handles missing values itself; the medians are computed either way).
+    for a model that handles missing values itself; the medians are computed either way). A
+    categorical feature's "median" is its most frequent category in training (the surface holds
+    it there, the snippets' example row has it); its missing values are a category already.
 
     should_stop: called every few milliseconds of work; when it returns True, `Stopped` is
     raised. progress(fraction): called as the work goes, 1.0 at the end."""
@@ -191,7 +200,10 @@ def prepare(table: Table, target: str, *, features: list[str] | None = None,
     train_rows = rows_int(train)
     medians = []
     for j, col in enumerate(columns):
-        medians.append(median(col, train_rows))
+        if info["kinds"][j] == "numeric":
+            medians.append(median(col, train_rows))
+        else:  # a category's code: the most frequent in training (a median between codes is no category's)
+            medians.append(most_frequent(take(col, train, "d", work.check)))
         if nan[j] and impute:
             columns[j] = fill(col, medians[-1])
         work.done(0.4 + 0.3 * (j + 1) / nf)

@@ -15,9 +15,11 @@ Result: as the random forest job's {"metrics", "baseline", "timings", "model", "
 - model: `HistGradientBoosting*.to_dict()` (py_core.boosting's format) plus "data": the feature
   names, kinds, categories and medians of the job's columns;
 - plots: pred_vs_actual, residuals, confusion, importances, surface as the forest's, and
-  loss_curve {"train": [loss before any tree, then after each iteration kept], "validation":
-  the same on the validation rows or null (no early stopping), "best_iteration": the iteration
-  of the smallest loss watched (validation's, else training's), "early_stopped": bool}.
+  loss_curve {"loss": the loss's name (scikit-learn's: "squared_error" is half the squared
+  error, as scikit-learn's train_score_ holds it), "train": [loss before any tree, then after
+  each iteration kept], "validation": the same on the validation rows or null (no early
+  stopping), "best_iteration": the iteration of the smallest loss watched (validation's, else
+  training's), "early_stopped": bool}.
 - live: every group of iterations (a few a second), a progress message {"live": {"iteration": i,
   "max_iter": N, "train_loss": x, "validation_loss": y or null, "points": [[iteration, train,
   validation], ...] the iterations since the last message}}.
@@ -114,7 +116,7 @@ def loss_curve(model) -> dict:
     train = [-s for s in model.train_score_]
     val = [-s for s in model.validation_score_] or None
     watched = val or train
-    return {"train": train, "validation": val, "early_stopped": model.early_stopped_,
+    return {"loss": model.loss_, "train": train, "validation": val, "early_stopped": model.early_stopped_,
             "best_iteration": min(range(len(watched)), key=watched.__getitem__)}
 
 

@@ -40,7 +40,7 @@ Result: {"metrics": {...}, "baseline": {...}, "timings": {...}, "model": {...}, 
   {"grid": {"x": [lo, hi], "y": [lo, hi], "n": SURFACE, "values": n*n class ids (the order of
   "classes") or predicted values (regression), row-major from the bottom}, "points": [[x, y,
   class id or target value]], "x_name", "y_name", "others": the other features' count, held at
-  their training medians, "held": [[name, value]] the first HELD_SHOWN of them, "classes" (class
+  their training medians (a category at its most frequent), "held": [[name, value]] the first HELD_SHOWN of them, "classes" (class
   names: the legend) or "scale" ([lo, hi] of the target: the colour scale's ends, regression),
   "note": a sentence when the features held decide the prediction on this slice, else None}.
   The sizes are forest_plots' constants.

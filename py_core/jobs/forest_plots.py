@@ -86,7 +86,9 @@ class Plots:
         grid[fy::F] = array("d", [y0 + (r + 0.5) * (y1 - y0) / n for r in range(n) for _ in range(n)])
         test, keep = prep.X_test, self.keep
         values = self._labels(await predict(grid, n * n), n * n)
-        points = [[test[i * F + fx], test[i * F + fy], prep.y_test[i]] for i in keep]
+        # A test row missing either feature (a boosted model keeps NaN) has no place to be drawn.
+        points = [[x, y, prep.y_test[i]] for i in keep
+                  if (x := test[i * F + fx]) == x and (y := test[i * F + fy]) == y]
         held = [[name, self._value(j)] for j, name in enumerate(info["features"]) if j not in (fx, fy)]
         out = {"x_name": info["features"][fx], "y_name": info["features"][fy], "others": F - 2,
                "held": held[:HELD_SHOWN], "grid": {"x": [x0, x1], "y": [y0, y1], "n": n, "values": values},
@@ -101,8 +103,8 @@ class Plots:
         return out
 
     def _value(self, j: int):
-        """Feature j's value on the surface: its training median, as a category's name for a
-        categorical feature (its codes are the categories' order)."""
+        """Feature j's value on the surface: its training median, or for a categorical feature
+        its most frequent category's name (py_core.data.prepare; codes are the categories' order)."""
         name, median = self.info["features"][j], self.prep.medians[j]
         names = self.info["categories"].get(name)
         if names and self.info["kinds"][j] != "numeric":
@@ -131,6 +133,9 @@ class Plots:
 
 
 def _span(*parts) -> tuple[float, float]:
-    lo, hi = min(min(p) for p in parts if len(p)), max(max(p) for p in parts if len(p))
+    """The values' range, padded; missing values (NaN: a boosted model's rows keep them) left
+    out, where min() would answer NaN or skip values by their order."""
+    values = [v for p in parts for v in p if v == v]
+    lo, hi = (min(values), max(values)) if values else (0.0, 1.0)
     pad = (hi - lo) * 0.05 or 0.5
     return lo - pad, hi + pad

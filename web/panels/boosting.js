@@ -16,10 +16,17 @@ import { rowsText } from "./data.js";
 import { drawPlots } from "./forest_plots.js";
 import { liveCurve } from "./loss_curve.js";
 import { paramsForm } from "./params_form.js";
-import { beats, markStale as markStale_, metricsTable, onnxButton, sameData, selectionText, surfacePicker, trainJob,
+import { beats, dataChanged, markStale as markStale_, metricsTable, onnxButton, selectionText, surfacePicker, trainJob,
   whereText } from "./tabular.js";
 
 const KIND = "gradient_boosting";
+// The model is stored with its run while its JSON is this small (a run's body is at most the
+// server's max_json_kb, 1 MB by default, plots included): the server's ONNX file is then this
+// model. A larger one the server fits again, on its backend, whose float sums may part from
+// this adapter's in a near tie and grow other trees (R's Chile survey: 5% of labels differed).
+const KEPT_MODEL_CHARS = 500_000;
+const keepModel = (result) => (result.model && JSON.stringify(result.model).length < KEPT_MODEL_CHARS
+  ? { model: result.model } : {});
 // Seconds a unit of work (rows x features x iterations x trees an iteration) of the last boosted
 // fit on this adapter, for the estimate of the next: a boosted fit's time is about linear in each.
 // This browser's own, kept across reloads (localStorage), else the server's last boosted runs on
@@ -72,13 +79,16 @@ export function mountBoostingPanel(root, playground) {
   let training = false;
   const markStale = (text) => markStale_(resultCard, [plots, compare], "gb-stale", text);
 
+  let slow = false;   // a software adapter or the CPU path: a link without iterations is sized down
   function changed() {
     form.values();   // each field's problem under it, as it is typed
     form.save();
-    save({ "gb.preset": preset.value || null });
+    // There the link names the iterations even at the default (100), or a reload sizes them down.
+    save({ "gb.preset": preset.value || null, ...(slow ? { "gb.max_iter": form.fields.max_iter.control.value.trim() } : {}) });
     updateEstimate();
   }
   preset.addEventListener("change", () => {
+    sized = "";   // the iterations are the preset's now, not the page's sizing
     if (PRESETS[preset.value]) form.set(PRESETS[preset.value].params);
     changed();
   });
@@ -99,8 +109,7 @@ export function mountBoostingPanel(root, playground) {
     lossesFor(s.task);
     picker.choices(s.features);
     updateEstimate();
-    if (shown && !training) markStale(sameData(shown.config, s) ? null
-      : `The data or target changed: these are the results of run ${shown.id.slice(0, 8)}. Train to see this selection's.`);
+    if (shown && !training) markStale(dataChanged(shown, s));
   });
 
   // An estimate before Train, from this tab's last boosted fit (its seconds a unit of work), and
@@ -117,9 +126,14 @@ export function mountBoostingPanel(root, playground) {
       if (same && !rate) rate = { rate: rateOf(same).rate, basis: "server" };
     }
     const s = playground.selection, got = form.values();
-    if (!s || rate === null) return;   // before a first run, the line says what was sized
-    if (got.error) { estimate.textContent = ""; return; }
-    const p = withDefaults(KIND, got.params);
+    if (!s) return;
+    const p = got.error ? null : withDefaults(KIND, got.params);
+    const note = p?.max_iter === SMALL.max_iter ? sized : "";   // while the sized-down count stands
+    if (rate === null || !p) {   // before a first run, the line says only what was sized
+      estimate.className = "estimate"; delete estimate.dataset.seconds;
+      estimate.textContent = p ? note.trim() : "";
+      return;
+    }
     const trees = s.task === "classification" && (s.classes || 2) > 2 ? s.classes : 1;
     const seconds = rate.rate * s.rows * (1 - s.split.test_size) * s.features.length * p.max_iter * trees;
     estimate.dataset.seconds = String(seconds);
@@ -128,13 +142,13 @@ export function mountBoostingPanel(root, playground) {
       `${rate.basis === "mine" ? "your last boosted model" : "the last boosted model stored"} on this adapter` +
       `${p.early_stopping === false ? "" : "; early stopping may end it sooner"}).` +
       (seconds > 60 ? " That is minutes: fewer iterations or rows would be quicker." : "") +
-      (p.max_iter === SMALL.max_iter ? sized : "");
+      note;
   }
 
   // Sized for a software adapter or the CPU path (unless the link asked for something else):
   // fewer iterations, said under Train.
   playground.ready.then(() => {
-    const slow = playground.isSoftware() || playground.info?.backend !== "webgpu";
+    slow = playground.isSoftware() || playground.info?.backend !== "webgpu";
     if (slow && !NAMES.some((n) => initial(`gb.${n}`) !== null) && !initial("gb.preset")) {
       form.set(SMALL);
       sized = ` Iterations sized down to ${SMALL.max_iter} for this adapter (scikit-learn's default: 100).`;
@@ -164,14 +178,15 @@ export function mountBoostingPanel(root, playground) {
     train.disabled = true; stop.disabled = false; training = true;
     if (shown) markStale(`A new model is training: these are the results of run ${shown.id.slice(0, 8)}.`);
     live = null;
+    liveLoss = got.params.loss || (s.task === "classification" ? "log_loss" : "squared_error");  // the default's
     try {
-      const { run, error } = await trainJob(playground, job, { bar, status, onLive: drawLive, what: "Boosted model", stopped: (e) => {
+      const { run, error } = await trainJob(playground, job, { bar, status, onLive: drawLive, what: "Boosted model", keep: keepModel, stopped: (e) => {
         // A stopped model is discarded: the message says after how many iterations.
         const where = /^stopped after (\d+ of \d+ iterations)/.exec(e.message || "");
         return where && `Stopped after ${where[1]}: the model is discarded, nothing was posted.`;
       } });
       if (run) {
-        showResults(run);
+        showResults(run, s.name);
         if (compared(KIND)) showComparisons(compare, run);
         else compare.replaceChildren(el("p", { class: "muted" }, "The server runs no comparison for this kind of run."));
         learn(run);
@@ -188,22 +203,22 @@ export function mountBoostingPanel(root, playground) {
   stop.addEventListener("click", () => { playground.stop(); status.textContent = "Stopping…"; });
 
   // The losses so far, drawn on the first message and lengthened by each.
-  let live = null;
+  let live = null, liveLoss = null;
   function drawLive({ iteration, max_iter: total, train_loss: tl, validation_loss: vl, points }) {
     if (!live) {
       live = { points: [] };
-      drawPlots({ loss_curve: liveCurve(points) }, plots, charts, { live: true });
+      drawPlots({ loss_curve: liveCurve(points, liveLoss) }, plots, charts, { live: true });
       live.chart = charts.find((c) => c.kind === "loss_curve");
       live.note = plots.querySelector("[data-plot=loss_curve] .loss-stopping");
       live.note.id = "gb-live";
     }
     live.points.push(...points);
-    live.chart.show(liveCurve(live.points));
+    live.chart.show(liveCurve(live.points, liveLoss));
     live.note.textContent = `Iteration ${iteration} of ${total}: training loss ${fmtNumber(tl, 4)}` +
       (vl !== null && vl !== undefined ? `, validation loss ${fmtNumber(vl, 4)}.` : ".");
   }
 
-  function showResults(run) {
+  function showResults(run, dataName) {
     const m = run.metrics, t = run.timings, model = run.result?.model || null;
     const base = run.result?.baseline || run.extra?.baseline || null;
     const name = `boosting-${run.id.slice(0, 8)}`;
@@ -232,13 +247,14 @@ export function mountBoostingPanel(root, playground) {
         el("dt", {}, "On"), el("dd", {}, whereText(run))),
       el("h3", {}, "Keep it"), downloads, onnxStatus,
       // The server writes it from the stored run (server/snippets.py: the JSON download in numpy).
-      kind.snippet ? snippetBox("gb-snippet", "Use the JSON model elsewhere (Python, numpy)", getSnippet(run.id)) : null]
+      kind.snippet ? snippetBox("gb-snippet", "Use the JSON model elsewhere (Python, numpy)", getSnippet(run.id)) : null,
+      onnxStatus ? snippetBox("gb-onnx-snippet", "Use the ONNX model elsewhere (Python, onnxruntime)", getSnippet(run.id, "onnx")) : null]
       .filter(Boolean));
     live = null;
     const p = run.result?.plots || run.extra?.plots || {};
     drawPlots(p, plots, charts, { params });
-    shown = { id: run.id, config: run.config, plots: p, params };
-    markStale(null);
+    shown = { id: run.id, config: run.config, name: dataName ?? run.config.dataset, plots: p, params };
+    markStale(dataChanged(shown, playground.selection));   // the selection may have moved on while it trained
   }
 }
 export { mountBoostingPanel as mount };  // what the page calls for the boosting kind (its Kind.panel)

@@ -14,17 +14,19 @@ export const START = { random_state: 0 };
 // Sized for a software adapter or the CPU path: a model that trains in seconds there.
 export const SMALL = { max_iter: 20 };
 
+// What every preset sets as scikit-learn does, so that a preset is the whole form (the seed
+// aside): a loss, bins or validation fraction typed before stayed under "scikit-learn defaults".
+const DEFAULTS = { loss: null, max_depth: null, min_samples_leaf: 20, l2_regularization: 0, max_features: 1,
+                   max_bins: 255, validation_fraction: 0.1, n_iter_no_change: 10 };
+
 // Presets are data; scikit-learn's defaults first (the main road).
 export const PRESETS = {
   sklearn: { label: "scikit-learn defaults (100 iterations, rate 0.1)",
-             params: { learning_rate: 0.1, max_iter: 100, max_leaf_nodes: 31, max_depth: null, min_samples_leaf: 20,
-                       l2_regularization: 0, early_stopping: "auto" } },
+             params: { ...DEFAULTS, learning_rate: 0.1, max_iter: 100, max_leaf_nodes: 31, early_stopping: "auto" } },
   quick: { label: "Quick look (20 iterations, rate 0.3, 15 leaves)",
-           params: { learning_rate: 0.3, max_iter: 20, max_leaf_nodes: 15, max_depth: null, min_samples_leaf: 20,
-                     l2_regularization: 0, early_stopping: "auto" } },
+           params: { ...DEFAULTS, learning_rate: 0.3, max_iter: 20, max_leaf_nodes: 15, early_stopping: "auto" } },
   slow: { label: "Slow, early stopping (500 iterations, rate 0.05)",
-          params: { learning_rate: 0.05, max_iter: 500, max_leaf_nodes: 31, max_depth: null, min_samples_leaf: 20,
-                    l2_regularization: 0, early_stopping: true } },
+          params: { ...DEFAULTS, learning_rate: 0.05, max_iter: 500, max_leaf_nodes: 31, early_stopping: true } },
 };
 
 // The losses a task takes (scikit-learn's estimators': the regressor's, the classifier's).

@@ -178,11 +178,14 @@ export function mountDataPanel(root, playground) {
   function update() {
     if (!summary) return;
     const feats = [...features.querySelectorAll("input:checked")].map((b) => b.value);
-    const usable = [...features.querySelectorAll("input:not(:disabled)")];
+    // The link lists the features unless they are the default ones (dates and a row index left
+    // out): all ticked, a date among them, is not the default.
+    const byDefault = (b) => { const c = summary.columns.find((x) => x.name === b.value); return !NOT_FEATURE.has(c.type) && !c.index; };
+    const asDefault = [...features.querySelectorAll("input:not(:disabled)")].every((b) => b.checked === byDefault(b));
     const dataset = summary.id.startsWith(SYNTHETIC) ? syntheticId() : summary.id;
     save({ data: dataset === "diabetes" ? null : dataset, target: target.value,
            task: task.value === (summary.columns.find((c) => c.name === target.value)?.task || task.value) ? null : task.value,
-           features: feats.length === usable.length ? null : feats.map(encodeURIComponent).join(","),
+           features: asDefault ? null : feats.map(encodeURIComponent).join(","),
            test: Number(testSize.value) === 0.2 ? null : testSize.value, seed: Number(seed.value) === 42 ? null : seed.value,
            strat: stratify.checked ? null : "0" });
     const tcol = summary.columns.find((c) => c.name === target.value);
@@ -190,7 +193,8 @@ export function mountDataPanel(root, playground) {
     rows.used = rows.read - rows.no_target;
     const gaps = summary.columns.filter((c) => feats.includes(c.name) && c.missing > 0);
     rowsNote.textContent = rowsText(rows, target.value) + (gaps.length ? ` Missing values in ${listOf(gaps.map((c) => `${c.name} (${c.missing})`))} ` +
-      "are filled in, not left out: numbers with the training rows' median, categories as \"(missing)\"." : "");
+      "are kept, not left out: the random forest fills them in (numbers with the training rows' median, categories " +
+      "as \"(missing)\"); gradient boosting's trees learn which side they go to, as scikit-learn's do." : "");
     playground.selection = {
       dataset: summary.id.startsWith(SYNTHETIC) ? syntheticId() : summary.id, name: summary.name,
       target: target.value, task: task.value, features: feats, rows: summary.rows, rowsUsed: rows,

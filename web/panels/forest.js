@@ -10,7 +10,7 @@ import { drawPlots, sliceText } from "./forest_plots.js";
 import { download as download_, forestJSONParts } from "../forest_model.js";
 import { forestJsonSnippet } from "../snippets.js";
 import { rowsText } from "./data.js";
-import { beats, markStale as markStale_, metricsTable, onnxButton, sameData, selectionText, surfacePicker, trainJob, whereText } from "./tabular.js";
+import { beats, dataChanged, markStale as markStale_, metricsTable, onnxButton, selectionText, surfacePicker, trainJob, whereText } from "./tabular.js";
 import { paramsForm } from "./params_form.js";
 import { initial, save } from "../state.js";
 import { el, filePicker, fmtDuration, fmtSeconds, progressBar, snippetBox } from "../ui.js";
@@ -90,9 +90,7 @@ export function mountForestPanel(root, playground) {
     form.fields.max_features.most = s.features.length;
     picker.choices(s.features);
     updateEstimate();
-    if (shown && !training) markStale(sameData(shown.config, s) ? null
-      : `The data or target changed: these are the results of run ${shown.id.slice(0, 8)} (${shown.config.target} from ` +
-        `${shown.config.features.length} features of ${shown.name}). Train to see this selection's.`);
+    if (shown && !training) markStale(dataChanged(shown, s));
   });
 
   // The run whose results and plots are shown, and a line over them when they are no longer what
@@ -180,7 +178,7 @@ export function mountForestPanel(root, playground) {
       } });
       if (run) {
         lastModel = run.result.model || null;
-        showResults(run);
+        showResults(run, s.name);
         showComparisons(compare, run);
         await learn(run);
         updateEstimate();
@@ -216,7 +214,7 @@ export function mountForestPanel(root, playground) {
     plots.querySelector("#forest-live").textContent = `Drawn by the trees grown so far: ${note}.`;
   }
 
-  function showResults(run) {
+  function showResults(run, dataName) {
     const m = run.metrics, t = run.timings;
     const base = run.result?.baseline || run.extra?.baseline || null;
     const name = `forest-${run.id.slice(0, 8)}`;
@@ -265,9 +263,9 @@ export function mountForestPanel(root, playground) {
       snippetBox("forest-onnx-snippet", "Use the ONNX model elsewhere (Python, onnxruntime)", getSnippet(run.id)));
     live = null;
     drawPlots(run.result?.plots || run.extra?.plots || {}, plots, charts);
-    shown = { id: run.id, config: run.config, name: playground.selection?.name ?? run.config.dataset,
+    shown = { id: run.id, config: run.config, name: dataName ?? run.config.dataset,
               plots: run.result?.plots || run.extra?.plots || {} };
-    markStale(null);
+    markStale(dataChanged(shown, playground.selection));   // the selection may have moved on while it trained
   }
 }
 

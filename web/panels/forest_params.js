@@ -5,10 +5,14 @@ import { adapterId } from "../state.js";
 // start and the form's words beside the table's, the presets, the sized-down forest of a slow
 // adapter, and the measured forests the estimate learns from.
 
+// What every preset sets as scikit-learn does, so that a preset is the whole of the numbers (the
+// seed aside; the criterion and bootstrap are beside the presets): min samples, max features or
+// bins typed before stayed under "scikit-learn defaults".
+const DEFAULTS = { min_samples_split: 2, min_samples_leaf: 1, max_features: "", n_bins: param("random_forest", "n_bins").default };
 export const PRESETS = {
-  quick: { label: "Quick look (50 trees, depth 8)", params: { n_estimators: 50, max_depth: 8 } },
-  sklearn: { label: "scikit-learn defaults (100 trees, full depth)", params: { n_estimators: 100, max_depth: null } },
-  large: { label: "Large (200 trees, depth 16)", params: { n_estimators: 200, max_depth: 16 } },
+  quick: { label: "Quick look (50 trees, depth 8)", params: { ...DEFAULTS, n_estimators: 50, max_depth: 8 } },
+  sklearn: { label: "scikit-learn defaults (100 trees, full depth)", params: { ...DEFAULTS, n_estimators: 100, max_depth: null } },
+  large: { label: "Large (200 trees, depth 16)", params: { ...DEFAULTS, n_estimators: 200, max_depth: 16 } },
 };
 
 // The form (web/panels/params_form.js): labels, help, ranges and checks are the forest's table's

@@ -13,8 +13,10 @@ export function sliceText(s) {
   if (!s.others) return `${over}: the forest's only two features.`;
   const held = (s.held || []).map(([name, v]) => `${name} ${typeof v === "number" ? fmtNumber(v, 4) : v}`);
   const rest = s.others - held.length;
+  // A category is held at its most frequent in training (py_core.data.prepare), named as such.
+  const category = (s.held || []).some(([, v]) => typeof v !== "number") ? " (a category: its most frequent)" : "";
   return `${over}; ${s.others === 1 ? "the other feature held at its training median" : `the other ${s.others} features held at their training medians`}` +
-    (held.length ? `: ${held.join(", ")}${rest > 0 ? `, and ${rest} more` : ""}.` : ".");
+    `${category}${held.length ? `: ${held.join(", ")}${rest > 0 ? `, and ${rest} more` : ""}.` : "."}`;
 }
 
 // A surface as the page draws it; a run stored before the surface had its legend (class ids with

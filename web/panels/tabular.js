@@ -5,7 +5,7 @@
 import { getOnnx } from "../api.js";
 import { download } from "../forest_model.js";
 import { save, initial } from "../state.js";
-import { el, fmtNumber, fmtSeconds, setProgress, table } from "../ui.js";
+import { el, fmtNumber, leftText, setProgress, table } from "../ui.js";
 import { rowsText } from "./data.js";
 
 const NOT_METRICS = new Set(["n_train", "n_test", "n_features", "predict_all_rows", "n_iter"]);
@@ -47,16 +47,25 @@ export function selectionText(s) {
 export const sameData = (c, s) => c.dataset === s.dataset && c.target === s.target && c.task === s.task
   && c.features.join("\u0000") === s.features.join("\u0000");
 
+// The line over results shown (`shown`: {id, config, name}, the run's and its data set's name)
+// while the selection `s` is another data set, target or set of features; null while it is theirs.
+export function dataChanged(shown, s) {
+  if (!s || sameData(shown.config, s)) return null;
+  return `The data or target changed: these are the results of run ${shown.id.slice(0, 8)} (${shown.config.target} from ` +
+    `${shown.config.features.length} features of ${shown.name}). Train to see this selection's.`;
+}
+
 // One Train: the job run in the tab and stored, its progress on `bar` and in `status`, its live
 // messages to onLive. Resolves with {run}, or {error} when it was stopped or failed, `status`
-// saying so (`stopped(error)`: where a stopped job was, in words, or null).
-export async function trainJob(playground, job, { bar, status, onLive, what, stopped }) {
+// saying so (`stopped(error)`: where a stopped job was, in words, or null). keep(result): more
+// of the result to store with the run (its extra).
+export async function trainJob(playground, job, { bar, status, onLive, what, stopped, keep }) {
   status.className = "status"; status.textContent = "Training…";
   setProgress(bar, 0);
   try {
-    const run = await playground.run(job, { onProgress: (p) => {
+    const run = await playground.run(job, { keep, onProgress: (p) => {
       if (p.live) { onLive(p.live); return; }
-      const text = p.stage + (p.eta_s !== undefined && p.eta_s !== null ? ` · about ${fmtSeconds(p.eta_s)} left` : "");
+      const text = p.stage + leftText(p.eta_s);
       setProgress(bar, p.fraction, text);
       status.textContent = text;
     } });

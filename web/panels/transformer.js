@@ -8,7 +8,7 @@ import { param } from "../kinds.js";
 import { showComparisons } from "./compare.js";
 import { adapterId, initial, sameAdapter, save } from "../state.js";
 import { stoppedTransformerNote } from "../snippets.js";
-import { el, filePicker, fmtBytes, fmtDuration, fmtNumber, fmtSeconds, progressBar, setProgress, snippetBox } from "../ui.js";
+import { el, filePicker, fmtBytes, fmtDuration, fmtNumber, fmtSeconds, leftText, progressBar, setProgress, snippetBox } from "../ui.js";
 
 // Steps on a software adapter or the CPU path, where the "tiny" model takes seconds a step.
 const SMALL_STEPS = 20;
@@ -327,7 +327,7 @@ export function mountTransformerPanel(root, playground) {
         status.textContent = `${p.stage}` + (p.step !== undefined ? ` · step ${p.step}${p.steps ? ` of ${p.steps}` : ""}` : "") +
           (p.loss !== undefined ? ` · loss ${fmtNumber(p.loss, 4)}` : "") +
           (p.tokens_per_s ? ` · ${Math.round(p.tokens_per_s).toLocaleString()} tokens/s` : "") +
-          (p.eta_s !== undefined && p.eta_s !== null ? ` · about ${fmtSeconds(p.eta_s)} left` : "");
+          leftText(p.eta_s);
       } });
       curve = run.metrics.loss_curve; valCurve = run.metrics.val_curve || [];
       draw();
