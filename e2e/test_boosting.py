@@ -19,7 +19,7 @@ from urllib.parse import parse_qs, urlparse
 import httpx
 import pytest
 
-from conftest import ROOT, wait_ready
+from conftest import ROOT, screenshot, wait_ready
 
 AXE = ROOT / "web" / "node_modules" / "axe-core" / "axe.min.js"  # npm devDependency, pinned
 RUNS = {}  # what the tests trained: name -> the stored run
@@ -211,9 +211,11 @@ def test_the_runs_tab_and_the_runs_own_page_show_a_boosting_run(page, server):
     other.close()
 
 
-def test_no_serious_axe_finding_in_the_boosting_tab(page):
+def test_no_serious_axe_finding_in_the_boosting_tab(page, tmp_path):
     page.click("#tab-boosting")
     page.wait_for_selector("#gb-results #gb-metrics")  # with its results, plots and loss curve
+    page.set_viewport_size({"width": 1280, "height": 900})
+    assert screenshot(page, "boosting.png", tmp_path, full_page=True).stat().st_size > 20_000  # the README's
     found = []
     for scheme, size in (("light", {"width": 1280, "height": 900}), ("dark", {"width": 1280, "height": 900}),
                          ("light", {"width": 390, "height": 844})):
