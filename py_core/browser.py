@@ -85,10 +85,10 @@ async def run(job_json: str, hooks) -> str:
                   should_stop=lambda: bool(hooks.shouldStop()),
                   is_paused=lambda: bool(hooks.isPaused()))
     try:
-        result = await _session.run(job, ctx)
+        # (JSON text, [buffers]): the worker makes typed arrays of them
+        return encode_result(await _session.run(job, ctx))
     except Exception as exc:  # the job's end, whatever ended it: the page says it in words
         return json.dumps({"error": error_of(exc, named=True)}), []
-    return encode_result(result)  # (JSON text, [buffers]): the worker makes typed arrays of them
 
 
 def describe_bytes(data, name: str, delimiter: str | None, hooks) -> str:

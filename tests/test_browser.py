@@ -56,3 +56,23 @@ def test_one_shape_for_data_gpu_and_unexpected_errors():
     assert other["kind"] == "error" and other["message"] == "KeyError: 'x'"
     for error in (data, gpu, other, browser.error_of(Stopped("stopped on request"))):
         assert set(error) == SHAPE
+
+
+def test_a_result_json_cannot_carry_is_named_where_it_is(session, monkeypatch):
+    """A NaN or an infinity in a job's result (an overflowed metric, a plot's point) failed the
+    job with json's own words ("Out of range float values are not JSON compliant: inf"), naming
+    nothing; the page now reads where the number is."""
+    forest = run(FOREST)
+    assert "metrics" in forest and "error" not in forest  # the job as it is: a result
+    real = browser._session.run
+
+    async def overflowed(job, ctx):
+        result = await real(job, ctx)
+        result["plots"]["importances"][1]["importance"] = float("inf")
+        return result
+    monkeypatch.setattr(browser._session, "run", overflowed)
+    error = run(FOREST)["error"]
+    assert set(error) == SHAPE and error["kind"] == "error", error
+    assert error["message"] == ("ValueError: the job's result has inf at plots.importances[1]."
+                                "importance, which JSON cannot carry: a number that overflowed or "
+                                "was undefined")

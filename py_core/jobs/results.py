@@ -7,6 +7,7 @@ none in Python.
 from __future__ import annotations
 
 import json
+import math
 from array import array
 
 _DTYPES = {"B": "u8", "I": "u32", "i": "i32", "f": "f32", "d": "f64"}
@@ -27,6 +28,8 @@ def encode_result(result) -> tuple[str, list]:
     parts: list = []
 
     def walk(v):
+        if isinstance(v, float) and not math.isfinite(v):
+            raise NotFinite(v)
         if isinstance(v, Joined):
             parts.extend(v)
             return {"$binary": list(range(len(parts) - len(v), len(parts))), "dtype": "u8"}
@@ -40,7 +43,35 @@ def encode_result(result) -> tuple[str, list]:
                     "dtype": _DTYPES.get(v.typecode, "u8") if isinstance(v, array) else "u8"}
         return v
 
-    return json.dumps(walk(result), allow_nan=False, default=_jsonable), parts
+    try:
+        tree = walk(result)
+    except NotFinite as exc:  # where it is, found again (the walk keeps no path: it is hot)
+        raise ValueError(f"the job's result has {exc.value} at {_where(result) or 'its top'}, "
+                         "which JSON cannot carry: a number that overflowed or was undefined") \
+            from None
+    return json.dumps(tree, allow_nan=False, default=_jsonable), parts
+
+
+class NotFinite(Exception):
+    """A float JSON cannot carry (NaN, an infinity)."""
+
+    def __init__(self, value: float):
+        super().__init__(value)
+        self.value = value
+
+
+def _where(v, path: str = "") -> str | None:
+    """The keys down to the first float that is not finite ("metrics.mse", "plots.x[1][1]")."""
+    if isinstance(v, float):
+        return None if math.isfinite(v) else path
+    if isinstance(v, Joined):
+        return None
+    items = v.items() if isinstance(v, dict) else enumerate(v) if isinstance(v, (list, tuple)) else ()
+    for k, x in items:
+        found = _where(x, f"{path}[{k}]" if isinstance(k, int) else f"{path}.{k}".lstrip("."))
+        if found is not None:
+            return found
+    return None
 
 
 def _jsonable(value):
