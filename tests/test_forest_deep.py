@@ -134,3 +134,48 @@ def test_deep_levels_run_ahead_of_the_readback_of_their_open_pairs(native_backen
     assert after == before
     assert reads0 >= 8 and idle0 == reads0  # a round trip a level
     assert idle1 <= 2 + builder.TAIL_AHEAD and reads1 >= reads0
+
+
+def test_deep_levels_go_in_passes_of_their_histogram_slots_alone(native_backend, monkeypatch, diabetes):
+    """Where a level's histograms exceed a buffer (a 256 KiB binding here: 4 slots a tree a pass,
+    as 128 MiB adapters at 20,000 rows), a deep level builds its histograms in passes of the slots
+    that have one (BUILT or derived, numbered by alloc) and splits its SMALL slots, which need
+    none, in passes of their own: hist_build, over every row of the batch, runs a pass of the
+    first kind, no longer one a pass of the level's slots, and not at all in a level whose
+    slots are all SMALL (the histogram slots a level has at most: twice the last level's, as
+    read back with its open pairs). The trees are those of whole levels."""
+    X, y = diabetes
+    plans, plan_sizes = [], builder.plan_sizes
+    monkeypatch.setattr(builder, "plan_sizes", lambda *a, **k: plans.append(plan_sizes(*a, **k)) or plans[-1])
+
+    def fit():
+        forest = RandomForestRegressor(n_estimators=2, random_state=3, backend=native_backend)
+        levels, submit = {}, native_backend.run
+
+        async def counted(got, repeat=1):  # each level's dispatches, by kernel
+            for plan in got if isinstance(got, list) else [got]:
+                for i, op in enumerate(plan.ops):
+                    name, _, level = plan.label(i).partition(builder.LEVEL_MARK)
+                    if level:
+                        c = levels.setdefault(int(level), {})
+                        c[op.kernel.entry] = c.get(op.kernel.entry, 0) + 1
+            await submit(got, repeat)
+        monkeypatch.setattr(native_backend, "run", counted)
+        run(forest.fit(X, y))
+        monkeypatch.setattr(native_backend, "run", submit)
+        return trees(forest), levels
+
+    whole, _ = fit()
+    limits = dict(native_backend.limits)
+    try:
+        native_backend.limits["maxStorageBufferBindingSize"] = 2**18
+        grown, levels = fit()
+    finally:
+        native_backend.limits.update(limits)
+    z = plans[-1]
+    assert z.S_h < z.S and grown == whole
+    small = builder.row_scan_rows(z.C, CRITERIA["squared_error"])
+    most = -(-(len(y) // (small + 1)) // z.S_h)  # histogram passes a level: n // (small + 1) slots at most
+    deep = [c for c in levels.values() if c.get("split_small", 0) > most]  # levels of many slots
+    assert deep and all(c.get("hist_build", 0) <= most for c in deep)
+    assert any("hist_build" not in c for c in deep)  # a level whose slots are all SMALL: none

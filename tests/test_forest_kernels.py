@@ -157,7 +157,7 @@ def _replay_matches(native_backend, rng, entry, task, monkeypatch, X, y, occurre
         if entry == "hist_build_wg":
             if groups is None:
                 pytest.skip("a feature's bins x channels exceed HB_WORDS: the builder runs hist_build")
-            extra = (groups,)
+            extra = (groups, _hmap(p, bufs[5][2]))
         total = fk.wg_items(entry, p["T"], min(p["S_h"], p["S_cur"] - p["s_lo"]), p["F"], p["mf"],
                             p["NB"] * p["C"], p["n"], groups[0] if groups else 0)
     want, got = (replay(backend, "forest", entry, bufs, fk.grid(
@@ -219,6 +219,18 @@ def test_nodes_split_from_their_rows_on_real_data(native_backend, monkeypatch):
     assert grown[1] == grown[0] and grown[2] == grown[0]
 
 
+def _hmap(p, slots) -> array:
+    """The slot of each histogram number (alloc's hmap), from the slots' numbers (word 3): what
+    hist_build_wg reads beside hist_build's bindings where a level's histograms are numbered."""
+    hmap = array("I", bytes(4 * p["T"] * p["S"]))
+    for t in range(p["T"]):
+        for s in range(p["S_cur"]):
+            flags, word3 = slots[(t * p["S"] + s) * 4 + 1], slots[(t * p["S"] + s) * 4 + 3]
+            if fk.numbered(p) and flags and not flags & fk.SMALL:
+                hmap[t * p["S"] + word3] = s
+    return hmap
+
+
 def _tree_bytes(forest) -> list:
     t = forest._forest
     return [bytes(memoryview(a)) for a in (t.counts, t.feature, t.threshold, t.left)]
@@ -254,7 +266,7 @@ def test_hist_build_wg_sums_runs_of_rows_as_hist_build(native_backend, rng, crit
             bufs.append(out)
         else:
             g = fk.grid(fk.wg_items(entry, T, S, F, 0, 0, n, groups[0]))
-            bufs += [out, b.buffer("u32", data=groups)]
+            bufs += [out, b.buffer("u32", data=groups), b.buffer("u32", T * S)]  # hmap: unused (by slot)
         run(b.run(b.plan().clear(out).dispatch(kern, bufs, g)))
         return run(b.read(out))
 

@@ -13,6 +13,7 @@ Two fits a job, the same forest each time:
   clock, a dispatch at a time: relative costs only).
 
     PYTHONPATH=. python tools/forest_deep.py [--jobs friedman1,blobs,regression:4] [--trees 20] [--json F]
+        [--max-depth D]  (the same jobs at a bounded depth: their passes and dispatches, for comparison)
 """
 from __future__ import annotations
 
@@ -145,7 +146,7 @@ class Counter:
                     c["words derived"] += words
 
 
-async def fit(name: str, trees: int, count: bool, profile: bool) -> dict:
+async def fit(name: str, trees: int, count: bool, profile: bool, max_depth: int | None = None) -> dict:
     dataset, classes = JOBS[name]
     p = prepare(synthetic_table(dataset), "y", test_size=0.2, seed=42)
     y = [p.info["classes"][v] for v in p.y_train] if classes else p.y_train
@@ -158,7 +159,8 @@ async def fit(name: str, trees: int, count: bool, profile: bool) -> dict:
         counter.grower = grower
         return grow(grower)
     builder.Grower._tree_buffers = keep
-    model = (RandomForestClassifier if classes else RandomForestRegressor)(trees, random_state=0, backend=b)
+    model = (RandomForestClassifier if classes else RandomForestRegressor)(trees, random_state=0, backend=b,
+                                                                           max_depth=max_depth)
     t0 = time.perf_counter()
     try:
         await model.fit(p.X_train, y, n_features=F, profile=profile)
@@ -199,16 +201,17 @@ def main() -> None:
     ap.add_argument("--profile", action="store_true", help="also a profiled fit (k_ times)")
     ap.add_argument("--json", help="write every fit's figures here")
     ap.add_argument("--no-count", dest="count", action="store_false", help="the timed fits alone")
+    ap.add_argument("--max-depth", type=int, help="grow the jobs to this depth (default: scikit-learn's None)")
     a = ap.parse_args()
     runs = []
     for job in a.jobs.split(","):  # NAME, or NAME:TREES
         name, _, trees = job.partition(":")
         trees = int(trees or a.trees)
-        timed = asyncio.run(fit(name, trees, False, False))
-        counted = asyncio.run(fit(name, trees, True, False)) if a.count else dict(timed)
+        timed = asyncio.run(fit(name, trees, False, False, a.max_depth))
+        counted = asyncio.run(fit(name, trees, True, False, a.max_depth)) if a.count else dict(timed)
         counted.update(fit_s=timed["fit_s"], levels_s=timed["levels_s"], timed_idle_reads=timed["idle reads"])
         if a.profile:
-            counted["kernels"] = asyncio.run(fit(name, trees, False, True))["kernels"]
+            counted["kernels"] = asyncio.run(fit(name, trees, False, True, a.max_depth))["kernels"]
         runs.append(counted)
         print(json.dumps({k: v for k, v in counted.items() if k != "levels"}), flush=True)
     print(table(runs))

@@ -89,6 +89,7 @@ from ..kernels.forest import (
     WG,
     grid,
     hist_groups,
+    numbered,
     perm_rounds,
     record_words,
     wg_items,
@@ -249,7 +250,7 @@ class Partial:
         g = self._g
         meta, imp = array("I"), array("f")
         await g._read_into(g._whole(g.meta, meta.frombytes) + g._whole(g.imp, imp.frombytes))
-        return _importances(imp, meta[0::2], self.trees, g.z.G, g.F)
+        return _importances(imp, meta[:2 * g.T:2], self.trees, g.z.G, g.F)
 
 
 class Grower:
@@ -345,7 +346,8 @@ class Grower:
                          max_depth=NONE_DEPTH if spec.max_depth is None else spec.max_depth,
                          mf=spec.max_features, pr=perm_rounds(F), S=0, NC=0, depth=0, S_cur=1,
                          S_next=0, T_all=self.T, inv_scale=1.0, mid=0.0, xd=0, ye=0, ym_lo=0,
-                         ym_hi=0, step=self.step, SM=SM, S_h=0, s_lo=0, small=0, b16=0, row_scan=0)
+                         ym_hi=0, step=self.step, SM=SM, S_h=0, s_lo=0, small=0, b16=0, row_scan=0,
+                         H_cur=0, H_next=0)
 
     async def _upload_and_sort(self, X: array, y) -> tuple[array, array]:
         """Data up; finite checks, fixed-point regression targets and, on GPU backends, the
@@ -447,7 +449,8 @@ class Grower:
             self.xlogx = buf("f32", data=array("f", [0.0] + [v * math.log(v) for v in range(1, n + 1)]))
         else:
             self.xlogx = buf("f32", 1)
-        words = {what: Tb * w for what, (w, _) in batch_buffers(n, F, z.NB, C, z.S, z.S_h, NC).items()}
+        deep = z.levels is None or z.levels > DEEP_LEVELS
+        words = {what: Tb * w for what, (w, _) in batch_buffers(n, F, z.NB, C, z.S, z.S_h, NC, deep).items()}
         self.state = buf("u32", words["bootstrap state"])
         # Two histogram buffers, this level's and its parent's; a level with more slots than
         # one holds (S_h) runs in passes, and then (and just after) every child is built.
@@ -457,13 +460,17 @@ class Grower:
         self.counts = buf("u32", words["slots"])  # alloc's counts a slot, then their prefix sums
         self.left = buf("u32", words["left sides"])
         self.cand = buf("u32", words["split candidates"])  # a pass's slots
+        # the slot of each histogram number (numbered levels: `_level`), made by alloc
+        self.hmap = buf("u32", words.get("histogram slots", 1))
         # the rows of SMALL slots (planned for in sizes.py either way; none where no node is)
         self.rows = buf("u32", words["row lists"] if self.base["small"] else 1)
         self.nodes = buf("u32", words["node records"])  # the batch's trees
-        self.meta = buf("u32", 2 * T)
+        # per tree its nodes and open pairs; in deep trees then, per tree, its next level's
+        # histogram slots (numbered levels: `_level`)
+        self.meta = buf("u32", (3 if deep else 2) * T)
         # meta after each of the deep levels in flight (_grow_batch): one is read before the
         # level that writes it again is queued
-        self.snap = [buf("u32", 2 * T) for _ in range(TAIL_AHEAD + 1)]
+        self.snap = [buf("u32", self.meta.length) for _ in range(TAIL_AHEAD + 1)]
         self.imp = buf("f32", T * z.G * F)
         self.oobb = buf("f32", n * (K + 1)) if spec.oob and spec.bootstrap else None
         if z.dense:  # tree t from node t * NC on
@@ -478,7 +485,7 @@ class Grower:
         b, k, z, P0, n, Tb = self.b, self.k, self.z, self.P0, self.n, self.z.Tb
         self.wgs = b.limits["maxComputeWorkgroupsPerDimension"]
         self.s_min = max(self.spec.min_samples_split, 2 * self.spec.min_samples_leaf)
-        self.init = (b.plan().clear(self.state)
+        self.init = (b.plan().clear(self.state).clear(self.hmap)  # hmap: the root is number 0
                      .dispatch(k["bootstrap"], [P0, self.state], self._grid(Tb * n))
                      .dispatch(k["init_trees"], [P0, self.slots[0], self.nodes, self.meta],
                                self._grid(Tb * z.S)))
@@ -542,11 +549,32 @@ class Grower:
         return [grid(Tb * -(-sp // HC_SLOTS), wgs), self._grid(Tb * sp * F), self._grid(Tb * sp * F),
                 self._grid(Tb * sp)]
 
-    def _level(self, e: int, s_cur: int):
+    def _hist_read(self, meta, done: int, nt: int) -> int:
+        """The most histogram slots any tree done .. done + nt - 1 has at its next level, as
+        alloc counts them where they are numbered (after the trees' pairs in meta), rounded up
+        to a power of two so that level plans are reused (0 where not numbered: unused)."""
+        if not numbered(self.base):
+            return 0
+        most = max(meta[2 * self.T + done + t] for t in range(nt))
+        return 1 << (most - 1).bit_length() if most else 0
+
+    def _hist_bound(self, slots: int) -> int:
+        """The histogram slots a level of `slots` slots has at most where they are numbered:
+        those of more than `small` rows (but the root), disjoint nodes of the tree's rows."""
+        return min(slots, max(1, self.n // (self.base["small"] + 1)))
+
+    def _level(self, e: int, s_cur: int, H: int | None = None):
         """The recorded plan of level e over its first s_cur slots: made once, run for every
-        batch (its uniforms rewritten per batch)."""
-        if (e, s_cur) in self.level_plans:
-            return self.level_plans[(e, s_cur)]
+        batch (its uniforms rewritten per batch). Its histograms go in passes of S_h slots a
+        tree; where they are numbered (deep trees: kernels.forest.numbered), the passes cover
+        its histogram slots alone, H of them at most (by default `_hist_bound`'s), and its
+        SMALL slots (split_rows, split_small) go in passes of their own over its slots, a cheap
+        pair of dispatches each: friedman1's level 12 a histogram pass, not nine, each with
+        hist_build over every row of the batch."""
+        by_number = numbered(self.base)
+        H = (self._hist_bound(s_cur) if H is None else H) if by_number else s_cur
+        if (e, s_cur, H) in self.level_plans:
+            return self.level_plans[(e, s_cur, H)]
         z, k, n, Tb, wgs = self.z, self.k, self.n, self.z.Tb, self.wgs
         clear, vary, scan, pick = (k[name] for name in (PARALLEL if self.wide else LOOPING))
         last = z.levels is not None and e == z.levels - 1
@@ -559,32 +587,47 @@ class Grower:
         fb, nodes, cand, xlogx = self.fb, self.nodes, self.cand, self.xlogx
         plan, ups = self.b.plan(), []
         at = lambda kernel: f"{kernel.name}{LEVEL_MARK}{e}"  # noqa: E731 (profiles: a level's time)
-        for s_lo in range(0, s_cur, z.S_h):
-            sp = min(z.S_h, s_cur - s_lo)
-            pp = dict(depth=e, S_cur=s_cur, S_next=s_next, s_lo=s_lo)
+        hmap = self.hmap
+        # the next level's histograms: at most twice those of this one (its open ones' children)
+        H_next = min(self._hist_bound(s_next), 2 * H) if by_number else s_next
+
+        def uniforms(s_lo):
+            pp = dict(depth=e, S_cur=s_cur, S_next=s_next, s_lo=s_lo, H_cur=H, H_next=H_next)
             P = self._buf("u32", uniform=True, data=PARAMS.pack(**self._params(pp, *self.batch)))
             ups.append((P, pp))
-            g_clear, g_vary, g_scan, g_pick = self._split_grids(sp)
-            build = [P, self.binned, fb, self.tgt, self.state, cur, h]
-            plan.dispatch(clear, [P, cur, h], g_clear, at(clear))
-            if self.groups and s_cur <= 2:  # a slot or two a tree: sums in workgroup memory first
-                G, gb = self.groups
-                plan.dispatch(k["hist_build_wg"], build + [gb],
-                              grid(wg_items("hist_build_wg", Tb, sp, self.F, 0, 0, n, G), wgs),
-                              at(k["hist_build_wg"]))
-            else:
-                plan.dispatch(k["hist_build"], build, self._grid(Tb * n), at(k["hist_build"]))
-            plan.dispatch(vary, [P, fb, cur, h, nodes, cand, xlogx, parent], g_vary, at(vary))
+            return P
+
+        def rows(P, sp):  # SMALL slots: split from their listed rows
             if self.base["small"]:
                 plan.dispatch(k["split_rows"], [P, fb, cur, self.tgt, nodes, cand, h, self.binned,
                                                 self.rows], grid(Tb * sp, wgs), at(k["split_rows"]))
             if self.base["row_scan"]:
                 plan.dispatch(k["split_small"], [P, self.binned, cur, self.tgt, nodes, cand, xlogx, self.left,
                                                  self.rows], grid(Tb * sp, wgs), at(k["split_small"]))
-            (plan.dispatch(scan, [P, fb, cur, h, nodes, cand, xlogx, parent], g_scan, at(scan))
-             .dispatch(pick, [P, fb, cur, h, nodes, cand, xlogx, self.left], g_pick, at(pick)))
+
+        for s_lo in range(0, H, z.S_h):
+            sp = min(z.S_h, H - s_lo)
+            P = uniforms(s_lo)
+            g_clear, g_vary, g_scan, g_pick = self._split_grids(sp)
+            build = [P, self.binned, fb, self.tgt, self.state, cur, h]
+            plan.dispatch(clear, [P, cur, h, hmap], g_clear, at(clear))
+            if self.groups and s_cur <= 2:  # a slot or two a tree: sums in workgroup memory first
+                G, gb = self.groups
+                plan.dispatch(k["hist_build_wg"], build + [gb, hmap],
+                              grid(wg_items("hist_build_wg", Tb, sp, self.F, 0, 0, n, G), wgs),
+                              at(k["hist_build_wg"]))
+            else:
+                plan.dispatch(k["hist_build"], build, self._grid(Tb * n), at(k["hist_build"]))
+            plan.dispatch(vary, [P, fb, cur, h, nodes, cand, xlogx, parent, hmap], g_vary, at(vary))
+            if not by_number:
+                rows(P, sp)
+            (plan.dispatch(scan, [P, fb, cur, h, nodes, cand, xlogx, parent, hmap], g_scan, at(scan))
+             .dispatch(pick, [P, fb, cur, h, nodes, cand, xlogx, self.left, hmap], g_pick, at(pick)))
+        if by_number:
+            for s_lo in range(0, s_cur, z.S_h):
+                rows(uniforms(s_lo), min(z.S_h, s_cur - s_lo))
         P = ups[0][0]
-        numbering = [P, cur, nodes, self.left, other, self.childmap, self.meta, self.counts]
+        numbering = [P, cur, nodes, self.left, other, self.childmap, self.meta, self.counts, hmap]
         if s_cur > ALLOC_SLOTS:
             (plan.dispatch(k["alloc_count"], numbering, self._grid(Tb * s_cur), at(k["alloc_count"]))
              .dispatch(k["alloc_scan"], numbering, grid(Tb, wgs), at(k["alloc_scan"]))
@@ -597,7 +640,7 @@ class Grower:
         if e >= self.head:  # the open pairs after this level, read while the next one runs
             plan.copy(self.meta, self.snap[e % len(self.snap)], self.meta.length)
         self.level_params.append(ups)
-        self.level_plans[(e, s_cur)] = plan
+        self.level_plans[(e, s_cur, H)] = plan
         return plan
 
     async def _grow_batch(self, done: int, nt: int, progress, should_stop, pause) -> None:
@@ -648,8 +691,11 @@ class Grower:
         # past it (each open slot makes at most one pair: twice its slots at most). The GPU is
         # not left idle through a round trip a level; a level queued past the last open one
         # finds no open slot and does nothing.
-        known, P = d, _open_pairs(m_, done, nt)  # the open pairs of level `known`, the latest read
+        # the open pairs of level `known`, the latest read, and its histogram slots (numbered):
+        # the next levels' at most double a level
+        known, P, Hk = d, _open_pairs(m_, done, nt), self._hist_read(m_, done, nt)
         s_prev = level_slots(d - 1, self.n, self.s_min)  # the last level's slots
+        h_prev = self._hist_bound(s_prev)  # and histogram slots (where numbered)
         reads = []  # [(level, the read of its open pairs)], oldest first
         try:
             while P and known != z.levels:
@@ -658,15 +704,16 @@ class Grower:
                                 1 << (2 * P - 1).bit_length() + d - known)
                     if d > known + (TAIL_AHEAD if s_cur <= TAIL_SLOTS else AHEAD):
                         break
-                    await b.run(self._level(d, s_cur))
-                    s_prev, d = s_cur, d + 1
-                    reads.append((d, b.read_soon([(self.snap[(d - 1) % len(self.snap)], 0,
-                                                   2 * (done + nt))])))
+                    h_cur = min(self._hist_bound(s_cur), 2 * h_prev, Hk << d - known)
+                    await b.run(self._level(d, s_cur, h_cur))
+                    s_prev, h_prev, d = s_cur, h_cur, d + 1
+                    snap = self.snap[(d - 1) % len(self.snap)]
+                    reads.append((d, b.read_soon([(snap, 0, snap.length)])))
                     if d != z.levels:
                         await self._between(done, nt, d, progress, should_stop, pause)
                 known, read = reads.pop(0)
                 m_ = await read
-                P = _open_pairs(m_, done, nt)
+                P, Hk = _open_pairs(m_, done, nt), self._hist_read(m_, done, nt)
         finally:  # the reads still out (a level queued past the last open one, or Stop)
             for _, read in reads:
                 with contextlib.suppress(Exception, asyncio.CancelledError):
@@ -766,7 +813,7 @@ class Grower:
         small = [(self.meta, meta), (self.imp, imp)] + ([(self.oobb, oob)] if self.oobb else [])
         await self._read_into([p for x, sink in small for p in self._whole(x, sink.frombytes)])
         self.timings["readback_sizes"] = clock() - t1  # sizes, importances, out-of-bag sums
-        counts = meta[0::2]
+        counts = meta[:2 * T:2]
         js = self.b.host_js  # the tab on WebGPU: the forest's host arrays stay in JavaScript
         trees = JSTrees.empty(K, counts, self.b.rt) if js else Trees.empty(K, counts)
         starts, pieces = trees.starts, []

@@ -120,11 +120,15 @@ def forest_bytes(trees: int, nodes: int, K: int) -> int:
     return 4 * trees * nodes * (3 + K)
 
 
-def batch_buffers(n: int, F: int, NB: int, C: int, S: int, S_h: int, NC: int) -> dict:
-    """{what: (words a tree, buffers)}: a batch's working set (Grower._tree_buffers), Tb times."""
-    return {"node records": (NC * (4 + C), 1), "bootstrap state": (n, 1), "row lists": (n, 1),
-            "histograms": (S_h * NB * C, 2), "slots": (4 * S, 3), "child map": (2 * S, 1),
-            "left sides": (S * C, 1), "split candidates": (4 * S_h * F, 1)}
+def batch_buffers(n: int, F: int, NB: int, C: int, S: int, S_h: int, NC: int, deep: bool = False) -> dict:
+    """{what: (words a tree, buffers)}: a batch's working set (Grower._tree_buffers), Tb times;
+    deep: trees grown a level a submission, whose histograms are numbered (histogram slots)."""
+    got = {"node records": (NC * (4 + C), 1), "bootstrap state": (n, 1), "row lists": (n, 1),
+           "histograms": (S_h * NB * C, 2), "slots": (4 * S, 3), "child map": (2 * S, 1),
+           "left sides": (S * C, 1), "split candidates": (4 * S_h * F, 1)}
+    if deep:
+        got["histogram slots"] = (S, 1)
+    return got
 
 
 def cap_bytes(backend) -> int:
@@ -156,7 +160,7 @@ def plan_sizes(backend, n: int, F: int, NB: int, spec: GrowSpec, room: int | Non
         histogram budget (whole pairs of children a pass; the rest of a level in more passes)."""
         S_h = min(S, max(2, hcap // per_slot // div), cap // (16 * F))
         S_h = max(2, S_h - S_h % 2)
-        per_tree = batch_buffers(n, F, NB, C, S, S_h, NC)
+        per_tree = batch_buffers(n, F, NB, C, S, S_h, NC, deep)
         for what, (words, _) in per_tree.items():
             if 4 * words > cap:
                 raise LimitError(f"the {what} of one tree need {size_text(4 * words)}, but this "
@@ -180,6 +184,7 @@ def plan_sizes(backend, n: int, F: int, NB: int, spec: GrowSpec, room: int | Non
                 f"trees, a max_depth or a larger min_samples_leaf")
         return min(Tb, (room - fixed - forest) // batch)
 
+    deep = D is None or D > DEEP_LEVELS
     # Whole levels where they hold WHOLE_TB trees a batch; else MIN_TB trees a batch (fewer if the
     # fit has fewer), each tree's passes a MIN_TB-th of the budget; where fewer trees fit a
     # batch, passes as large as those few allow.
@@ -188,7 +193,6 @@ def plan_sizes(backend, n: int, F: int, NB: int, spec: GrowSpec, room: int | Non
     if S_h < S:
         div = min(MIN_TB, T)
         S_h, Tb, per_tree = passes(div)
-    deep = D is None or D > DEEP_LEVELS
     dense = not deep and 4 * T * NC * max(3, K) <= cap
     tree_nodes = NC if dense else expected_nodes(n, spec)
     G = -(-NC // IMP_CHUNK)
@@ -196,7 +200,8 @@ def plan_sizes(backend, n: int, F: int, NB: int, spec: GrowSpec, room: int | Non
         raise LimitError(f"the importances of {T} trees of up to {NC} nodes need "
                          f"{size_text(4 * T * G * F)}, but this adapter's buffers hold at most "
                          f"{size_text(cap)} ({LIMIT_NAMES}): use fewer trees or a max_depth")
-    fixed = 4 * (T * (3 + G * F) + (n * (K + 1) if spec.oob and spec.bootstrap else 0)) + data
+    # per tree: meta (2 words, 3 in deep trees) and offs; importances; out-of-bag sums
+    fixed = 4 * (T * ((4 if deep else 3) + G * F) + (n * (K + 1) if spec.oob and spec.bootstrap else 0)) + data
     forest = forest_bytes(T, tree_nodes, K)
     Tb = in_room(Tb, per_tree)
     if Tb < div:

@@ -266,5 +266,5 @@ async def predict(backend, dev: DeviceTrees, X: array, n: int, F: int) -> array:
 
 def _predict_params(n, F, K, tree0, T, T_all, xd):
     return dict(n=n, F=F, FW=0, NB=0, C=0, K=K, crit=0, T=T, tree0=tree0, seed=0, boot=0, mss=0,
-                msl=0, max_depth=0, mf=0, pr=0, S=0, NC=0, depth=0, S_cur=0, S_next=0, T_all=T_all,
+                msl=0, max_depth=0, mf=0, pr=0, S=0, NC=0, depth=0, S_cur=0, S_next=0, T_all=T_all, H_cur=0, H_next=0,
                 inv_scale=1.0, mid=0.0, xd=xd, ye=0, ym_lo=0, ym_hi=0, step=1, SM=0, S_h=0, s_lo=0, small=0, b16=0, row_scan=0)

@@ -2,6 +2,7 @@
 
 // == tree_alloc
 #include tree_grid
+#include tree_hist
 // ---- alloc: number the children of this level's splits; give open children next-level slots --
 // 1 slots (T, S, 4) · 2 nodes · 3 left (T, S, C) · 4 slots_next (T, S, 4) · 5 childmap (T, S, 2)
 // · 6 meta (T_all, 2) · 7 counts (T, S, 4). A prefix sum over each tree's slots in slot order,
@@ -19,6 +20,12 @@
 // of its slot on (a prefix sum of such rows over the tree's next slots: route_rows lists them
 // there, moving word 3 to their end). Beside a SMALL child an open one is built; a closed one is
 // built only for an open sibling to derive from.
+// Where a level's histograms are numbered (tree_hist's `numbered`: deep trees), a fourth count,
+// the slots with a histogram (BUILT or derived), numbers them in slot order: the number in word
+// 3 of the slot, the slot in 8 hmap (T, S); word 2 of a slot holds its parent's histogram
+// number (its slot where not numbered), the levels in passes are those whose histogram slots
+// (hist_slots: the host's bound) exceed S_h, and meta (T_all, 2) is followed by each tree's
+// histogram slots at the next level (T_all), which bound the levels after it.
 @group(0) @binding(1) var<storage, read> al_slots: array<u32>;
 @group(0) @binding(2) var<storage, read_write> al_nodes: array<u32>;
 @group(0) @binding(3) var<storage, read> al_left: array<u32>;
@@ -26,10 +33,12 @@
 @group(0) @binding(5) var<storage, read_write> al_childmap: array<u32>;
 @group(0) @binding(6) var<storage, read_write> al_meta: array<u32>;
 @group(0) @binding(7) var<storage, read_write> al_count: array<u32>;
+@group(0) @binding(8) var<storage, read_write> al_hmap: array<u32>;
 
 var<workgroup> al_a: array<u32, 256>;
 var<workgroup> al_b: array<u32, 256>;
 var<workgroup> al_c: array<u32, 256>;
+var<workgroup> al_d: array<u32, 256>;
 
 fn node_rec(t: u32, node: u32) -> u32 { return (t * p.NC + node) * (4u + p.C); }  // t: of the batch
 
@@ -75,7 +84,7 @@ fn slot_splits(t: u32, s: u32) -> bool {
   return al_nodes[node_rec(t, al_slots[sl])] != LEAF;
 }
 
-fn alloc_bindings() {  // every kernel of alloc binds all seven
+fn alloc_bindings() {  // every kernel of alloc binds all eight
   _ = &al_slots;
   _ = &al_nodes;
   _ = &al_left;
@@ -83,23 +92,61 @@ fn alloc_bindings() {  // every kernel of alloc binds all seven
   _ = &al_childmap;
   _ = &al_meta;
   _ = &al_count;
+  _ = &al_hmap;
 }
 
-// Slot s's counts: 1 if it splits, 1 if its children take a pair of slots, the rows they list.
-fn slot_counts(t: u32, s: u32) -> vec3u {
-  if (!slot_splits(t, s)) { return vec3u(0u); }
+// The flags of the children of the split in slot s (node record rec), as their next-level
+// slots (2j, 2j + 1) take them: (the even slot's, the odd one's, the side in the even slot).
+fn pair_flags(t: u32, s: u32, rec: u32) -> vec3u {
+  let open_l = child_open(t, s, rec, 0u);
+  let open_r = child_open(t, s, rec, 1u);
+  let fewer = select(1u, 0u, child_stat(t, s, rec, 0u, p.C - 1u) <= child_stat(t, s, rec, 1u, p.C - 1u));
+  let whole = !child_small(t, s, rec, 0u) && !child_small(t, s, rec, 1u);  // neither SMALL
+  let built = select(1u - fewer, fewer, whole || child_small(t, s, rec, 1u - fewer));
+  let passes = hist_slots(false) > p.S_h || hist_slots(true) > p.S_h;
+  var out = vec3u(0u, 0u, fewer);
+  for (var k = 0u; k < 2u; k++) {  // the even slot first: the child with fewer rows
+    let side = fewer ^ k;
+    let open = select(open_l, open_r, side == 1u);
+    var flags = 0u;
+    if (open && child_small(t, s, rec, side)) {
+      flags = OPEN | SMALL;
+    } else if (open) {
+      flags = OPEN | select(0u, BUILT, side == built || passes);
+    } else if (k == 0u && whole && !passes) {
+      flags = BUILT;  // for the open sibling to derive from
+    }
+    out[k] = flags;
+  }
+  return out;
+}
+
+// Does a next-level slot of these flags have a histogram (numbered levels)?
+fn has_hist(flags: u32) -> bool { return flags != 0u && (flags & SMALL) == 0u; }
+
+// Slot s's counts: 1 if it splits, 1 if its children take a pair of slots, the rows they list,
+// the histograms they take (numbered levels).
+fn slot_counts(t: u32, s: u32) -> vec4u {
+  if (!slot_splits(t, s)) { return vec4u(0u); }
   let rec = node_rec(t, al_slots[(t * p.S + s) * 4u]);
   let open_l = child_open(t, s, rec, 0u);
   let open_r = child_open(t, s, rec, 1u);
-  return vec3u(1u, select(0u, 1u, open_l || open_r),
-               listed_rows(t, s, rec, 0u, open_l) + listed_rows(t, s, rec, 1u, open_r));
+  var hists = 0u;
+  if (numbered() && (open_l || open_r)) {
+    let f = pair_flags(t, s, rec);
+    hists = select(0u, 1u, has_hist(f.x)) + select(0u, 1u, has_hist(f.y));
+  }
+  return vec4u(1u, select(0u, 1u, open_l || open_r),
+               listed_rows(t, s, rec, 0u, open_l) + listed_rows(t, s, rec, 1u, open_r), hists);
 }
 
 // The split in slot s (it splits): its children numbered from nid (their records from its
 // node's channels); if either is open, the pair of next-level slots (2j, 2j + 1) with their
-// flags, parent and where their rows are listed (from `at` on), as in the comment above.
-fn write_children(t: u32, s: u32, nid: u32, j: u32, at0: u32) {
+// flags, parent and where their rows are listed (from `at` on), or their histogram numbers
+// (from `hn` on), as in the comment above.
+fn write_children(t: u32, s: u32, nid: u32, j: u32, at0: u32, hn0: u32) {
   var at = at0;
+  var hn = hn0;
   let rec = node_rec(t, al_slots[(t * p.S + s) * 4u]);
   al_nodes[rec + 3u] = nid;
   for (var side = 0u; side < 2u; side++) {
@@ -116,30 +163,27 @@ fn write_children(t: u32, s: u32, nid: u32, j: u32, at0: u32) {
   al_childmap[cm] = DONE;
   al_childmap[cm + 1u] = DONE;
   if (!open_l && !open_r) { return; }
-  let fewer = select(1u, 0u, child_stat(t, s, rec, 0u, p.C - 1u) <= child_stat(t, s, rec, 1u, p.C - 1u));
-  let whole = !child_small(t, s, rec, 0u) && !child_small(t, s, rec, 1u);  // neither SMALL
-  let built = select(1u - fewer, fewer, whole || child_small(t, s, rec, 1u - fewer));
-  let passes = p.S_cur > p.S_h || p.S_next > p.S_h;
+  let pair = pair_flags(t, s, rec);
+  // the parent's histogram (derived children): by its number where numbered
+  let parent = select(s, al_slots[(t * p.S + s) * 4u + 3u], numbered());
   for (var k = 0u; k < 2u; k++) {  // the even slot first: the child with fewer rows
-    let side = fewer ^ k;
+    let side = pair.z ^ k;
     let ns = 2u * j + k;
-    let open = select(open_l, open_r, side == 1u);
-    var flags = 0u;
-    var list = 0u;
-    if (open && child_small(t, s, rec, side)) {
-      flags = OPEN | SMALL;
-      list = at;
+    let flags = pair[k];
+    var word3 = 0u;
+    if ((flags & SMALL) != 0u) {  // its rows' list
+      word3 = at;
       at += child_stat(t, s, rec, side, p.C - 1u);
-    } else if (open) {
-      flags = OPEN | select(0u, BUILT, side == built || passes);
-    } else if (k == 0u && whole && !passes) {
-      flags = BUILT;  // for the open sibling to derive from
+    } else if (numbered() && flags != 0u) {  // its histogram's number
+      word3 = hn;
+      al_hmap[t * p.S + hn] = ns;
+      hn += 1u;
     }
     let e = (t * p.S + ns) * 4u;
     al_next[e] = nid + side;
     al_next[e + 1u] = flags;
-    al_next[e + 2u] = s;
-    al_next[e + 3u] = list;
+    al_next[e + 2u] = parent;
+    al_next[e + 3u] = word3;
     if (flags != 0u) { al_childmap[cm + side] = ns; }
   }
 }
@@ -158,42 +202,40 @@ fn slot_item(wid: vec3u, nwg: vec3u, lid: u32) -> vec2u {
   return vec2u(i / p.S_cur, i % p.S_cur);
 }
 
-fn counts_at(t: u32, s: u32) -> vec3u {  // alloc's three counts (or sums) of slot s
+fn counts_at(t: u32, s: u32) -> vec4u {  // alloc's four counts (or sums) of slot s
   let e = (t * p.S + s) * 4u;
-  return vec3u(al_count[e], al_count[e + 1u], al_count[e + 2u]);
+  return vec4u(al_count[e], al_count[e + 1u], al_count[e + 2u], al_count[e + 3u]);
 }
 
-fn counts_put(t: u32, s: u32, v: vec3u) {
+fn counts_put(t: u32, s: u32, v: vec4u) {
   let e = (t * p.S + s) * 4u;
   al_count[e] = v.x;
   al_count[e + 1u] = v.y;
   al_count[e + 2u] = v.z;
+  al_count[e + 3u] = v.w;
 }
 
 // A workgroup's prefix sums over its 256 threads' counts (`mine`): each thread's exclusive sums
-// (nodes from the tree's next one on, pairs, listed rows); the tree's totals in al_a/al_b[255].
-// The tree's first node: `first_node`.
-fn tree_prefix(lid: u32, mine: vec3u, first_node: u32) -> vec3u {
+// (nodes from the tree's next one on, pairs, listed rows, histograms); the tree's totals in
+// al_a/al_b[255]. The tree's first node: `first_node`.
+fn tree_prefix(lid: u32, mine: vec4u, first_node: u32) -> vec4u {
   al_a[lid] = mine.x;
   al_b[lid] = mine.y;
   al_c[lid] = mine.z;
+  al_d[lid] = mine.w;
   workgroupBarrier();
   for (var off = 1u; off < 256u; off *= 2u) {  // inclusive prefix sums
-    var va = 0u;
-    var vb = 0u;
-    var vc = 0u;
-    if (lid >= off) {
-      va = al_a[lid - off];
-      vb = al_b[lid - off];
-      vc = al_c[lid - off];
-    }
+    var v = vec4u(0u);
+    if (lid >= off) { v = vec4u(al_a[lid - off], al_b[lid - off], al_c[lid - off], al_d[lid - off]); }
     workgroupBarrier();
-    al_a[lid] += va;
-    al_b[lid] += vb;
-    al_c[lid] += vc;
+    al_a[lid] += v.x;
+    al_b[lid] += v.y;
+    al_c[lid] += v.z;
+    al_d[lid] += v.w;
     workgroupBarrier();
   }
-  return vec3u(first_node + 2u * (al_a[lid] - mine.x), al_b[lid] - mine.y, al_c[lid] - mine.z);
+  return vec4u(first_node + 2u * (al_a[lid] - mine.x), al_b[lid] - mine.y, al_c[lid] - mine.z,
+               al_d[lid] - mine.w);
 }
 
 // The tree's next-level slots past its pairs closed; its nodes and open pairs into meta (after
@@ -206,6 +248,7 @@ fn close_tree(t: u32, lid: u32, first_node: u32) {
   if (lid == 0u) {
     al_meta[2u * tree] = first_node + 2u * al_a[255];
     al_meta[2u * tree + 1u] = total_pairs;
+    if (numbered()) { al_meta[2u * p.T_all + tree] = al_d[255]; }  // its next level's histograms
   }
 }
 
@@ -213,7 +256,7 @@ fn close_tree(t: u32, lid: u32, first_node: u32) {
 // slots: the run's counts (from the splits when `fresh`, else alloc_count's), their prefix over
 // the tree, then each slot's first node, pair and list offsets, written as its children (`fresh`)
 // or stored for alloc_write; then the tree's slots closed and its meta.
-fn run_counts(t: u32, s: u32, fresh: bool) -> vec3u {
+fn run_counts(t: u32, s: u32, fresh: bool) -> vec4u {
   if (fresh) { return slot_counts(t, s); }
   return counts_at(t, s);
 }
@@ -224,18 +267,18 @@ fn alloc_tree(wid: vec3u, nwg: vec3u, lid: u32, fresh: bool) {
   if (t >= p.T) { return; }
   let first_node = al_meta[2u * (p.tree0 + t)];
   let run = slot_run(lid);
-  var mine = vec3u(0u);
+  var mine = vec4u(0u);
   for (var s = run.x; s < run.y; s++) { mine += run_counts(t, s, fresh); }
   var at = tree_prefix(lid, mine, first_node);
   for (var s = run.x; s < run.y; s++) {
     let c = run_counts(t, s, fresh);
     if (fresh) {
       if (c.x == 0u) { continue; }
-      write_children(t, s, at.x, at.y, at.z);
+      write_children(t, s, at.x, at.y, at.z, at.w);
     } else {
       counts_put(t, s, at);
     }
-    at += vec3u(2u * c.x, c.y, c.z);
+    at += vec4u(2u * c.x, c.y, c.z, c.w);
   }
   close_tree(t, lid, first_node);
 }
@@ -272,5 +315,5 @@ fn alloc_write(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: 
   let ts = slot_item(wid, nwg, lid);
   if (ts.x == LEAF || !slot_splits(ts.x, ts.y)) { return; }
   let at = counts_at(ts.x, ts.y);
-  write_children(ts.x, ts.y, at.x, at.y, at.z);
+  write_children(ts.x, ts.y, at.x, at.y, at.z, at.w);
 }

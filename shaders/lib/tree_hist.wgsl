@@ -3,18 +3,47 @@
 // == tree_hist
 #include tree_grid
 #include tree_binned
-// The slots [s_lo, s_lo + pass_slots()) of the level have histograms in this pass; slot s of
-// tree t sits at hist_slot(t, s).
-fn pass_slots() -> u32 { return min(p.S_h, p.S_cur - p.s_lo); }
+// A level's histograms are numbered: by slot, or in deep trees (p.row_scan: their SMALL slots all
+// split from their rows, with no histogram, by split_small) by the level's histogram slots alone, its BUILT and
+// derived ones, which alloc numbers in slot order (the number in word 3 of such a slot, the slot
+// of each number in `hmap`): a deep level's passes are as many as its histograms need, not its
+// slots. Those numbered [s_lo, s_lo + pass_slots()) have histograms in this pass; number h of
+// tree t sits at hist_slot(t, h).
+fn numbered() -> bool { return p.row_scan != 0u && p.small <= p.row_scan; }
 
-fn hist_slot(t: u32, s: u32) -> u32 { return t * p.S_h + s - p.s_lo; }
+// The level's (next: the next level's) histogram slots, at most: all its slots, or where
+// numbered p.H_cur (p.H_next), the host's bound (builder.Grower._level).
+fn hist_slots(next: bool) -> u32 {
+  if (numbered()) { return select(p.H_cur, p.H_next, next); }
+  return select(p.S_cur, p.S_next, next);
+}
+
+fn pass_slots() -> u32 { return min(p.S_h, hist_slots(false) - p.s_lo); }
+
+fn hist_slot(t: u32, h: u32) -> u32 { return t * p.S_h + h - p.s_lo; }
+
+// Is slot s (its flags and word 3) the one of histogram number h at this level? Numbers past
+// the level's last are still in hmap from an older level (or batch): their slot is not.
+fn numbered_as(s: u32, flags: u32, word3: u32, h: u32) -> bool {
+  return s < p.S_cur && flags != 0u && (flags & SMALL) == 0u && word3 == h;
+}
 
 // ---- hist_clear: zero the histograms of this pass's built slots -----------------------------
-// 1 slots (T, S, 4) · 2 hist (T, S_h, NB, C). Workgroup of 256 per (tree, HC_SLOTS slots of the
-// pass): most slots of a deep level are empty, and a workgroup that only finds that out still
-// costs a CPU adapter microseconds.
+// 1 slots (T, S, 4) · 2 hist (T, S_h, NB, C) · 3 hmap (T, S): the slot of each histogram number
+// (numbered levels). Workgroup of 256 per (tree, HC_SLOTS slots of the pass): most slots of a
+// deep level are empty, and a workgroup that only finds that out still costs a CPU adapter
+// microseconds.
 @group(0) @binding(1) var<storage, read> hc_slots: array<u32>;
 @group(0) @binding(2) var<storage, read_write> hc_hist: array<u32>;
+@group(0) @binding(3) var<storage, read> hc_hmap: array<u32>;
+
+fn clear_slot(t: u32, h: u32) -> u32 {  // the slot of histogram number h; LEAF: none
+  if (!numbered()) { return h; }
+  let s = hc_hmap[t * p.S + h];
+  if (s >= p.S_cur) { return LEAF; }
+  let sl = (t * p.S + s) * 4u;
+  return select(LEAF, s, numbered_as(s, hc_slots[sl + 1u], hc_slots[sl + 3u], h));
+}
 
 @compute @workgroup_size(256)
 fn hist_clear(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
@@ -26,9 +55,10 @@ fn hist_clear(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: v
   let t = id / groups;
   let W = p.NB * p.C;
   for (var ls = (id % groups) * HC_SLOTS; ls < min(sp, (id % groups + 1u) * HC_SLOTS); ls++) {
-    let s = p.s_lo + ls;
-    if ((hc_slots[(t * p.S + s) * 4u + 1u] & BUILT) == 0u) { continue; }
-    let base = hist_slot(t, s) * W;
+    let h = p.s_lo + ls;
+    let s = clear_slot(t, h);
+    if (s == LEAF || (hc_slots[(t * p.S + s) * 4u + 1u] & BUILT) == 0u) { continue; }
+    let base = hist_slot(t, h) * W;
     for (var e = lid; e < W; e += 256u) { hc_hist[base + e] = 0u; }
   }
 }
@@ -51,16 +81,18 @@ fn hist_clear_wg(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg
   let len = (W + runs - 1u) / runs;  // words a run
   if (id >= p.T * sp * runs) { return; }
   let t = id / runs / sp;
-  let s = p.s_lo + id / runs % sp;
-  if ((hc_slots[(t * p.S + s) * 4u + 1u] & BUILT) == 0u) { return; }
-  let base = hist_slot(t, s) * W;
+  let h = p.s_lo + id / runs % sp;
+  let s = clear_slot(t, h);
+  if (s == LEAF || (hc_slots[(t * p.S + s) * 4u + 1u] & BUILT) == 0u) { return; }
+  let base = hist_slot(t, h) * W;
   let end = min(W, (id % runs + 1u) * len);
   for (var e = (id % runs) * len + lid; e < end; e += 256u) { hc_hist[base + e] = 0u; }
 }
 
 // ---- hist_build: each in-bag row of a built slot adds itself to (slot, feature, bin) ----------
 // 1 binned (n, FW) · 2 fmeta (F, 2) · 3 target (n) · 4 state (T, n) · 5 slots (T, S, 4)
-// · 6 hist (T, S_h, NB, C) atomic. Thread per (tree, row).
+// · 6 hist (T, S_h, NB, C) atomic. Thread per (tree, row); a row of a numbered level finds its
+// slot's histogram number in the slot's word 3.
 @group(0) @binding(1) var<storage, read> hb_binned: array<u32>;
 @group(0) @binding(2) var<storage, read> hb_fmeta: array<u32>;
 @group(0) @binding(3) var<storage, read> hb_target: array<u32>;
@@ -81,14 +113,15 @@ fn hist_build(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: v
               @builtin(local_invocation_index) lid: u32) {
   let i = linear(wid, nwg) * 256u + lid;
   if (i >= p.T * p.n) { return; }
-  let st = hb_state[i];
-  let w = st & COUNT_MASK;
-  let slot = st >> SLOT_SHIFT;
-  if (w == 0u || slot == DONE || slot < p.s_lo || slot >= p.s_lo + pass_slots()) { return; }
+  let w = hb_state[i] & COUNT_MASK;
+  let slot = hb_state[i] >> SLOT_SHIFT;
+  if (w == 0u || slot == DONE) { return; }
   let t = i / p.n;
   let r = i % p.n;
-  if ((hb_slots[(t * p.S + slot) * 4u + 1u] & BUILT) == 0u) { return; }
-  let base = hist_slot(t, slot) * p.NB;
+  let sl = (t * p.S + slot) * 4u;
+  let h = select(slot, hb_slots[sl + 3u], numbered());
+  if (h < p.s_lo || h >= p.s_lo + pass_slots() || (hb_slots[sl + 1u] & BUILT) == 0u) { return; }
+  let base = hist_slot(t, h) * p.NB;
   let tv = hb_target[r];
   let wy = weighted_target(tv, w);
   for (var f = 0u; f < p.F; f++) {
@@ -113,12 +146,14 @@ fn add_row(h: u32, tv: u32, w: u32, wy: vec2u) {
 }
 
 // hist_build_wg (GPUs, the levels whose passes hold a slot or two a tree: the root, level 1): the
-// same sums, a workgroup per (tree, slot of the pass, group of features, run of HB_ROWS rows).
+// same sums, a workgroup per (tree, slot of the pass, group of features, run of HB_ROWS rows)
+// (binding 8: hmap, as hist_clear's 3).
 // Its rows add into workgroup memory (the group's words, at most HB_WORDS; binding 7: the
 // number of groups G, then each group's first feature and end), then each non-zero word goes to the slot's histogram with
 // one global atomic: where every row of the tree lands in one slot, many fewer of them on the
 // same words. Integer sums, so the same words; regression's 64-bit sums carry as in hist_build.
 @group(0) @binding(7) var<storage, read> hb_groups: array<u32>;
+@group(0) @binding(8) var<storage, read> hb_hmap: array<u32>;
 var<workgroup> hb_wg: array<atomic<u32>, HB_WORDS>;
 
 @compute @workgroup_size(256)
@@ -132,7 +167,14 @@ fn hist_build_wg(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg
   let run = id % runs;
   let g = id / runs % G;
   let t = id / runs / G / sp;
-  let slot = p.s_lo + id / runs / G % sp;
+  let h = p.s_lo + id / runs / G % sp;
+  var slot = h;
+  if (numbered()) {
+    slot = hb_hmap[t * p.S + h];
+    if (slot >= p.S_cur) { return; }
+    let sl = (t * p.S + slot) * 4u;
+    if (!numbered_as(slot, hb_slots[sl + 1u], hb_slots[sl + 3u], h)) { return; }
+  }
   if ((hb_slots[(t * p.S + slot) * 4u + 1u] & BUILT) == 0u) { return; }
   let f0 = hb_groups[2u * g + 1u];
   let f1 = hb_groups[2u * g + 2u];
@@ -165,7 +207,7 @@ fn hist_build_wg(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg
     }
   }
   workgroupBarrier();
-  let base = (hist_slot(t, slot) * p.NB + w0) * p.C;
+  let base = (hist_slot(t, h) * p.NB + w0) * p.C;
   if (p.crit == MSE) {  // a thread a bin: the 64-bit sum's carry out of the low word
     for (var j = lid; j < nw / 4u; j += 256u) {
       let h = 4u * j;

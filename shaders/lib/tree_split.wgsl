@@ -10,7 +10,7 @@
 // 1 fmeta · 2 slots · 3 hist · 4 nodes · 5 cand (T, S_h, F, 4): score bits, bin, next bin (LEAF:
 // no split), rank << RANK_SHIFT | VARIES if the feature varies in the node · 6 xlogx (n + 1)
 // f32: x ln x, for entropy · 7 hist_prev (the parent level's); split_pick: left (T, S, C), the
-// left child's channels. Histograms stay raw (bin j holds bin j's rows alone), so parent -
+// left child's channels · 8 hmap (T, S): the slot of each histogram number (numbered levels). Histograms stay raw (bin j holds bin j's rows alone), so parent -
 // sibling is exact word by word, and a feature's bins are summed along only where a node scans
 // that feature (a few of them: max_features), not for every feature of every slot.
 // split_vary: thread (_wg: workgroup) per (tree, slot of the pass, feature). An open slot not
@@ -41,6 +41,7 @@
 @group(0) @binding(6) var<storage, read> sp_xlogx: array<f32>;
 @group(0) @binding(7) var<storage, read> sp_prev: array<u32>;
 @group(0) @binding(7) var<storage, read_write> sp_left: array<u32>;
+@group(0) @binding(8) var<storage, read> sp_hmap: array<u32>;  // hist_clear's hmap (numbered levels)
 
 struct Best { score: f32, f: u32, b: u32, b2: u32 }
 
@@ -73,6 +74,29 @@ fn lane_sum(h0: u32, j0: u32, j1: u32, lane: u32) -> vec2u {
   for (var j = j0; j < j1; j++) { sum = lane_add(sum, lane_at(h0 + j * p.C, lane), lane); }
   return sum;
 }
+
+// Where slot s of tree t has its histogram and candidates in this pass: by its histogram number
+// where the level's are numbered (not a SMALL slot: that one's candidates by its slot, in the
+// passes of split_rows and split_small over the level's slots).
+fn hslot(t: u32, s: u32) -> u32 {
+  let sl = (t * p.S + s) * 4u;
+  if (numbered() && (sp_slots[sl + 1u] & SMALL) == 0u) { return hist_slot(t, sp_slots[sl + 3u]); }
+  return hist_slot(t, s);
+}
+
+// The slot of item i of this pass's histograms (split_vary, split_scan, split_pick); LEAF: none
+// (a number past the level's last).
+fn item_slot(t: u32, i: u32) -> u32 {
+  let h = p.s_lo + i;
+  if (!numbered()) { return h; }
+  let s = sp_hmap[t * p.S + h];
+  if (s >= p.S_cur) { return LEAF; }
+  let sl = (t * p.S + s) * 4u;
+  return select(LEAF, s, numbered_as(s, sp_slots[sl + 1u], sp_slots[sl + 3u], h));
+}
+
+// The slots of this pass of split_rows and split_small: [s_lo, s_lo + slot_pass()).
+fn slot_pass() -> u32 { return min(p.S_h, p.S_cur - p.s_lo); }
 
 fn slot_rec(t: u32, s: u32) -> u32 {  // the node record of slot s of tree t (of the batch)
   return (t * p.NC + sp_slots[(t * p.S + s) * 4u]) * (4u + p.C);
@@ -123,7 +147,7 @@ fn eligible(tot: u32) -> bool {
 // c0 + step, ...
 fn root_totals(t: u32, s: u32, c0: u32, step: u32) {
   let rec = slot_rec(t, s) + 4u;
-  let h0 = (hist_slot(t, s) * p.NB + sp_fmeta[0]) * p.C;
+  let h0 = (hslot(t, s) * p.NB + sp_fmeta[0]) * p.C;
   for (var lane = c0; lane < lanes(); lane += step) {
     let sum = lane_sum(h0, 0u, sp_fmeta[1], lane);
     sp_nodes[rec + lane_word(lane)] = sum.x;
@@ -139,7 +163,7 @@ fn node_key(t: u32, s: u32) -> u32 {
 // Feature f of open slot s, its bins final: its candidate reset (no split yet) and its rank in
 // the node's permutation (`rank`: feature_rank's), with VARIES when v = 1 (it varies in the node).
 fn finish_vary(t: u32, s: u32, f: u32, v: u32, rank: u32) {
-  let e = 4u * (hist_slot(t, s) * p.F + f);
+  let e = 4u * (hslot(t, s) * p.F + f);
   sp_cand[e] = 0u;
   sp_cand[e + 1u] = 0u;
   sp_cand[e + 2u] = LEAF;
@@ -172,7 +196,7 @@ fn count_nonempty(h0: u32, nb: u32, j0: u32, step: u32) -> u32 {
 
 // Words of feature f's bins in slot s of tree t: (first word, bins).
 fn feature_words(t: u32, s: u32, f: u32) -> vec2u {
-  return vec2u((hist_slot(t, s) * p.NB + sp_fmeta[2u * f]) * p.C, sp_fmeta[2u * f + 1u]);
+  return vec2u((hslot(t, s) * p.NB + sp_fmeta[2u * f]) * p.C, sp_fmeta[2u * f + 1u]);
 }
 
 @compute @workgroup_size(256)
@@ -184,15 +208,16 @@ fn split_vary(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: v
   if (i >= p.T * sp * p.F) { return; }
   let f = i % p.F;
   let t = i / p.F / sp;
-  let s = p.s_lo + i / p.F % sp;
+  let s = item_slot(t, i / p.F % sp);
+  if (s == LEAF) { return; }
   let sl = (t * p.S + s) * 4u;
   let flags = sp_slots[sl + 1u];
   if ((flags & OPEN) == 0u || (flags & SMALL) != 0u) { return; }  // SMALL: split_rows
   let fw = feature_words(t, s, f);
   var nonempty = 0u;
   if ((flags & BUILT) == 0u) {
-    let d = fw.x - hist_slot(t, s) * p.NB * p.C;  // the feature's offset in a slot
-    nonempty = derive_bins(fw.x, hist_slot(t, s ^ 1u) * p.NB * p.C + d,
+    let d = fw.x - hslot(t, s) * p.NB * p.C;  // the feature's offset in a slot
+    nonempty = derive_bins(fw.x, hslot(t, s ^ 1u) * p.NB * p.C + d,
                            (t * p.S_h + sp_slots[sl + 2u]) * p.NB * p.C + d, 0u, fw.y * p.C, 1u);
   } else {
     nonempty = count_nonempty(fw.x, fw.y, 0u, 1u);
@@ -206,7 +231,7 @@ fn split_vary(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: v
 // varies (none of the first mf does: scikit-learn then draws on until one varies).
 fn selected(t: u32, s: u32, r: u32) -> bool {
   if (r < p.mf) { return true; }
-  let cbase = hist_slot(t, s) * p.F;
+  let cbase = hslot(t, s) * p.F;
   for (var g = 0u; g < p.F; g++) {
     let w = sp_cand[4u * (cbase + g) + 3u];
     if ((w & VARIES) != 0u && (w >> RANK_SHIFT) < r) { return false; }
@@ -216,7 +241,7 @@ fn selected(t: u32, s: u32, r: u32) -> bool {
 
 // Does split_scan scan feature f of open slot s? The node may split, f varies and is selected.
 fn scans(t: u32, s: u32, f: u32) -> bool {
-  let w = sp_cand[4u * (hist_slot(t, s) * p.F + f) + 3u];
+  let w = sp_cand[4u * (hslot(t, s) * p.F + f) + 3u];
   return eligible(slot_rec(t, s) + 4u) && (w & VARIES) != 0u && selected(t, s, w >> RANK_SHIFT);
 }
 
@@ -299,7 +324,8 @@ fn split_scan(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: v
   if (i >= p.T * sp * p.F) { return; }
   let f = i % p.F;
   let t = i / p.F / sp;
-  let s = p.s_lo + i / p.F % sp;
+  let s = item_slot(t, i / p.F % sp);
+  if (s == LEAF) { return; }
   if ((sp_slots[(t * p.S + s) * 4u + 1u] & OPEN) == 0u || rows_scanned(t, s) || !scans(t, s, f)) { return; }
   scan_feature(t, s, f);
 }
@@ -307,7 +333,7 @@ fn split_scan(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: v
 // A feature's best split (if any) into its candidate: words e..e+2 only (other threads read e+3).
 fn put_candidate(t: u32, s: u32, f: u32, best: Best) {
   if (best.f == LEAF) { return; }
-  let e = 4u * (hist_slot(t, s) * p.F + f);
+  let e = 4u * (hslot(t, s) * p.F + f);
   sp_cand[e] = bitcast<u32>(best.score);
   sp_cand[e + 1u] = best.b;
   sp_cand[e + 2u] = best.b2;
@@ -372,7 +398,7 @@ fn pick(t: u32, s: u32) -> vec4u {
   if ((sp_slots[(t * p.S + s) * 4u + 1u] & OPEN) == 0u) { return none; }
   let rec = slot_rec(t, s);
   if (!eligible(rec + 4u)) { return none; }
-  let cbase = hist_slot(t, s) * p.F;
+  let cbase = hslot(t, s) * p.F;
   var best = Best(0.0, LEAF, 0u, 0u);
   var best_rank = LEAF;
   for (var f = 0u; f < p.F; f++) {  // the scanned features' splits (b2 LEAF: none)
@@ -400,7 +426,8 @@ fn split_pick(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: v
   let sp = pass_slots();
   if (i >= p.T * sp) { return; }
   let t = i / sp;
-  let s = p.s_lo + i % sp;
+  let s = item_slot(t, i % sp);
+  if (s == LEAF) { return; }
   if (rows_scanned(t, s)) { return; }  // split_small's
   let best = pick(t, s);
   if (best.x == LEAF) { return; }
@@ -470,7 +497,8 @@ fn split_vary_wg(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg
   let groups = (p.F + fg - 1u) / fg;
   if (id >= p.T * sp * groups) { return; }
   let t = id / groups / sp;
-  let s = p.s_lo + id / groups % sp;
+  let s = item_slot(t, id / groups % sp);
+  if (s == LEAF) { return; }
   if (lid == 0u) {
     wg_flags = sp_slots[(t * p.S + s) * 4u + 1u];
     wg_node = sp_slots[(t * p.S + s) * 4u];
@@ -487,7 +515,7 @@ fn split_vary_wg(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg
     workgroupBarrier();
     if (lid == 0u) {
       for (var f = c0; f < min(f1, c0 + PW); f++) {
-        sp_cand[4u * (hist_slot(t, s) * p.F + f) + 3u] = wg_rb[f - c0];
+        sp_cand[4u * (hslot(t, s) * p.F + f) + 3u] = wg_rb[f - c0];
       }
     }
     workgroupBarrier();
@@ -498,8 +526,8 @@ fn split_vary_wg(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg
     let fw = feature_words(t, s, f);
     var nonempty = 0u;
     if ((flags & BUILT) == 0u) {  // parent - sibling, word by word (coalesced)
-      let d = fw.x - hist_slot(t, s) * p.NB * p.C;
-      nonempty = derive_bins(fw.x, hist_slot(t, s ^ 1u) * p.NB * p.C + d,
+      let d = fw.x - hslot(t, s) * p.NB * p.C;
+      nonempty = derive_bins(fw.x, hslot(t, s ^ 1u) * p.NB * p.C + d,
                              (t * p.S_h + sp_slots[(t * p.S + s) * 4u + 2u]) * p.NB * p.C + d,
                              lid, fw.y * p.C, PW);
     } else {
@@ -510,7 +538,7 @@ fn split_vary_wg(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg
     workgroupBarrier();
     if (lid == 0u) {
       let v = select(0u, 1u, atomicLoad(&wg_any) >= 2u);
-      finish_vary(t, s, f, v, sp_cand[4u * (hist_slot(t, s) * p.F + f) + 3u]);
+      finish_vary(t, s, f, v, sp_cand[4u * (hslot(t, s) * p.F + f) + 3u]);
     }
   }
 }
@@ -574,7 +602,7 @@ fn rank_run(key: u32, cand: u32, r0: u32, end: u32, lid: u32) {
 // varies); LEAF: none. A run of PW ranks at once (rank_run), rather than every feature's
 // workgroup counting the ranks before its own. Called by the whole workgroup.
 fn scanned_feature(t: u32, s: u32, i: u32, lid: u32) -> u32 {
-  let vary = 4u * hist_slot(t, s) * p.F + 3u;  // word 3 of feature 0's candidate
+  let vary = 4u * hslot(t, s) * p.F + 3u;  // word 3 of feature 0's candidate
   if (lid == 0u) { wg_feat = LEAF; }
   if (p.mf >= p.F) {  // (through workgroup memory: the result must be uniform)
     if (lid == 0u && (sp_cand[vary + 4u * i] & VARIES) != 0u) { wg_feat = i; }
@@ -655,7 +683,7 @@ fn scan_sparse(t: u32, s: u32, f: u32, h0: u32, nnz: u32, rec: u32, lid: u32) {
   best_in_workgroup(bs, bb, lid);
   let i = wg_rb[0];
   if (lid == 0u && i != LEAF) {  // a candidate has rows after it: bin i + 1 is the right side's first
-    let e4 = 4u * (hist_slot(t, s) * p.F + f);
+    let e4 = 4u * (hslot(t, s) * p.F + f);
     sp_cand[e4] = bitcast<u32>(wg_rs[0]);
     sp_cand[e4 + 1u] = wg_bin[i];
     sp_cand[e4 + 2u] = wg_bin[i + 1u];
@@ -675,7 +703,8 @@ fn split_scan_wg(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg
   let sp = pass_slots();
   if (id >= p.T * sp * ns) { return; }
   let t = id / ns / sp;
-  let s = p.s_lo + id / ns % sp;
+  let s = item_slot(t, id / ns % sp);
+  if (s == LEAF) { return; }
   if (lid == 0u) {
     wg_flags = sp_slots[(t * p.S + s) * 4u + 1u];
     wg_node = sp_slots[(t * p.S + s) * 4u];
@@ -785,7 +814,7 @@ fn split_scan_wg(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg
     workgroupBarrier();
   }
   if (lid == 0u && best != LEAF) {  // words e4..e4+2 only: other workgroups read e4+3
-    let e4 = 4u * (hist_slot(t, s) * p.F + f);
+    let e4 = 4u * (hslot(t, s) * p.F + f);
     sp_cand[e4] = score_bits;
     sp_cand[e4 + 1u] = best;
     sp_cand[e4 + 2u] = wg_rb[0];
@@ -802,7 +831,8 @@ fn split_pick_wg(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg
   let sp = pass_slots();
   if (id >= p.T * sp) { return; }
   let t = id / sp;
-  let s = p.s_lo + id % sp;
+  let s = item_slot(t, id % sp);
+  if (s == LEAF) { return; }
   if (lid == 0u) {
     wg_pick = vec4u(LEAF, 0u, 0u, 0u);
     if (!rows_scanned(t, s)) { wg_pick = pick(t, s); }  // else split_small's
@@ -850,6 +880,14 @@ var<workgroup> sr_m: u32;               // how many
 
 fn row_bin(r: u32, f: u32) -> u32 { return bin_in(sr_binned[r * p.FW + bin_word(f)], f); }
 
+// Is slot s of tree t open and SMALL (its rows listed)? Its flags alone (read-only: uniform in
+// the workgroup), so that the slots that are not, most of a deep level's grid (sized to twice
+// its last known pairs, and to the tree with the most), leave split_rows and split_small before
+// a barrier, which costs a CPU adapter a switch of every thread.
+fn open_listed(t: u32, s: u32) -> bool {
+  return (sp_slots[(t * p.S + s) * 4u + 1u] & (OPEN | SMALL)) == (OPEN | SMALL);
+}
+
 // Is slot s of tree t SMALL and of at most p.row_scan rows: split from its rows (split_small)?
 fn rows_scanned(t: u32, s: u32) -> bool {
   return (sp_slots[(t * p.S + s) * 4u + 1u] & SMALL) != 0u && sp_nodes[slot_rec(t, s) + 4u + p.C - 1u] <= p.row_scan;
@@ -860,11 +898,12 @@ fn rows_scanned(t: u32, s: u32) -> bool {
 fn split_rows(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
               @builtin(local_invocation_index) lid: u32) {
   let id = linear(wid, nwg);
-  let sp = pass_slots();
+  let sp = slot_pass();
   if (id >= p.T * sp) { return; }
   let t = id / sp;
   let s = p.s_lo + id % sp;
   let sl = (t * p.S + s) * 4u;
+  if (!open_listed(t, s)) { return; }  // most of a deep level's grid: before any barrier
   if (lid == 0u) {
     wg_elig = 0u;
     if ((sp_slots[sl + 1u] & (OPEN | SMALL)) == (OPEN | SMALL) && eligible(slot_rec(t, s) + 4u)) {
@@ -877,7 +916,7 @@ fn split_rows(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: v
   let first = t * p.n + sp_slots[sl + 3u] - rows;  // the slot's rows: sr_list[first, first + rows)
   let key = node_key(t, s);
   node_rounds(key, lid);
-  let cbase = 4u * hist_slot(t, s) * p.F;
+  let cbase = 4u * hslot(t, s) * p.F;
   for (var f = lid; f < p.F; f += PW) {
     let b0 = row_bin(sr_list[first] >> SLOT_SHIFT, f);
     var v = 0u;
@@ -1042,10 +1081,11 @@ fn small_open(t: u32, s: u32) -> bool {
 fn split_small(@builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
                   @builtin(local_invocation_index) lid: u32) {
   let id = linear(wid, nwg);
-  let sp = pass_slots();
+  let sp = slot_pass();
   if (id >= p.T * sp) { return; }
   let t = id / sp;
   let s = p.s_lo + id % sp;
+  if (!open_listed(t, s)) { return; }  // most of a deep level's grid: before any barrier
   if (lid == 0u) { wg_elig = select(0u, 1u, small_open(t, s)); }
   if (workgroupUniformLoad(&wg_elig) == 0u) { return; }
   let at = small_rows(t, s);

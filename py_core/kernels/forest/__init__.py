@@ -24,13 +24,16 @@ PARAMS = Struct(
     "n:u32 F:u32 FW:u32 NB:u32 C:u32 K:u32 crit:u32 T:u32 "
     "tree0:u32 seed:u32 boot:u32 mss:u32 msl:u32 max_depth:u32 mf:u32 pr:u32 "
     "S:u32 NC:u32 depth:u32 S_cur:u32 S_next:u32 T_all:u32 inv_scale:f32 mid:f32 "
-    "xd:u32 ye:i32 ym_lo:u32 ym_hi:u32 step:u32 SM:u32 S_h:u32 s_lo:u32 small:u32 b16:u32 row_scan:u32")
+    "xd:u32 ye:i32 ym_lo:u32 ym_hi:u32 step:u32 SM:u32 S_h:u32 s_lo:u32 small:u32 b16:u32 row_scan:u32 "
+    "H_cur:u32 H_next:u32")
 # xd: X is f64 (pairs of words); ye, ym_lo/ym_hi: regression y as fixed point round(y 2^ye) - ym;
 # step, SM: every step-th row sampled into SM values a feature (binning); S_h, s_lo: the slots a
 # histogram buffer holds and the first slot of this pass; small: a child of at most this many rows
 # is split from its rows (SMALL: split_rows), 0 never; b16: the binned matrix holds two 16-bit bins
 # a word (a feature has more than 256 bins), else four of 8 bits (bin_word, bin_in); row_scan: a
-# SMALL node of at most this many rows is split from its rows without histograms (split_small).
+# SMALL node of at most this many rows is split from its rows without histograms (split_small);
+# H_cur, H_next: where a level's histograms are numbered (`numbered`), the most it and the next
+# level have (their passes: builder.Grower._level).
 SORT = Struct("j:u32 k:u32 len:u32 count:u32")  # sort_pass's own parameters
 BINS = Struct("m:u32 SM:u32 F:u32 nbins:u32 exact:u32")  # thresholds': m sorted values of SM a
 # feature; a feature of at most `exact` distinct values gets a bin each, others nbins quantiles
@@ -424,27 +427,73 @@ def init_trees(bufs, grid_, constants):
         meta[2 * tree:2 * tree + 2] = array("I", [1, 1])
 
 
+def numbered(p) -> bool:
+    """Are the level's histograms numbered (deep trees, every SMALL slot split by split_small), not
+    indexed by slot? The shader's `numbered`."""
+    return p["row_scan"] != 0 and p["small"] <= p["row_scan"]
+
+
+def hist_slots(p, nxt: bool = False) -> int:
+    """The level's (nxt: the next level's) histogram slots, at most: H_cur (H_next) where
+    numbered, else its slots (the shader's hist_slots)."""
+    if numbered(p):
+        return p["H_next" if nxt else "H_cur"]
+    return p["S_next" if nxt else "S_cur"]
+
+
 def pass_range(p) -> range:
-    """The level's slots that have histograms in this pass."""
+    """The level's histogram numbers (its slots where not numbered) in this pass."""
+    return range(p["s_lo"], p["s_lo"] + min(p["S_h"], hist_slots(p) - p["s_lo"]))
+
+
+def slot_range(p) -> range:
+    """The level's slots in this pass of split_rows and split_small."""
     return range(p["s_lo"], p["s_lo"] + min(p["S_h"], p["S_cur"] - p["s_lo"]))
 
 
-def hist_slot(p, t: int, s: int) -> int:
-    return t * p["S_h"] + s - p["s_lo"]
+def hist_slot(p, t: int, h: int) -> int:
+    """Where histogram number h of tree t is in the pass's buffers."""
+    return t * p["S_h"] + h - p["s_lo"]
+
+
+def hslot(p, slots, t: int, s: int) -> int:
+    """Where slot s of tree t has its histogram and candidates: by its number (word 3) where
+    numbered, but a SMALL slot's candidates, by its slot."""
+    sl = (t * p["S"] + s) * 4
+    if numbered(p) and not slots[sl + 1] & SMALL:
+        return hist_slot(p, t, slots[sl + 3])
+    return hist_slot(p, t, s)
+
+
+def pass_slots(p, slots, hmap, t: int) -> list:
+    """[(number, slot)] of tree t's histograms in this pass: hmap's slots where numbered, those
+    that have this number at this level (past the level's last number, hmap holds an older
+    level's slots)."""
+    if not numbered(p):
+        return [(h, h) for h in pass_range(p)]
+    out = []
+    for h in pass_range(p):
+        s = hmap[t * p["S"] + h]
+        if s < p["S_cur"]:
+            sl = (t * p["S"] + s) * 4
+            flags = slots[sl + 1]
+            if flags and not flags & SMALL and slots[sl + 3] == h:
+                out.append((h, s))
+    return out
 
 
 @reference("forest", "hist_clear_wg")
 @reference("forest", "hist_clear")
 def hist_clear(bufs, grid_, constants):
-    _, slots, hist = bufs
+    _, slots, hist, hmap = bufs
     p = _unpack(bufs)
     S, W = p["S"], p["NB"] * p["C"]
     zeros = array("I", bytes(4 * W))
     for t in range(p["T"]):
-        for s in pass_range(p):
+        for h, s in pass_slots(p, slots, hmap, t):
             if slots[(t * S + s) * 4 + 1] & BUILT:
-                h = hist_slot(p, t, s) * W
-                hist[h:h + W] = zeros
+                at = hist_slot(p, t, h) * W
+                hist[at:at + W] = zeros
 
 
 def bin_place(f: int, b16: int) -> tuple[int, int, int]:
@@ -468,8 +517,15 @@ def hist_build(bufs, grid_, constants):
     p = _unpack(bufs)
     n, F, FW, NB, S = p["n"], p["F"], p["FW"], p["NB"], p["S"]
     offs = fmeta[0:2 * F:2].tolist()
+    hrange = pass_range(p)
     for t in range(p["T"]):
-        built = {s for s in pass_range(p) if slots[(t * S + s) * 4 + 1] & BUILT}
+        # the built slots of the pass: their histograms' numbers (word 3) where numbered
+        built = {}
+        for s in range(p["S_cur"]) if numbered(p) else hrange:
+            sl = (t * S + s) * 4
+            h = slots[sl + 3] if numbered(p) else s
+            if slots[sl + 1] & BUILT and h in hrange:
+                built[s] = h
         if not built:
             continue
         rows = []  # (bin words of the row's features, target word, count)
@@ -477,7 +533,7 @@ def hist_build(bufs, grid_, constants):
             w, slot = st & COUNT_MASK, st >> SLOT_SHIFT
             if not w or slot not in built:
                 continue
-            base = hist_slot(p, t, slot) * NB
+            base = hist_slot(p, t, built[slot]) * NB
             rows.append(([base + off + b for off, b in zip(offs, _row_bins(binned, r, FW, F, p["b16"]))], target[r], w))
         _add_rows(p, hist, rows)
 
@@ -517,7 +573,8 @@ def _add_rows(p, hist, rows):
 
 @reference("forest", "hist_build_wg")
 def hist_build_wg(bufs, grid_, constants):
-    """The same sums as hist_build (binding 7, the feature groups, only shapes the grid)."""
+    """The same sums as hist_build (binding 7, the feature groups, only shapes the grid; 8, hmap,
+    finds a numbered slot as its word 3 does)."""
     hist_build(bufs[:7], grid_, constants)
 
 
@@ -546,8 +603,8 @@ def _derive(p, slots, prev, hist, t, s):
     """The slot's histogram as its parent's minus its sibling's, word by word."""
     S, C, W = p["S"], p["C"], p["NB"] * p["C"]
     sl = (t * S + s) * 4
-    me, sib = hist_slot(p, t, s) * W, hist_slot(p, t, s ^ 1) * W
-    par = (t * p["S_h"] + slots[sl + 2]) * W
+    me, sib = hslot(p, slots, t, s) * W, hslot(p, slots, t, s ^ 1) * W
+    par = (t * p["S_h"] + slots[sl + 2]) * W  # word 2: the parent's histogram number (or slot)
     a, b = prev[par:par + W], hist[sib:sib + W]
     out = [(x - y) & M32 for x, y in zip(a, b)]
     if p["crit"] == MSE:  # borrow from the low word of each bin's sum
@@ -629,10 +686,12 @@ class _Slot:
         return f32([a - xl[v] for a, v in zip(acc, wr)])
 
 
-def _open_slots(p, slots):
+def _open_slots(p, slots, hmap=None):
+    """(tree, slot, node, flags) of the pass's open slots: those with histograms (hmap: a
+    histogram kernel's, by number where numbered), or (None) of split_rows' and split_small's."""
     S = p["S"]
     for t in range(p["T"]):
-        for s in pass_range(p):
+        for s in (slot_range(p) if hmap is None else [s for _, s in pass_slots(p, slots, hmap, t)]):
             sl = (t * S + s) * 4
             if slots[sl + 1] & OPEN:
                 yield t, s, slots[sl], slots[sl + 1]
@@ -641,15 +700,15 @@ def _open_slots(p, slots):
 @reference("forest", "split_vary_wg")
 @reference("forest", "split_vary")
 def split_vary(bufs, grid_, constants):
-    _, fmeta, slots, hist, nodes, cand, xlogx, prev = bufs
+    _, fmeta, slots, hist, nodes, cand, xlogx, prev, hmap = bufs
     p = _unpack(bufs)
     F, C, NB = p["F"], p["C"], p["NB"]
-    for t, s, node, flags in _open_slots(p, slots):
+    for t, s, node, flags in _open_slots(p, slots, hmap):
         if flags & SMALL:  # split_rows
             continue
         if not flags & BUILT:
             _derive(p, slots, prev, hist, t, s)
-        hbase = hist_slot(p, t, s) * NB
+        hbase = hslot(p, slots, t, s) * NB
         if p["depth"] == 0:  # the root's totals: feature 0's bins summed
             h0, h1 = _feature_range(p, fmeta, hbase, 0)
             rec = (t * p["NC"] + node) * (4 + C)
@@ -660,7 +719,7 @@ def split_vary(bufs, grid_, constants):
             h0, h1 = _feature_range(p, fmeta, hbase, f)
             varies = sum(1 for r in hist[h0 + C - 1:h1:C] if r) >= 2
             out[4 * f + 3] = (feature_rank(key, f, p["pr"], F) << RANK_SHIFT) | (VARIES if varies else 0)
-        e = 4 * hist_slot(p, t, s) * F
+        e = 4 * hslot(p, slots, t, s) * F
         cand[e:e + 4 * F] = array("I", out)
 
 
@@ -707,19 +766,19 @@ def scanned(varying: list, mf: int) -> list:
 @reference("forest", "split_scan_wg")
 @reference("forest", "split_scan")
 def split_scan(bufs, grid_, constants):
-    _, fmeta, slots, hist, nodes, cand, xlogx, prev = bufs
+    _, fmeta, slots, hist, nodes, cand, xlogx, prev, hmap = bufs
     p = _unpack(bufs)
     F, C, NC = p["F"], p["C"], p["NC"]
     xl = xlogx.tolist() if p["crit"] == ENTROPY else None
-    for t, s, node, flags in _open_slots(p, slots):
+    for t, s, node, flags in _open_slots(p, slots, hmap):
         rec = (t * NC + node) * (4 + C)
         tot = nodes[rec + 4:rec + 4 + C].tolist()
         if not _eligible(p, tot) or _rows_scanned(p, flags, tot):
             continue
-        e = 4 * hist_slot(p, t, s) * F
+        e = 4 * hslot(p, slots, t, s) * F
         words = cand[e + 3:e + 4 * F:4].tolist()
         varying = sorted((w >> RANK_SHIFT, f) for f, w in enumerate(words) if w & VARIES)
-        slot = _Slot(p, hist, fmeta, xl, hist_slot(p, t, s) * p["NB"], tot)
+        slot = _Slot(p, hist, fmeta, xl, hslot(p, slots, t, s) * p["NB"], tot)
         for _, f in scanned(varying, p["mf"]):
             _put_candidate(cand, e + 4 * f, slot.scan(f))
 
@@ -734,26 +793,27 @@ def _put_candidate(cand, e: int, got) -> None:
 @reference("forest", "split_pick_wg")
 @reference("forest", "split_pick")
 def split_pick(bufs, grid_, constants):
-    _, fmeta, slots, hist, nodes, cand, xlogx, left = bufs
+    _, fmeta, slots, hist, nodes, cand, xlogx, left, hmap = bufs
     p = _unpack(bufs)
     C, S, NC = p["C"], p["S"], p["NC"]
-    for t, s, node, flags in _open_slots(p, slots):
+    for t, s, node, flags in _open_slots(p, slots, hmap):
         rec = (t * NC + node) * (4 + C)
         tot = nodes[rec + 4:rec + 4 + C].tolist()
         if not _eligible(p, tot) or _rows_scanned(p, flags, tot):
             continue
-        best = _pick(p, cand, nodes, t, s, rec)
+        best = _pick(p, cand, nodes, t, s, rec, hslot(p, slots, t, s))
         if best is None:
             continue
         f, b = best
-        h0, _ = _feature_range(p, fmeta, hist_slot(p, t, s) * p["NB"], f)
+        h0, _ = _feature_range(p, fmeta, hslot(p, slots, t, s) * p["NB"], f)
         left[(t * S + s) * C:(t * S + s + 1) * C] = _summed(p, hist[h0:h0 + (b + 1) * C])[b * C:]
 
 
-def _pick(p, cand, nodes, t, s, rec):
-    """The slot's split among its candidates into its node record: (feature, bin), or None."""
+def _pick(p, cand, nodes, t, s, rec, at):
+    """The slot's split among its candidates (from `at`, hslot's) into its node record: (feature,
+    bin), or None."""
     F = p["F"]
-    e = 4 * hist_slot(p, t, s) * F
+    e = 4 * at * F
     cands = cand[e:e + 4 * F].tolist()
     scores = array("f", array("I", cands[0::4]).tobytes()).tolist()
     best = None
@@ -800,7 +860,7 @@ def split_small(bufs, grid_, constants):
             hist = array("I", bytes(4 * C * nb))
             _add_rows(p, hist, [([b[f]], target[r], w) for b, (r, w) in zip(bins, rows)])
             _put_candidate(cand, e + 4 * f, _Slot(p, hist, array("I", [0, nb]), xl, 0, tot).scan(0))
-        best = _pick(p, cand, nodes, t, s, rec)
+        best = _pick(p, cand, nodes, t, s, rec, hist_slot(p, t, s))
         if best is not None:
             f, b = best
             acc = array("I", bytes(4 * C))
@@ -852,44 +912,76 @@ def alloc(bufs, grid_, constants):
     count[:] = kept
 
 
+def _pair_flags(p, stats) -> tuple[list, int]:
+    """The flags of a split's children (stats: their channels) in their next-level slots (2j,
+    2j + 1), and the side in the even one (the child with fewer rows), as the shader's
+    pair_flags."""
+    C = p["C"]
+    opens = [_child_open(p, st) for st in stats]
+    small = [st[C - 1] <= p["small"] for st in stats]
+    fewer = 0 if stats[0][C - 1] <= stats[1][C - 1] else 1
+    # built: the child with fewer rows, or beside a SMALL one the other
+    built = 1 - fewer if small[fewer] and not small[1 - fewer] else fewer
+    # no whole parent level (or next one) to derive from
+    passes = hist_slots(p) > p["S_h"] or hist_slots(p, True) > p["S_h"]
+    flags = []
+    for k in (0, 1):  # the even slot first
+        side = fewer ^ k
+        if opens[side] and small[side]:
+            flags.append(OPEN | SMALL)
+        elif opens[side]:
+            flags.append(OPEN | (BUILT if side == built or passes else 0))
+        else:  # built for an open sibling to derive from
+            flags.append(BUILT if k == 0 and not any(small) and not passes else 0)
+    return flags, fewer
+
+
+def _has_hist(p, flags: int) -> bool:
+    """Does a next-level slot of these flags take a histogram number (numbered levels)?"""
+    return numbered(p) and flags != 0 and not flags & SMALL
+
+
 @reference("forest", "alloc_count")
 def alloc_count(bufs, grid_, constants):
-    _, slots, nodes, left, nxt, childmap, meta, count = bufs
+    _, slots, nodes, left, nxt, childmap, meta, count, hmap = bufs
     p = _unpack(bufs)
     S, C = p["S"], p["C"]
     for t in range(p["T"]):
         for s in range(p["S_cur"]):
-            rec, got = _splits(p, slots, nodes, t, s), [0, 0, 0]
+            rec, got = _splits(p, slots, nodes, t, s), [0, 0, 0, 0]
             if rec is not None:
                 stats = _child_stats(p, nodes, left, t, s, rec)
                 opens = [_child_open(p, st) for st in stats]
+                hists = sum(_has_hist(p, f) for f in _pair_flags(p, stats)[0]) if any(opens) else 0
                 got = [1, int(any(opens)),
-                       sum(st[C - 1] for o, st in zip(opens, stats) if o and st[C - 1] <= p["small"])]
+                       sum(st[C - 1] for o, st in zip(opens, stats) if o and st[C - 1] <= p["small"]), hists]
             e = (t * S + s) * 4
-            count[e:e + 3] = array("I", got)
+            count[e:e + 4] = array("I", got)
 
 
 @reference("forest", "alloc_scan")
 def alloc_scan(bufs, grid_, constants):
-    _, slots, nodes, left, nxt, childmap, meta, count = bufs
+    _, slots, nodes, left, nxt, childmap, meta, count, hmap = bufs
     p = _unpack(bufs)
     S = p["S"]
     for t in range(p["T"]):
         tree = p["tree0"] + t
-        at = [meta[2 * tree], 0, 0]
+        at = [meta[2 * tree], 0, 0, 0]
         for s in range(p["S_cur"]):
             e = (t * S + s) * 4
-            c = count[e:e + 3].tolist()
-            count[e:e + 3] = array("I", at)
-            at = [at[0] + 2 * c[0], at[1] + c[1], at[2] + c[2]]
+            c = count[e:e + 4].tolist()
+            count[e:e + 4] = array("I", at)
+            at = [at[0] + 2 * c[0], at[1] + c[1], at[2] + c[2], at[3] + c[3]]
         for s in range(2 * at[1], p["S_next"]):
             nxt[(t * S + s) * 4 + 1] = 0
         meta[2 * tree:2 * tree + 2] = array("I", at[:2])
+        if numbered(p):  # its next level's histograms, after every tree's pair of words
+            meta[2 * p["T_all"] + tree] = at[3]
 
 
 @reference("forest", "alloc_write")
 def alloc_write(bufs, grid_, constants):
-    _, slots, nodes, left, nxt, childmap, meta, count = bufs
+    _, slots, nodes, left, nxt, childmap, meta, count, hmap = bufs
     p = _unpack(bufs)
     S, NC, C = p["S"], p["NC"], p["C"]
     NW = 4 + C
@@ -899,33 +991,29 @@ def alloc_write(bufs, grid_, constants):
             if rec is None:
                 continue
             e0 = (t * S + s) * 4
-            nid, j, at = count[e0:e0 + 3].tolist()
+            nid, j, at, hn = count[e0:e0 + 4].tolist()
             nodes[rec + 3] = nid
             stats = _child_stats(p, nodes, left, t, s, rec)
             for side in (0, 1):
                 crec = (t * NC + nid + side) * NW
                 nodes[crec:crec + NW] = array("I", [LEAF, 0, 0, 0] + stats[side])
-            opens = [_child_open(p, st) for st in stats]
-            small = [st[C - 1] <= p["small"] for st in stats]
             cm = (t * S + s) * 2
             childmap[cm:cm + 2] = array("I", [DONE, DONE])
-            if not any(opens):
+            if not any(_child_open(p, st) for st in stats):
                 continue
-            fewer = 0 if stats[0][C - 1] <= stats[1][C - 1] else 1
-            # built: the child with fewer rows, or beside a SMALL one the other
-            built = 1 - fewer if small[fewer] and not small[1 - fewer] else fewer
-            passes = p["S_cur"] > p["S_h"] or p["S_next"] > p["S_h"]  # no whole parent level
-            for k in (0, 1):  # the even slot first: the child with fewer rows
-                side, ns, listed = fewer ^ k, 2 * j + k, 0
-                if opens[side] and small[side]:
-                    flags, listed = OPEN | SMALL, at
+            pair, fewer = _pair_flags(p, stats)
+            parent = slots[e0 + 3] if numbered(p) else s  # its histogram's number (or slot)
+            for k, flags in enumerate(pair):
+                side, ns, word3 = fewer ^ k, 2 * j + k, 0
+                if flags & SMALL:  # its rows' list
+                    word3 = at
                     at += stats[side][C - 1]
-                elif opens[side]:
-                    flags = OPEN | (BUILT if side == built or passes else 0)
-                else:  # built for an open sibling to derive from
-                    flags = BUILT if k == 0 and not any(small) and not passes else 0
+                elif _has_hist(p, flags):  # its histogram's number
+                    word3 = hn
+                    hmap[t * S + hn] = ns
+                    hn += 1
                 e = (t * S + ns) * 4
-                nxt[e:e + 4] = array("I", [nid + side, flags, s, listed])
+                nxt[e:e + 4] = array("I", [nid + side, flags, parent, word3])
                 if flags:
                     childmap[cm + side] = ns
 

@@ -31,7 +31,7 @@ def _data(rng, n, F, crit, K, b16=0):
 
 def _params(**kw):
     base = dict(n=0, F=0, FW=0, NB=0, C=0, K=1, crit=0, T=0, tree0=0, seed=0, boot=1, mss=2, msl=1,
-                max_depth=6, mf=0, pr=24, S=0, NC=0, depth=0, S_cur=1, S_next=0, T_all=0,
+                max_depth=6, mf=0, pr=24, S=0, NC=0, depth=0, S_cur=1, S_next=0, T_all=0, H_cur=0, H_next=0,
                 inv_scale=1.0, mid=0.0, xd=0, ye=0, ym_lo=0, ym_hi=0, step=1, SM=0, S_h=0, s_lo=0, small=0, b16=0, row_scan=0)
     base.update(kw)
     base["S_h"] = base["S_h"] or base["S"]  # a level's histograms in one pass
@@ -70,7 +70,8 @@ def _two_levels_case(n, F, T, crit, K, max_features, b16=0, row_scan=0):
                       S=S, NC=NC, T_all=T, small=n // 2, b16=b16,  # the smaller child: split from its rows,
                       row_scan=row_scan)  # without histograms (split_small) where it has at most row_scan
         P = [backend.buffer("u32", uniform=True, data=_params(**common, depth=d, S_cur=1 if d == 0 else 2,
-                                                              S_next=2 if d == 0 else 0))
+                                                              S_next=2 if d == 0 else 0, H_cur=1 if d == 0 else 2,
+                                                              H_next=2 if d == 0 else 0))
              for d in (0, 1)]
         fb, bb, tb = (backend.buffer("u32", data=d) for d in (fmeta, binned, target))
         xlogx = backend.buffer("f32", data=array("f", [0.0]))
@@ -80,10 +81,10 @@ def _two_levels_case(n, F, T, crit, K, max_features, b16=0, row_scan=0):
         state = backend.buffer("u32", T * n)
         hist = [backend.buffer("u32", T * S * NB * C) for _ in range(2)]
         slots = [backend.buffer("u32", T * S * 4) for _ in range(2)]
-        nodes, meta = backend.buffer("u32", T * NC * (4 + C)), backend.buffer("u32", 2 * T)
+        nodes, meta = backend.buffer("u32", T * NC * (4 + C)), backend.buffer("u32", 3 * T)
         cand, left = backend.buffer("u32", T * S * F * 4), backend.buffer("u32", T * S * C)
         childmap, rows = backend.buffer("u32", T * S * 2), backend.buffer("u32", T * n)
-        counts = backend.buffer("u32", T * S * 4)
+        counts, hmap = backend.buffer("u32", T * S * 4), backend.buffer("u32", T * S)
         g = lambda threads: grid(-(-threads // WG))  # noqa: E731
         plan = (backend.plan().clear(state).clear(hist[1])
                 .dispatch(k["bootstrap"], [P[0], state], g(T * n))
@@ -92,16 +93,16 @@ def _two_levels_case(n, F, T, crit, K, max_features, b16=0, row_scan=0):
             cur, other = hist[d % 2], hist[1 - d % 2]
             sc, so = slots[d % 2], slots[1 - d % 2]
             s_cur = 1 if d == 0 else 2
-            (plan.dispatch(k["hist_clear"], [P[d], sc, cur], grid(T * s_cur))
+            (plan.dispatch(k["hist_clear"], [P[d], sc, cur, hmap], grid(T * s_cur))
              .dispatch(k["hist_build"], [P[d], bb, fb, tb, state, sc, cur], g(T * n))
-             .dispatch(k["split_vary"], [P[d], fb, sc, cur, nodes, cand, xlogx, other], g(T * s_cur * F))
+             .dispatch(k["split_vary"], [P[d], fb, sc, cur, nodes, cand, xlogx, other, hmap], g(T * s_cur * F))
              .dispatch(k["split_rows"], [P[d], fb, sc, tb, nodes, cand, cur, bb, rows], grid(T * s_cur))
              .dispatch(k["split_small"], [P[d], bb, sc, tb, nodes, cand, xlogx, left, rows], grid(T * s_cur))
-             .dispatch(k["split_scan"], [P[d], fb, sc, cur, nodes, cand, xlogx, other], g(T * s_cur * F))
-             .dispatch(k["split_pick"], [P[d], fb, sc, cur, nodes, cand, xlogx, left], g(T * s_cur))
-             .dispatch(k["alloc_count"], [P[d], sc, nodes, left, so, childmap, meta, counts], g(T * s_cur))
-             .dispatch(k["alloc_scan"], [P[d], sc, nodes, left, so, childmap, meta, counts], grid(T))
-             .dispatch(k["alloc_write"], [P[d], sc, nodes, left, so, childmap, meta, counts], g(T * s_cur)))
+             .dispatch(k["split_scan"], [P[d], fb, sc, cur, nodes, cand, xlogx, other, hmap], g(T * s_cur * F))
+             .dispatch(k["split_pick"], [P[d], fb, sc, cur, nodes, cand, xlogx, left, hmap], g(T * s_cur))
+             .dispatch(k["alloc_count"], [P[d], sc, nodes, left, so, childmap, meta, counts, hmap], g(T * s_cur))
+             .dispatch(k["alloc_scan"], [P[d], sc, nodes, left, so, childmap, meta, counts, hmap], grid(T))
+             .dispatch(k["alloc_write"], [P[d], sc, nodes, left, so, childmap, meta, counts, hmap], g(T * s_cur)))
             if d == 0:
                 plan.dispatch(k["route_rows"], [P[d], bb, state, sc, nodes, childmap, so, rows], g(T * n))
         return plan, [nodes, meta, cand, state], 2 * T * n * F
