@@ -116,6 +116,11 @@ def test_next_step_opens_training_with_the_rows_said(shared_page):
     assert page.locator("#tab-forest").get_attribute("aria-selected") == "true"
     assert page.evaluate("() => document.activeElement.id") == "forest-train"
     assert "37 of the 153 rows have no value for Ozone" in page.locator("#forest-selection").inner_text()
+    page.click("#tab-data")  # the other tabular model is one click away too
+    assert page.locator("#data-next-boosting").inner_text() == "or gradient boosting →"
+    page.click("#data-next-boosting")
+    assert page.locator("#tab-boosting").get_attribute("aria-selected") == "true"
+    assert page.evaluate("() => document.activeElement.id") == "gb-train"
 
 
 def test_the_cpu_path_link_keeps_the_set_up(shared_page):

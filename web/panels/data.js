@@ -6,6 +6,7 @@
 // page made. The choice is `playground.selection`.
 import { deleteDataset, getDataset, getHealth, listDatasets, uploadDataset } from "../api.js";
 import { el, filePicker, fmtNumber, fmtSeconds, progressBar, setProgress, table } from "../ui.js";
+import { KINDS } from "../kinds.js";
 import { initial, save } from "../state.js";
 
 const SYNTHETIC = "synthetic:";
@@ -42,10 +43,13 @@ export function mountDataPanel(root, playground) {
   const seed = el("input", { type: "number", id: "split-seed", value: initial("seed") || "42", step: "1" });
   const stratify = el("input", { type: "checkbox", id: "stratify", checked: initial("strat") !== "0" });
   const rowsNote = el("p", { class: "muted", id: "data-rows", role: "status" });
-  // The next step, once a data set shows: the Random forest tab, its Train button focused.
-  const next = el("button", { type: "button", class: "primary", id: "data-next", hidden: true,
-                              onclick: () => { playground.showTab("forest"); document.getElementById("forest-train")?.focus(); } },
-  "Next: train a random forest on it →");
+  // The next step, once a data set shows: the tab of each kind that trains on a target (GET
+  // /api/kinds, the registry's order: the random forest first, the main road), its Train button
+  // focused.
+  const nexts = Object.values(KINDS).filter((k) => k.panel && k.needs.includes("target")).map((k, i) =>
+    el("button", { type: "button", class: i ? "secondary" : "primary", id: i ? `data-next-${k.tab}` : "data-next", hidden: true,
+                   onclick: () => { playground.showTab(k.tab); document.querySelector(`#panel-${k.tab} button.primary`)?.focus(); } },
+    i ? `or ${k.label.toLowerCase()} →` : `Next: train a ${k.label.toLowerCase()} on it →`));
   const modelCard = el("div", { class: "card" }, el("h2", {}, "Target and features"),
     el("div", { class: "row" }, el("label", {}, "Target ", target), el("label", {}, "Task ", task), taskNote),
     rowsNote,
@@ -53,7 +57,7 @@ export function mountDataPanel(root, playground) {
     el("h3", {}, "Split"),
     el("div", { class: "row" }, el("label", {}, "Test fraction ", testSize), el("label", {}, "Seed ", seed),
       el("label", {}, stratify, " stratified (classes)")),
-    el("div", { class: "row" }, next));
+    el("div", { class: "row" }, nexts));
   const preview = el("div", { class: "card wide", id: "data-preview" }, el("h2", {}, "Preview"));
   root.append(el("div", { class: "cards" }, pickCard, modelCard), preview);
 
@@ -150,7 +154,7 @@ export function mountDataPanel(root, playground) {
     previous = null;
     onTarget(again ? restore : null);
     restore = {};
-    next.hidden = false;
+    for (const next of nexts) next.hidden = false;
     remove.hidden = !uploadKeys()[id];
   }
 
